@@ -1,0 +1,17 @@
+"""qpviz: Expectation Propagation and Quantile Propagation for Gaussian-process models, made visible.
+
+Public API (stable; documented in the README):
+
+* ``qpviz.likelihood(name, **params)`` -> a likelihood object (:mod:`qpviz.likelihoods`)
+* ``qpviz.project(likelihood, y, cavity_mean, cavity_var, method="ep"|"qp")`` -> a
+  :class:`~qpviz.projection.Projection` with ``.mean`` and ``.var`` (:mod:`qpviz.projection`)
+* ``qpviz.fit(X, y, likelihood, kernel, method=...)`` -> a GP posterior (:mod:`qpviz.inference`)
+* ``qpviz.kernels`` -> covariance functions (:mod:`qpviz.kernels`)
+"""
+from __future__ import annotations
+
+from qpviz.likelihoods import likelihood
+from qpviz.projection import project
+
+__all__ = ["likelihood", "project", "__version__"]
+__version__ = "0.1.0"

@@ -1,0 +1,61 @@
+"""Numerical defaults of qpviz, in one place.
+
+Every tolerance, quadrature order and folder that the library uses comes from here, so that
+a user can see (and a test can change) them without hunting through modules.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = [
+    "JITTER",
+    "GL_NODES",
+    "QP_REL_TOL",
+    "QP_MAX_PANELS",
+    "TAIL_LOG_DROP",
+    "GH_NODES",
+    "TABLE_DIR",
+    "NUMBA_OPTIONS",
+    "APP_STEP_EPS",
+    "APP_STUDENT_T",
+    "APP_LAPLACE_SCALE",
+    "APP_GAUSSIAN_VARIANCE",
+    "MAX_TABLE_COUNT",
+]
+
+#: Diagonal jitter added to kernel matrices before a Cholesky factorisation.
+JITTER = 1e-8
+
+#: Gauss-Legendre nodes per panel of the adaptive tilted-distribution quadrature.
+GL_NODES = 16
+
+#: Target relative accuracy of the adaptive quadrature behind QP (and quadrature moments).
+QP_REL_TOL = 1e-12
+
+#: Hard limit of panels per projection; reaching it is reported, never silent.
+QP_MAX_PANELS = 4000
+
+#: The tilted density is integrated where log q(f) >= log q(mode) - TAIL_LOG_DROP
+#: (exp(-80) ~ 2e-35: far below double precision relative to the bulk).
+TAIL_LOG_DROP = 80.0
+
+#: Gauss-Hermite nodes for expectations under a Gaussian (VB, predictive by quadrature).
+GH_NODES = 64
+
+#: Folder of the cached QP lookup tables (located from this file, never the CWD).
+TABLE_DIR = Path(__file__).resolve().parent.parent / "lookup_tables"
+
+#: Options for every numba kernel of the package.
+NUMBA_OPTIONS = {"cache": True, "nogil": True, "error_model": "numpy"}
+
+# -- likelihood parameter sets the dashboard offers (and the lookup tables cover) ----------
+#: Label-noise probabilities offered for the step likelihood.
+APP_STEP_EPS = (0.0, 0.05, 0.1, 0.2)
+#: (nu, scale) pairs offered for the Student-t likelihood.
+APP_STUDENT_T = ((3.0, 1.0), (4.0, 0.5), (10.0, 1.0))
+#: Scales offered for the Laplace likelihood.
+APP_LAPLACE_SCALE = (0.5, 1.0, 2.0)
+#: Noise variances offered for the Gaussian likelihood (QP = EP exactly, no table needed).
+APP_GAUSSIAN_VARIANCE = (0.1, 0.5, 1.0)
+#: Largest count the Poisson tables cover; larger counts are computed directly.
+MAX_TABLE_COUNT = 50

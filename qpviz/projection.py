@@ -1,0 +1,161 @@
+"""Projections of a tilted distribution onto the Gaussian family (EP and QP) and site updates.
+
+EP (KL projection, QP paper eq. 5): the Gaussian with the tilted mean and variance.
+QP (L2 Wasserstein projection, eq. 7): the same mean and the standard deviation
+
+    sigma_QP = int_0^1 F^-1(u) Phi^-1(u) du = int phi(Phi^-1(F(f))) df,
+
+which never exceeds the EP standard deviation (Theorem 2) and equals it for a Gaussian tilted
+distribution. The site update (eq. 6) divides the projected Gaussian by the cavity.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from qpviz.likelihoods.base import Likelihood, check_cavity
+
+__all__ = [
+    "Projection",
+    "SiteUpdate",
+    "NonPositiveSitePrecision",
+    "project",
+    "site_update",
+    "w2_to_gaussian",
+    "kl_to_gaussian",
+]
+
+METHODS = ("ep", "qp")
+
+
+class NonPositiveSitePrecision(ArithmeticError):
+    """A site update whose precision is <= 0 (the projection is wider than the cavity)."""
+
+
+@dataclass(frozen=True)
+class Projection:
+    """A Gaussian N(mean, var) fitted to the tilted distribution, and what it came from."""
+
+    method: str
+    mean: np.ndarray
+    var: np.ndarray
+    log_z: np.ndarray
+    cavity_mean: np.ndarray
+    cavity_var: np.ndarray
+
+    @property
+    def std(self) -> np.ndarray:
+        return np.sqrt(self.var)
+
+    def site(self) -> "SiteUpdate":
+        """The site N(site_mean, site_var) = this Gaussian / the cavity (eq. 6)."""
+        return site_update(self.cavity_mean, self.cavity_var, self.mean, self.var)
+
+
+@dataclass(frozen=True)
+class SiteUpdate:
+    """Site parameters from eq. 6, in natural and in moment form.
+
+    ``precision`` = 1/var - 1/cavity_var and ``precision_mean`` = mean/var -
+    cavity_mean/cavity_var are always finite. Where ``precision <= 0`` the site is not a
+    normalisable Gaussian: ``positive`` is False there, ``var`` is +inf (precision 0) or
+    negative, and ``mean`` is NaN only where the precision is exactly 0. Call :meth:`check`
+    to turn such sites into an error.
+    """
+
+    precision: np.ndarray
+    precision_mean: np.ndarray
+    positive: np.ndarray
+
+    @property
+    def var(self) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            return np.where(self.precision != 0, 1.0 / np.where(self.precision != 0, self.precision, 1.0), np.inf)
+
+    @property
+    def mean(self) -> np.ndarray:
+        safe = np.where(self.precision != 0, self.precision, 1.0)
+        return np.where(self.precision != 0, self.precision_mean / safe, np.nan)
+
+    def check(self) -> "SiteUpdate":
+        if not np.all(self.positive):
+            bad = int(np.size(self.positive) - np.count_nonzero(self.positive))
+            raise NonPositiveSitePrecision(
+                f"{bad} site update(s) have precision <= 0 (the projected Gaussian is at least as wide "
+                "as the cavity); damp the update or skip these sites"
+            )
+        return self
+
+
+def site_update(cavity_mean, cavity_var, mean, var) -> SiteUpdate:
+    """Site = N(mean, var) / N(cavity_mean, cavity_var), QP paper eq. 6.
+
+    site precision 1/s~2 = 1/var - 1/cavity_var; site mean mu~ = s~2 (mean/var - cavity_mean/cavity_var).
+    """
+    cavity_mean, cavity_var = check_cavity(cavity_mean, cavity_var)
+    mean = np.asarray(mean, float)
+    var = np.asarray(var, float)
+    if np.any(~(var > 0)):
+        raise ValueError("the projected variance must be > 0")
+    precision = 1.0 / var - 1.0 / cavity_var
+    precision_mean = mean / var - cavity_mean / cavity_var
+    return SiteUpdate(precision, precision_mean, precision > 0)
+
+
+def project(likelihood: Likelihood, y, cavity_mean, cavity_var, method: str = "ep", *, use_table: bool = True) -> Projection:
+    """Project the tilted distribution p(y|f) N(f|cavity_mean, cavity_var)/Z onto a Gaussian.
+
+    ``method="ep"``: moment matching (QP paper eq. 5). ``method="qp"``: L2 Wasserstein
+    projection (eq. 7): same mean, std sigma_QP. ``y``, ``cavity_mean`` and ``cavity_var``
+    broadcast. With ``use_table=True`` QP reads the cached lookup tables where they cover the
+    query (exact direct computation elsewhere); ``use_table=False`` always computes directly.
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if not isinstance(likelihood, Likelihood):
+        raise TypeError("likelihood must be a qpviz likelihood, e.g. qpviz.likelihood('probit')")
+    moments = likelihood.tilted_moments(y, cavity_mean, cavity_var)
+    m, v = check_cavity(cavity_mean, cavity_var)
+    y_arr, m, v = np.broadcast_arrays(likelihood.check_y(y), m, v)
+    if method == "ep":
+        var = moments.var
+    else:
+        var = qp_variance(likelihood, y_arr, m, v, use_table=use_table)
+    return Projection(method, moments.mean, np.asarray(var, float), moments.log_z, m, v)
+
+
+def qp_variance(likelihood: Likelihood, y, cavity_mean, cavity_var, *, use_table: bool = True) -> np.ndarray:
+    """sigma_QP^2 for every (y, cavity_mean, cavity_var), from the tables where they cover it."""
+    from qpviz import tilted
+
+    if use_table:
+        try:
+            from qpviz import tables
+        except ImportError:  # tables are optional: direct computation is always exact
+            tables = None
+        if tables is not None and hasattr(tables, "qp_variance"):
+            return tables.qp_variance(likelihood, y, cavity_mean, cavity_var)
+    return tilted.qp_std(likelihood, y, cavity_mean, cavity_var) ** 2
+
+
+def w2_to_gaussian(likelihood: Likelihood, y, cavity_mean, cavity_var, mean, var) -> np.ndarray:
+    """W2(tilted, N(mean, var)), via Prop. 1 expanded with the tilted moments:
+
+    W2^2 = var_t + (mean_t - mean)^2 + var - 2 sqrt(var) sigma_QP,
+    since int (F^-1 - mean_t) Phi^-1 du = sigma_QP and int (Phi^-1)^2 du = 1.
+    """
+    from qpviz import tilted
+
+    s = tilted.tilted_summary(likelihood, *np.broadcast_arrays(likelihood.check_y(y), *check_cavity(cavity_mean, cavity_var)))
+    w2sq = s.var + (s.mean - mean) ** 2 + var - 2.0 * np.sqrt(var) * s.qp_std
+    return np.sqrt(np.maximum(w2sq, 0.0))
+
+
+def kl_to_gaussian(likelihood: Likelihood, y, cavity_mean, cavity_var, mean, var) -> np.ndarray:
+    """KL(tilted || N(mean, var)) = -H(tilted) + 0.5 log(2 pi var) + (var_t + (mean_t - mean)^2) / (2 var)."""
+    from qpviz import tilted
+
+    s = tilted.tilted_summary(likelihood, *np.broadcast_arrays(likelihood.check_y(y), *check_cavity(cavity_mean, cavity_var)))
+    kl = -s.entropy + 0.5 * np.log(2 * np.pi * var) + (s.var + (s.mean - mean) ** 2) / (2 * var)
+    return np.maximum(kl, 0.0)
