@@ -1,0 +1,416 @@
+"""Projection Explorer page: one tilted distribution and its EP (KL) and QP (W2) Gaussians.
+
+A thin Panel view over :mod:`qpviz.explorer`: the widgets call ``ExplorerState.update`` (which
+validates and computes), views (a)-(c) are Bokeh figures whose data sources are replaced in
+place from the state's ``result``, so a slider move only streams new arrays to the browser
+(a HoloViews DynamicMap per plot cost ~100 ms of Python per update here, too slow for the
+100 ms budget). The var_QP/var_EP map (d) is a HoloViews image, recomputed (and cached with
+``pn.cache``) only when the likelihood, its parameters or y change; moving the cavity only moves
+its marker. Clicking the map moves the cavity (HoloViews Tap stream).
+"""
+from __future__ import annotations
+
+import holoviews as hv
+import numpy as np
+import panel as pn
+import param
+from bokeh.models import ColumnDataSource
+from bokeh.plotting import figure
+
+from qpviz import config
+from qpviz import explorer
+from qpviz.explorer import ExplorerState
+
+TITLE = "Projection Explorer"
+
+#: Okabe-Ito colours (colour-blind safe); curves also differ by dash pattern.
+COLOURS = {
+    "cavity": "#56B4E9",
+    "likelihood": "#009E73",
+    "tilted": "#000000",
+    "ep": "#D55E00",
+    "qp": "#0072B2",
+}
+DASHES = {"cavity": "dashed", "likelihood": "dotted", "tilted": "solid", "ep": "dashdot", "qp": "solid"}
+LABELS = {"cavity": "cavity", "likelihood": "likelihood (scaled)", "tilted": "tilted", "ep": "EP (KL)", "qp": "QP (W2)"}
+
+PARAMETER_WIDGETS = {"gaussian": "gaussian_variance", "step": "step_eps", "student_t": "student_t", "laplace": "laplace_scale"}
+PARAMETER_LABELS = {
+    "gaussian_variance": "noise variance",
+    "step_eps": "label-noise probability eps",
+    "student_t": "Student-t (nu, scale)",
+    "laplace_scale": "Laplace scale",
+}
+
+EXPLANATIONS = {
+    "densities": (
+        "The tilted distribution is cavity times likelihood, renormalised; EP matches its mean and variance, "
+        "QP keeps the mean and minimises the 2-Wasserstein distance (QP paper eqs. 4, 5, 7).\n\n"
+        r"$$\tilde q(f)=\frac{p(y\mid f)\,\mathcal N(f\mid m,s^2)}{Z},\qquad "
+        r"\sigma_{QP}=\int_0^1 F^{-1}(u)\,\Phi^{-1}(u)\,du\le\sigma_{EP}$$"
+    ),
+    "quantiles": (
+        "Quantile functions over u; W2 between two 1-D distributions is the L2 distance between their "
+        "quantile functions (QP paper Prop. 1, eq. 11).\n\n"
+        r"$$W_2^2(\tilde q,\mathcal N(\mu,\sigma^2))=\int_0^1\big(F^{-1}(u)-\mu-\sigma\,\Phi^{-1}(u)\big)^2du$$"
+    ),
+    "qq": (
+        "Tilted quantiles against normal quantiles: QP is the least-squares line (slope sigma_QP), "
+        "EP the line with slope sigma_EP, both through the tilted mean (eqs. 17, 20).\n\n"
+        r"$$\sigma_{QP}=\arg\min_\sigma\int_0^1\big(F^{-1}(u)-\mu-\sigma z_u\big)^2du,\quad z_u=\Phi^{-1}(u)$$"
+    ),
+    "numbers": (
+        "Sites follow from dividing the projection by the cavity (eq. 6); a non-positive site precision "
+        "is flagged.\n\n"
+        r"$$\tilde\sigma^{-2}=\sigma^{-2}-s^{-2},\qquad \tilde\mu=\tilde\sigma^{2}\big(\mu/\sigma^{2}-m/s^{2}\big)$$"
+    ),
+    "map": (
+        "var_QP / var_EP over cavities for this likelihood and y (<= 1 by Theorem 2); the cross marks the "
+        "current cavity. Click the map to move the cavity there.\n\n"
+        r"$$r(m,s)=\sigma^2_{QP}(m,s)\,/\,\sigma^2_{EP}(m,s)\le 1$$"
+    ),
+}
+
+
+@pn.cache(max_items=64)
+def cached_ratio_map(name: str, gaussian_variance, step_eps, student_t, laplace_scale, y: float) -> dict:
+    """explorer.ratio_map for one likelihood and y (the map does not depend on the cavity)."""
+    lik = explorer.build_likelihood(
+        name, gaussian_variance=gaussian_variance, step_eps=step_eps, student_t=student_t, laplace_scale=laplace_scale
+    )
+    return explorer.ratio_map(lik, y)
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.6g}"
+
+
+def numbers_markdown(summary: dict, show_ep: bool, show_qp: bool) -> str:
+    """The numbers view (c) as a Markdown table."""
+    rows = [
+        ("Z (evidence)", _fmt(summary["Z"]), ""),
+        ("log Z", _fmt(summary["log_Z"]), ""),
+        ("mean (EP = QP)", _fmt(summary["mean"]), ""),
+        ("var_QP / var_EP", _fmt(summary["ratio"]), ""),
+    ]
+    lines = ["| quantity | value | |", "|---|---|---|", *(f"| {a} | {b} | {c} |" for a, b, c in rows)]
+    methods = [(m, label) for m, label, shown in (("ep", "EP", show_ep), ("qp", "QP", show_qp)) if shown]
+    if methods:
+        lines += ["", "| | " + " | ".join(label for _, label in methods) + " |", "|---|" + "---|" * len(methods)]
+        for key, label in (
+            ("var", "variance"),
+            ("w2", "W2 to tilted"),
+            ("kl", "KL(tilted, .)"),
+            ("site_mean", "site mean"),
+            ("site_var", "site variance"),
+        ):
+            source = {"var": "var_{}"}.get(key, key + "_{}")
+            lines.append(f"| {label} | " + " | ".join(_fmt(summary[source.format(m)]) for m, _ in methods) + " |")
+        positive = [("yes" if summary[f"site_positive_{m}"] else "**no**") for m, _ in methods]
+        lines.append("| site precision > 0 | " + " | ".join(positive) + " |")
+    return "\n".join(lines)
+
+
+class ProjectionExplorer(pn.viewable.Viewer):
+    """The page: controls on the left, four views with their formulas on the right."""
+
+    projector = param.Boolean(default=False, doc="Large fonts for a projector.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.state = ExplorerState()
+        self._syncing = False
+        s = self.state
+        self.likelihood = pn.widgets.Select(name="likelihood", options=list(explorer.LIKELIHOOD_NAMES), value=s.likelihood)
+        self.parameter_widgets = {
+            name: pn.widgets.Select(name=PARAMETER_LABELS[name], options=list(s.param[name].objects), value=getattr(s, name))
+            for name in PARAMETER_WIDGETS.values()
+        }
+        self.y_label = pn.widgets.RadioButtonGroup(name="label y", options={"-1": -1.0, "+1": 1.0}, value=1.0)
+        self.y_count = pn.widgets.IntSlider(name="count y", start=0, end=config.MAX_TABLE_COUNT, value=1)
+        self.y_real = pn.widgets.FloatSlider(
+            name="observation y", start=-explorer.MAX_ABS_REAL_Y, end=explorer.MAX_ABS_REAL_Y, step=0.05, value=0.0
+        )
+        self.y_text = pn.widgets.TextInput(name="type y (Enter)", placeholder="e.g. 2.5")
+        self.mean_slider = pn.widgets.FloatSlider(
+            name="cavity mean m", start=explorer.MEAN_RANGE[0], end=explorer.MEAN_RANGE[1], step=0.05, value=s.cavity_mean
+        )
+        self.std_slider = pn.widgets.FloatSlider(
+            name="cavity std s", start=explorer.STD_RANGE[0], end=explorer.STD_RANGE[1], step=0.05, value=s.cavity_std
+        )
+        self.mean_text = pn.widgets.TextInput(name="type m (Enter)", placeholder="e.g. -1.25")
+        self.std_text = pn.widgets.TextInput(name="type s (Enter)", placeholder="e.g. 0.8")
+        self.show = pn.widgets.CheckButtonGroup(name="projections", options=["EP", "QP"], value=["EP", "QP"])
+        self.projector_toggle = pn.widgets.Toggle(name="Projector mode (large fonts)", value=False)
+        self.alert = pn.pane.Alert("", alert_type="danger", visible=False, css_classes=["qpviz-error"])
+        self.numbers = pn.pane.Markdown("", css_classes=["qpviz-numbers"], sizing_mode="stretch_width")
+
+        self.likelihood.param.watch(self._on_likelihood, "value")
+        for name, widget in self.parameter_widgets.items():
+            widget.param.watch(lambda event, name=name: self._apply(**{name: event.new}), "value")
+        self.y_label.param.watch(lambda e: self._on_y("binary", e.new), "value")
+        self.y_count.param.watch(lambda e: self._on_y("count", e.new), "value")
+        self.y_real.param.watch(lambda e: self._on_y("real", e.new), "value")
+        self.y_text.param.watch(lambda e: self._apply(y=e.new), "value")
+        self.mean_slider.param.watch(lambda e: self._apply(cavity_mean=e.new), "value")
+        self.std_slider.param.watch(lambda e: self._apply(cavity_std=e.new), "value")
+        self.mean_text.param.watch(lambda e: self._apply(cavity_mean=e.new), "value")
+        self.std_text.param.watch(lambda e: self._apply(cavity_std=e.new), "value")
+        self.show.param.watch(self._on_show, "value")
+        self.projector_toggle.link(self, value="projector")
+        self.state.param.watch(self._show_error, "error")
+        self.state.param.watch(self._refresh_views, ["result", "show_ep", "show_qp"])
+
+        self._refresh_widgets()
+        self._layout = self._build_layout()
+        self._sync_url()
+
+    # -- input -----------------------------------------------------------------------------
+    def _apply(self, **changes) -> bool:
+        """Forward a widget change to the state (unless it is the page echoing the state back)."""
+        if self._syncing:
+            return False
+        with pn.io.hold():  # one message to the browser for all the changes below
+            try:
+                ok = self.state.update(**changes)
+            except Exception as exc:  # never let a callback error reach the browser console
+                self.state.error = f"unexpected error: {exc}"
+                return False
+            if ok:
+                self._refresh_widgets()
+        return ok
+
+    def _on_likelihood(self, event) -> None:
+        self._apply(likelihood=event.new)
+
+    def _on_y(self, support: str, value) -> None:
+        if self.state.likelihood_object().support == support:
+            self._apply(y=value)
+
+    def _on_show(self, event) -> None:
+        self.state.param.update(show_ep="EP" in event.new, show_qp="QP" in event.new)
+
+    def _refresh_widgets(self) -> None:
+        """Make every widget show the state (after a change that the state accepted or adjusted)."""
+        s = self.state
+        support = s.likelihood_object().support
+        self._syncing = True
+        try:
+            self.likelihood.value = s.likelihood
+            for lik_name, name in PARAMETER_WIDGETS.items():
+                widget = self.parameter_widgets[name]
+                widget.value = getattr(s, name)
+                widget.visible = s.likelihood == lik_name
+            self.y_label.visible = support == "binary"
+            self.y_count.visible = support == "count"
+            self.y_real.visible = support == "real"
+            if support == "binary":
+                self.y_label.value = s.y
+            elif support == "count" and s.y <= self.y_count.end:
+                self.y_count.value = int(s.y)
+            elif support == "real":
+                self.y_real.value = float(s.y)
+            self.mean_slider.value = s.cavity_mean
+            self.std_slider.value = s.cavity_std
+        finally:
+            self._syncing = False
+
+    def _show_error(self, event=None) -> None:
+        self.alert.object = self.state.error
+        self.alert.visible = bool(self.state.error)
+
+
+    def _on_tap(self, x=None, y=None) -> None:
+        if x is None or y is None:
+            return
+        lo, hi = explorer.STD_RANGE
+        self._apply(cavity_mean=round(float(np.clip(x, *explorer.MEAN_RANGE)), 2), cavity_std=round(float(np.clip(y, lo, hi)), 2))
+
+    def _sync_url(self) -> None:
+        """Keep the view in the URL query so that a shared link reopens it."""
+        location = pn.state.location
+        if location is None:
+            return
+        location.sync(self.likelihood, {"value": "lik"})
+        for name, widget in self.parameter_widgets.items():
+            location.sync(widget, {"value": name})
+        location.sync(self.y_label, {"value": "label"})
+        location.sync(self.y_count, {"value": "count"})
+        location.sync(self.y_real, {"value": "y"})
+        location.sync(self.mean_slider, {"value": "m"})
+        location.sync(self.std_slider, {"value": "s"})
+        location.sync(self.show, {"value": "show"})
+        location.sync(self.projector_toggle, {"value": "projector"})
+
+    # -- views -----------------------------------------------------------------------------
+    def _build_figures(self) -> None:
+        """Bokeh figures for views (a), (b) and (b'), fed by ColumnDataSources that each update
+        replaces in place (no re-render: only the new arrays travel to the browser)."""
+        self.sources = {name: ColumnDataSource(data={"x": [], **{k: [] for k in keys}}) for name, keys in (
+            ("densities", ("cavity", "likelihood", "tilted", "ep", "qp")),
+            ("quantiles", ("tilted", "ep", "qp")),
+            ("qq", ("tilted", "ep", "qp")),
+        )}
+        self.qq_points = ColumnDataSource(data={"x": [], "tilted": []})
+        self.figures = {
+            "densities": figure(x_axis_label="f", y_axis_label="density"),
+            "quantiles": figure(x_axis_label="u", y_axis_label="quantile F^-1(u)"),
+            "qq": figure(x_axis_label="Phi^-1(u) (standard normal quantile)", y_axis_label="tilted quantile F^-1(u)"),
+        }
+        self.renderers = {name: {} for name in self.figures}
+        for name, keys in (
+            ("densities", ("cavity", "likelihood", "tilted", "ep", "qp")),
+            ("quantiles", ("tilted", "ep", "qp")),
+            ("qq", ("ep", "qp")),
+        ):
+            fig = self.figures[name]
+            for key in keys:
+                self.renderers[name][key] = fig.line(
+                    "x", key, source=self.sources[name], color=COLOURS[key], line_dash=DASHES[key],
+                    line_width=3 if key == "tilted" else 2, legend_label=LABELS[key],
+                )
+        self.renderers["qq"]["tilted"] = self.figures["qq"].scatter(
+            "x", "tilted", source=self.qq_points, color=COLOURS["tilted"], size=5, legend_label="tilted quantiles"
+        )
+        for fig in self.figures.values():
+            fig.sizing_mode = "stretch_width"
+            fig.height = 330
+            fig.min_width = 360
+            fig.toolbar_location = "above"
+            fig.legend.location = "top_left"
+            fig.legend.click_policy = "hide"
+            fig.legend.background_fill_alpha = 0.7
+        self.figures["densities"].legend.location = "top_right"
+
+    def _refresh_views(self, *events) -> None:
+        """Push the state's current result into the numbers and the figures (views a, b, b', c)."""
+        s = self.state
+        result = s.result
+        d, q, summary = result.densities, result.quantiles, result.summary
+        with pn.io.hold():
+            self.numbers.object = numbers_markdown(summary, s.show_ep, s.show_qp)
+            self.sources["densities"].data = {"x": d["x"], **{k: d[k] for k in ("cavity", "likelihood", "tilted", "ep", "qp")}}
+            self.sources["quantiles"].data = {"x": q["u"], "tilted": q["tilted"], "ep": q["ep"], "qp": q["qp"]}
+            self.sources["qq"].data = {"x": q["z"], "tilted": q["tilted"], "ep": q["ep"], "qp": q["qp"]}
+            self.qq_points.data = {"x": q["z"][::6], "tilted": q["tilted"][::6]}
+            self.figures["densities"].title.text = (
+                f"(a) densities: {s.likelihood}, y = {s.y:g}, m = {s.cavity_mean:.2f}, s = {s.cavity_std:.2f}"
+            )
+            self.figures["quantiles"].title.text = f"(b) quantile functions: mean = {summary['mean']:.4f}"
+            self.figures["qq"].title.text = (
+                f"(b') Q-Q view: sigma_EP = {np.sqrt(summary['var_ep']):.4f}, sigma_QP = {np.sqrt(summary['var_qp']):.4f}"
+            )
+            for name, renderers in self.renderers.items():
+                for key, shown in (("ep", s.show_ep), ("qp", s.show_qp)):
+                    renderers[key].visible = shown
+            self.marker.data = {"x": [s.cavity_mean], "y": [s.cavity_std]}
+
+    def _style_figures(self, *events) -> None:
+        """Font sizes of every figure (larger in projector mode)."""
+        scale = 1.7 if self.projector else 1.0
+        for fig in self._all_figures():
+            fig.title.text_font_size = f"{round(13 * scale)}px"
+            for axis in (*fig.xaxis, *fig.yaxis):
+                axis.axis_label_text_font_size = f"{round(13 * scale)}px"
+                axis.major_label_text_font_size = f"{round(11 * scale)}px"
+            for legend in fig.legend:
+                legend.label_text_font_size = f"{round(12 * scale)}px"
+            fig.height = 430 if self.projector else 330
+
+    def _all_figures(self):
+        figures = list(self.figures.values())
+        if self._map_figure is not None:
+            figures.append(self._map_figure)
+        return figures
+
+    def map_image(self, likelihood, gaussian_variance, step_eps, student_t, laplace_scale, y) -> hv.Image:
+        """View (d): the var_QP/var_EP map for the current likelihood and y (not the cavity)."""
+        data = cached_ratio_map(likelihood, gaussian_variance, step_eps, student_t, laplace_scale, float(y))
+        image = hv.Image((data["means"], data["stds"], data["ratio"]), ["cavity mean m", "cavity std s"], "var_QP / var_EP")
+        title = f"(d) var_QP / var_EP for {likelihood}, y = {float(y):g} (click to move the cavity)"
+        return image.opts(
+            cmap="cividis", colorbar=True, tools=["hover", "tap"], title=title, height=330, responsive=True,
+            min_width=360, toolbar="above", hooks=[self._add_marker],
+        )
+
+    def _add_marker(self, plot, element) -> None:
+        """HoloViews hook: draw the cavity marker from self.marker on the map's Bokeh figure once,
+        so moving the cavity updates one tiny data source instead of re-rendering the map."""
+        fig = plot.state
+        self._map_figure = fig
+        if self._marker_renderer is None or self._marker_renderer not in fig.renderers:
+            self._marker_renderer = fig.scatter("x", "y", source=self.marker, marker="x", size=20, line_width=4, color="#E69F00")
+        self._style_figures()
+
+    def _build_map(self) -> pn.pane.HoloViews:
+        self.marker = ColumnDataSource(data={"x": [self.state.cavity_mean], "y": [self.state.cavity_std]})
+        self._map_figure = None
+        self._marker_renderer = None
+        inputs = hv.streams.Params(self.state, ["likelihood", "gaussian_variance", "step_eps", "student_t", "laplace_scale", "y"])
+        image = hv.DynamicMap(self.map_image, streams=[inputs])
+        self.tap = hv.streams.Tap(source=image, x=None, y=None)
+        self.tap.add_subscriber(self._on_tap)
+        return pn.pane.HoloViews(image, sizing_mode="stretch_width")
+
+    def _explained(self, view, key: str) -> pn.Column:
+        text = pn.pane.Markdown(EXPLANATIONS[key], sizing_mode="stretch_width")
+        self._texts.append(text)
+        return pn.Column(view, text, sizing_mode="stretch_width")
+
+    def _build_views(self) -> pn.GridBox:
+        self._texts = [self.numbers]
+        self._build_figures()
+        map_pane = self._build_map()
+        numbers = pn.Column(self.numbers, sizing_mode="stretch_width")
+        return pn.GridBox(
+            self._explained(pn.pane.Bokeh(self.figures["densities"], sizing_mode="stretch_width"), "densities"),
+            self._explained(numbers, "numbers"),
+            self._explained(pn.pane.Bokeh(self.figures["quantiles"], sizing_mode="stretch_width"), "quantiles"),
+            self._explained(pn.pane.Bokeh(self.figures["qq"], sizing_mode="stretch_width"), "qq"),
+            self._explained(map_pane, "map"),
+            ncols=2,
+            sizing_mode="stretch_width",
+        )
+
+    @param.depends("projector", watch=True)
+    def _apply_projector_mode(self) -> None:
+        size = {"font-size": "150%" if self.projector else "100%"}
+        self._controls.styles = size
+        for text in self._texts:
+            text.styles = size
+        self._style_figures()
+
+    def _build_controls(self) -> pn.Column:
+        return pn.Column(
+            pn.pane.Markdown("### Likelihood and observation"),
+            self.likelihood,
+            *self.parameter_widgets.values(),
+            self.y_label,
+            self.y_count,
+            self.y_real,
+            self.y_text,
+            pn.pane.Markdown("### Cavity N(m, s²)"),
+            self.mean_slider,
+            self.mean_text,
+            self.std_slider,
+            self.std_text,
+            pn.pane.Markdown("### Show"),
+            self.show,
+            self.projector_toggle,
+            width=300,
+        )
+
+    def _build_layout(self) -> pn.Row:
+        self._controls = self._build_controls()
+        views = self._build_views()
+        self._refresh_views()
+        self._style_figures()
+        return pn.Row(self._controls, pn.Column(self.alert, views, sizing_mode="stretch_width"), sizing_mode="stretch_width")
+
+    def __panel__(self):
+        return self._layout
+
+
+def page() -> tuple[str, pn.viewable.Viewable]:
+    """(tab title, page) for app/main.py."""
+    return TITLE, ProjectionExplorer()

@@ -1,0 +1,353 @@
+"""Computation behind the Projection Explorer page (no Panel import: usable without a browser).
+
+The page shows one tilted distribution q(f) = p(y|f) N(f | m, s^2) / Z (QP paper eq. 4) and its
+two Gaussian projections (QP paper eqs. 5 and 7):
+
+* EP (KL projection): N(mu_q, sigma_EP^2), the tilted mean and variance;
+* QP (L2 Wasserstein projection): N(mu_q, sigma_QP^2), sigma_QP = int_0^1 F^-1(u) Phi^-1(u) du.
+
+:class:`ExplorerState` holds the inputs (likelihood, its parameters, y, cavity, which projections
+to show), validates every change (bad input leaves the last good state and sets ``error``) and
+keeps the data of every view in ``result``. The views' data come from plain functions
+(:func:`densities`, :func:`quantiles`, :func:`summary`, :func:`ratio_map`) that tests call directly.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import param
+from scipy import special
+
+import qpviz
+from qpviz import config
+from qpviz.likelihoods.base import Likelihood
+from qpviz.projection import Projection, kl_to_gaussian, qp_variance, w2_to_gaussian
+
+__all__ = [
+    "LIKELIHOOD_NAMES",
+    "STUDENT_T_CHOICES",
+    "MEAN_RANGE",
+    "STD_RANGE",
+    "ExplorerState",
+    "ExplorerResult",
+    "build_likelihood",
+    "parse_number",
+    "default_y",
+    "densities",
+    "quantiles",
+    "summary",
+    "ratio_map",
+    "tilted_quantile",
+]
+
+LIKELIHOOD_NAMES = (
+    "gaussian",
+    "probit",
+    "logistic",
+    "step",
+    "poisson_square",
+    "poisson_exp",
+    "student_t",
+    "laplace",
+)
+
+#: Labels of the (nu, scale) pairs of config.APP_STUDENT_T, as the page offers them.
+STUDENT_T_CHOICES = {f"nu={nu:g}, scale={scale:g}": (nu, scale) for nu, scale in config.APP_STUDENT_T}
+
+#: Cavity means and standard deviations the page accepts (slider ranges and the map's extent).
+MEAN_RANGE = (-8.0, 8.0)
+STD_RANGE = (0.05, 8.0)
+#: Largest |y| accepted for real observations and largest count for Poisson observations.
+MAX_ABS_REAL_Y = 50.0
+MAX_COUNT = 1000
+
+#: Points of the density grid and of the quantile grid (kept small: every slider move redraws).
+DENSITY_POINTS = 400
+QUANTILE_POINTS = 300
+#: The quantile grid u = Phi(z) for z evenly spaced in [-Z_MAX, Z_MAX].
+Z_MAX = 3.5
+#: Resolution of the var_QP/var_EP map (means x standard deviations).
+MAP_SHAPE = (41, 40)
+
+
+def parse_number(value, name: str) -> float:
+    """``value`` (a number or typed text) as a finite float, or a message saying what to type."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            number = float(text)
+        except ValueError:
+            raise TypeError(f"{name} must be a number such as 1.5; got {value!r}") from None
+    else:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must be a number such as 1.5; got {value!r}") from None
+    if not math.isfinite(number):
+        raise ValueError(f"{name} must be finite; got {value!r}")
+    return number
+
+
+def build_likelihood(name: str, *, gaussian_variance=1.0, step_eps=0.0, student_t="", laplace_scale=1.0) -> Likelihood:
+    """The likelihood ``name`` with the page's parameter choices (only its own ones are used)."""
+    if name == "gaussian":
+        return qpviz.likelihood(name, variance=gaussian_variance)
+    if name == "step":
+        return qpviz.likelihood(name, eps=step_eps)
+    if name == "student_t":
+        if student_t not in STUDENT_T_CHOICES:
+            raise ValueError(f"student_t parameters must be one of {sorted(STUDENT_T_CHOICES)}; got {student_t!r}")
+        nu, scale = STUDENT_T_CHOICES[student_t]
+        return qpviz.likelihood(name, nu=nu, scale=scale)
+    if name == "laplace":
+        return qpviz.likelihood(name, scale=laplace_scale)
+    if name not in LIKELIHOOD_NAMES:
+        raise ValueError(f"likelihood must be one of {LIKELIHOOD_NAMES}; got {name!r}")
+    return qpviz.likelihood(name)
+
+
+def default_y(lik: Likelihood, y: float) -> float:
+    """The observation closest to ``y`` that ``lik`` accepts (used when the likelihood changes)."""
+    if lik.support == "binary":
+        return -1.0 if y < 0 else 1.0
+    if lik.support == "count":
+        return float(min(max(round(y), 0), config.MAX_TABLE_COUNT))
+    return float(np.clip(y, -MAX_ABS_REAL_Y, MAX_ABS_REAL_Y))
+
+
+def check_inputs(lik: Likelihood, y: float, cavity_mean: float, cavity_std: float) -> None:
+    """Raise ValueError with advice if (y, cavity) is outside what the page can show."""
+    lik.check_y(y)
+    if lik.support == "count" and y > MAX_COUNT:
+        raise ValueError(f"the count y must be at most {MAX_COUNT}; got {y:g}")
+    if lik.support == "real" and abs(y) > MAX_ABS_REAL_Y:
+        raise ValueError(f"y must be in [-{MAX_ABS_REAL_Y:g}, {MAX_ABS_REAL_Y:g}]; got {y:g}")
+    if not MEAN_RANGE[0] <= cavity_mean <= MEAN_RANGE[1]:
+        raise ValueError(f"the cavity mean must be in [{MEAN_RANGE[0]:g}, {MEAN_RANGE[1]:g}]; got {cavity_mean:g}")
+    if cavity_std <= 0:
+        raise ValueError(f"the cavity std must be > 0 (a Gaussian needs a positive spread); got {cavity_std:g}")
+    if not STD_RANGE[0] <= cavity_std <= STD_RANGE[1]:
+        raise ValueError(f"the cavity std must be in [{STD_RANGE[0]:g}, {STD_RANGE[1]:g}]; got {cavity_std:g}")
+
+
+def normal_pdf(x, mean, var) -> np.ndarray:
+    """N(x | mean, var)."""
+    return np.exp(-0.5 * (x - mean) ** 2 / var) / np.sqrt(2.0 * np.pi * var)
+
+
+def tilted_quantile(lik: Likelihood, u, y, cavity_mean, cavity_var, *, mean=None, std=None) -> np.ndarray:
+    """F^-1(u) of the tilted distribution for u in (0, 1).
+
+    Uses ``qpviz.tilted.tilted_quantile`` when the library has it; otherwise inverts F by
+    monotone interpolation of F on a fine grid spanning the tilted mass (``mean`` +- 12 ``std``,
+    clipped to the cavity's +- 12 sigma, where F moves from ~0 to ~1).
+    """
+    from qpviz import tilted
+
+    u = np.asarray(u, float)
+    if hasattr(tilted, "tilted_quantile"):
+        return np.asarray(tilted.tilted_quantile(lik, u, y, cavity_mean, cavity_var), float)
+    if mean is None or std is None:
+        moments = lik.tilted_moments(y, cavity_mean, cavity_var)
+        mean, std = float(moments.mean), math.sqrt(float(moments.var))
+    sd = math.sqrt(cavity_var)
+    lo = max(mean - 12.0 * std, cavity_mean - 12.0 * sd)
+    hi = min(mean + 12.0 * std, cavity_mean + 12.0 * sd)
+    x = np.linspace(lo, hi, 2001)
+    cdf = np.maximum.accumulate(np.clip(lik.tilted_cdf(x, y, cavity_mean, cavity_var), 0.0, 1.0))
+    # np.interp needs increasing abscissae: keep the first x of every run of equal F values
+    keep = np.concatenate(([True], np.diff(cdf) > 0))
+    return np.interp(u, cdf[keep], x[keep])
+
+
+@dataclass(frozen=True)
+class ExplorerResult:
+    """Everything the page shows for one (likelihood, y, cavity): the data of each view."""
+
+    densities: dict
+    quantiles: dict
+    summary: dict
+
+
+def _plot_range(cavity_mean: float, cavity_std: float, mean: float, std: float) -> tuple[float, float]:
+    lo = min(cavity_mean - 4.0 * cavity_std, mean - 4.5 * std)
+    hi = max(cavity_mean + 4.0 * cavity_std, mean + 4.5 * std)
+    return lo, hi
+
+
+def densities(lik: Likelihood, y, cavity_mean, cavity_std, ep: Projection, qp: Projection, points: int = DENSITY_POINTS) -> dict:
+    """Curves of panel (a) on one grid ``x``: cavity N(m, s^2), tilted q(x) (eq. 4), EP and QP
+    Gaussians N(mu_q, sigma^2) (eqs. 5, 7) and the likelihood p(y|x) scaled so that its maximum
+    on the grid equals the largest of the densities (``likelihood_scale`` says by how much)."""
+    lo, hi = _plot_range(cavity_mean, cavity_std, float(ep.mean), float(np.sqrt(ep.var)))
+    x = np.linspace(lo, hi, points)
+    var = cavity_std**2
+    cavity = normal_pdf(x, cavity_mean, var)
+    tilted = np.exp(lik.tilted_logpdf(x, y, cavity_mean, var))
+    ep_pdf = normal_pdf(x, float(ep.mean), float(ep.var))
+    qp_pdf = normal_pdf(x, float(qp.mean), float(qp.var))
+    with np.errstate(divide="ignore", under="ignore"):
+        lik_values = np.exp(lik.log_prob(y, x))
+    peak = max(cavity.max(), tilted.max(), ep_pdf.max(), qp_pdf.max())
+    scale = peak / lik_values.max() if lik_values.max() > 0 else 1.0
+    return {
+        "x": x,
+        "cavity": cavity,
+        "likelihood": lik_values * scale,
+        "likelihood_scale": scale,
+        "tilted": tilted,
+        "ep": ep_pdf,
+        "qp": qp_pdf,
+    }
+
+
+def quantiles(lik: Likelihood, y, cavity_mean, cavity_std, ep: Projection, qp: Projection, points: int = QUANTILE_POINTS) -> dict:
+    """Panel (b): quantile functions on u = Phi(z), z in [-3.5, 3.5].
+
+    ``tilted`` = F^-1(u); ``ep`` = mu + sigma_EP z; ``qp`` = mu + sigma_QP z. Against z = Phi^-1(u)
+    (the Q-Q view) the QP line is the least-squares line through the tilted quantiles, since
+    W2^2 = int_0^1 (F^-1(u) - mu - sigma Phi^-1(u))^2 du (QP paper eq. 11) is minimised by
+    sigma_QP (eq. 20); the EP line has slope sigma_EP.
+    """
+    z = np.linspace(-Z_MAX, Z_MAX, points)
+    u = special.ndtr(z)
+    mean = float(ep.mean)
+    ep_std = float(np.sqrt(ep.var))
+    qp_std = float(np.sqrt(qp.var))
+    tilted = tilted_quantile(lik, u, y, cavity_mean, cavity_std**2, mean=mean, std=ep_std)
+    return {"u": u, "z": z, "tilted": tilted, "ep": mean + ep_std * z, "qp": mean + qp_std * z}
+
+
+def summary(lik: Likelihood, y, cavity_mean, cavity_std, ep: Projection, qp: Projection) -> dict:
+    """Panel (c): Z, log Z, tilted mean, var_EP, var_QP, var_QP/var_EP, W2 and KL of each Gaussian
+    to the tilted distribution (Prop. 1 / KL definition) and each site update (eq. 6)."""
+    var = cavity_std**2
+    means = np.array([float(ep.mean), float(qp.mean)])
+    variances = np.array([float(ep.var), float(qp.var)])
+    w2 = w2_to_gaussian(lik, y, cavity_mean, var, means, variances)
+    kl = kl_to_gaussian(lik, y, cavity_mean, var, means, variances)
+    out = {
+        "Z": float(np.exp(ep.log_z)),
+        "log_Z": float(ep.log_z),
+        "mean": float(ep.mean),
+        "var_ep": float(ep.var),
+        "var_qp": float(qp.var),
+        "ratio": float(qp.var / ep.var),
+    }
+    for i, (name, projection) in enumerate((("ep", ep), ("qp", qp))):
+        site = projection.site()
+        out[f"w2_{name}"] = float(w2[i])
+        out[f"kl_{name}"] = float(kl[i])
+        out[f"site_mean_{name}"] = float(site.mean)
+        out[f"site_var_{name}"] = float(site.var)
+        out[f"site_positive_{name}"] = bool(site.positive)
+    return out
+
+
+def ratio_map(lik: Likelihood, y, shape: tuple[int, int] = MAP_SHAPE) -> dict:
+    """Panel (d): var_QP / var_EP on a grid of cavity means x cavity stds (``ratio[i_std, i_mean]``).
+
+    var_EP from ``lik.tilted_moments`` and var_QP from ``qpviz.projection.qp_variance`` (eq. 7),
+    both vectorised over the grid; the ratio is <= 1 everywhere (QP paper Theorem 2).
+    """
+    means = np.linspace(MEAN_RANGE[0], MEAN_RANGE[1], shape[0])
+    stds = np.linspace(STD_RANGE[0], STD_RANGE[1], shape[1])
+    M, S = np.meshgrid(means, stds)
+    V = S**2
+    y_grid = np.full_like(M, float(y))
+    var_ep = lik.tilted_moments(y_grid, M, V).var
+    var_qp = qp_variance(lik, y_grid, M, V)
+    return {"means": means, "stds": stds, "ratio": var_qp / var_ep}
+
+
+def compute(lik: Likelihood, y: float, cavity_mean: float, cavity_std: float) -> ExplorerResult:
+    """The data of views (a)-(c) for one tilted distribution."""
+    var = cavity_std**2
+    ep = qpviz.project(lik, y, cavity_mean, var, method="ep")
+    qp = qpviz.project(lik, y, cavity_mean, var, method="qp")
+    if not (np.isfinite(ep.var) and np.isfinite(qp.var) and ep.var > 0 and qp.var > 0):
+        raise ArithmeticError(
+            f"the projection failed for y={y:g}, cavity N({cavity_mean:g}, {cavity_std:g}^2) "
+            f"(var_EP={float(ep.var):g}, var_QP={float(qp.var):g}); try a cavity closer to the data"
+        )
+    return ExplorerResult(
+        densities=densities(lik, y, cavity_mean, cavity_std, ep, qp),
+        quantiles=quantiles(lik, y, cavity_mean, cavity_std, ep, qp),
+        summary=summary(lik, y, cavity_mean, cavity_std, ep, qp),
+    )
+
+
+class ExplorerState(param.Parameterized):
+    """Inputs of the Projection Explorer, always valid, and the data of its views.
+
+    Change inputs with :meth:`update` (all at once, validated): bad input leaves every input and
+    ``result`` as they were and sets ``error`` to a message saying what to change.
+    """
+
+    likelihood = param.Selector(default="probit", objects=list(LIKELIHOOD_NAMES), doc="Likelihood p(y|f).")
+    gaussian_variance = param.Selector(
+        default=config.APP_GAUSSIAN_VARIANCE[-1], objects=list(config.APP_GAUSSIAN_VARIANCE),
+        doc="Noise variance of the gaussian likelihood.")
+    step_eps = param.Selector(
+        default=config.APP_STEP_EPS[2], objects=list(config.APP_STEP_EPS),
+        doc="Label-noise probability of the step likelihood.")
+    student_t = param.Selector(
+        default=next(iter(STUDENT_T_CHOICES)), objects=list(STUDENT_T_CHOICES),
+        doc="(nu, scale) of the Student-t likelihood.")
+    laplace_scale = param.Selector(
+        default=config.APP_LAPLACE_SCALE[1], objects=list(config.APP_LAPLACE_SCALE),
+        doc="Scale of the Laplace likelihood.")
+    y = param.Number(default=1.0, doc="Observation: label -1/+1, a count, or a real value.")
+    cavity_mean = param.Number(default=0.5, softbounds=MEAN_RANGE, doc="Cavity mean m.")
+    cavity_std = param.Number(default=1.5, softbounds=STD_RANGE, doc="Cavity standard deviation s (> 0).")
+    show_ep = param.Boolean(default=True, doc="Show the EP (KL) projection.")
+    show_qp = param.Boolean(default=True, doc="Show the QP (W2) projection.")
+    error = param.String(default="", doc="Why the last change was refused ('' if it was accepted).")
+    result = param.Parameter(default=None, doc="ExplorerResult of the current inputs.")
+
+    INPUTS = ("likelihood", "gaussian_variance", "step_eps", "student_t", "laplace_scale", "y", "cavity_mean", "cavity_std")
+
+    def __init__(self, **params):
+        inputs = {k: params.pop(k) for k in list(params) if k in self.INPUTS}
+        super().__init__(**params)
+        self.update(**inputs)
+        if self.error:
+            raise ValueError(self.error)
+
+    def likelihood_object(self, **overrides) -> Likelihood:
+        """The current likelihood (or the one ``overrides`` would give)."""
+        values = {k: overrides.get(k, getattr(self, k)) for k in ("gaussian_variance", "step_eps", "student_t", "laplace_scale")}
+        return build_likelihood(overrides.get("likelihood", self.likelihood), **values)
+
+    def update(self, **changes) -> bool:
+        """Apply ``changes`` to the inputs if they give a valid view; return whether they did.
+
+        Numbers may be given as text (typed entry). When only the likelihood (or its
+        parameters) changes and the current y is outside its support, y moves to the nearest
+        valid observation (e.g. a real 0.3 becomes the label +1).
+        """
+        unknown = set(changes) - set(self.INPUTS)
+        if unknown:
+            raise TypeError(f"unknown input(s) {sorted(unknown)}; the inputs are {self.INPUTS}")
+        try:
+            new = {k: changes.get(k, getattr(self, k)) for k in self.INPUTS}
+            for name in ("y", "cavity_mean", "cavity_std"):
+                new[name] = parse_number(new[name], name.replace("_", " "))
+            for name in ("likelihood", "gaussian_variance", "step_eps", "student_t", "laplace_scale"):
+                allowed = self.param[name].objects
+                if new[name] not in allowed:
+                    raise ValueError(f"{name} must be one of {list(allowed)}; got {new[name]!r}")
+            lik = self.likelihood_object(**new)
+            if "y" not in changes:
+                new["y"] = default_y(lik, new["y"])
+            check_inputs(lik, new["y"], new["cavity_mean"], new["cavity_std"])
+            result = compute(lik, new["y"], new["cavity_mean"], new["cavity_std"])
+        except (ValueError, TypeError, ArithmeticError) as exc:
+            self.error = str(exc)
+            return False
+        self.param.update(**new, result=result, error="")
+        return True
