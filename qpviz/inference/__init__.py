@@ -1,0 +1,24 @@
+"""GP inference engines: EP, QP, VB, Laplace and an MCMC reference, on one posterior type.
+
+``qpviz.inference.fit(X, y, likelihood, kernel, method="ep"|"qp"|"vb"|"laplace"|"mcmc",
+optimise=False, **options)`` returns a posterior with ``predict_f``, ``log_marginal_likelihood``,
+``site_mean``, ``site_var``, ``converged`` and ``n_sweeps`` (:mod:`.fit`).
+
+Modules:
+
+* :mod:`.prior`: the prior / linear-algebra interface (dense now; sparse priors plug in here);
+* :mod:`.sites`: numba site updates (cavity, EP/QP projection, damping, negative precisions);
+* :mod:`.ep`: the shared EP/QP loop (sequential rank-one or parallel) and the evidence, eq. 4;
+* :mod:`.vb`, :mod:`.laplace`, :mod:`.mcmc`: the other methods;
+* :mod:`.posterior`: the posterior objects and predictions (probabilities, App. H counts);
+* :mod:`.metrics`: test error and negative test log-likelihood (QP paper sec. 6).
+"""
+from __future__ import annotations
+
+from qpviz.inference.ep import ConvergenceWarning
+from qpviz.inference.fit import METHODS, fit, optimise_hyperparameters
+from qpviz.inference.posterior import GPPosterior, SamplePosterior
+from qpviz.inference.prior import DensePrior
+
+__all__ = ["fit", "optimise_hyperparameters", "METHODS", "GPPosterior", "SamplePosterior", "DensePrior",
+           "ConvergenceWarning"]

@@ -1,0 +1,95 @@
+"""MCMC reference for the latent posterior: elliptical slice sampling (Murray, Adams and MacKay 2010).
+
+p(f | y) proportional to N(f | 0, K) prod_i p(y_i | f_i). One ESS transition from f: draw
+nu ~ N(0, K) (= L z, K = L L^T), a level log u = log L(f) + log U(0,1) and an angle
+theta ~ U(0, 2 pi) with bracket [theta - 2 pi, theta]; propose f' = f cos theta + nu sin theta,
+accept if log L(f') > log u, otherwise shrink the bracket towards 0 and redraw theta.
+Every proposal stays on the ellipse through f and nu, so no step size is tuned.
+
+The chain runs in numba with a fixed seed (reproducible), discards ``burn_in`` transitions and
+keeps every ``thin``-th of the next ``n_samples * thin``. Intended for small N (a reference the
+dashboard compares EP/QP/VB/Laplace against), not for large data sets.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+from scipy import linalg
+
+from qpviz.config import NUMBA_OPTIONS
+from qpviz.likelihoods._dispatch import log_prob_scalar
+
+__all__ = ["elliptical_slice_chain", "run_mcmc"]
+
+
+@njit(**NUMBA_OPTIONS)
+def _log_lik(kind, p0, p1, y, f):
+    total = 0.0
+    for i in range(f.shape[0]):
+        total += log_prob_scalar(kind, p0, p1, y[i], f[i])
+    return total
+
+
+@njit(**NUMBA_OPTIONS)
+def elliptical_slice_chain(L, y, kind, p0, p1, f0, n_samples, burn_in, thin, seed):
+    """(samples (n_samples, N), total likelihood evaluations) of an ESS chain started at f0."""
+    np.random.seed(seed)
+    n = f0.shape[0]
+    f = f0.copy()
+    ll = _log_lik(kind, p0, p1, y, f)
+    out = np.empty((n_samples, n))
+    z = np.empty(n)
+    proposal = np.empty(n)
+    evaluations = 0
+    kept = 0
+    total = burn_in + n_samples * thin
+    for it in range(total):
+        for j in range(n):
+            z[j] = np.random.standard_normal()
+        nu = L @ z
+        log_level = ll + np.log(np.random.random())
+        theta = 2.0 * np.pi * np.random.random()
+        lo = theta - 2.0 * np.pi
+        hi = theta
+        while True:
+            c = np.cos(theta)
+            s = np.sin(theta)
+            for j in range(n):
+                proposal[j] = f[j] * c + nu[j] * s
+            ll_new = _log_lik(kind, p0, p1, y, proposal)
+            evaluations += 1
+            if ll_new > log_level:
+                break
+            if theta < 0.0:
+                lo = theta
+            else:
+                hi = theta
+            theta = lo + (hi - lo) * np.random.random()
+        for j in range(n):
+            f[j] = proposal[j]
+        ll = ll_new
+        if it >= burn_in and (it - burn_in) % thin == 0:
+            out[kept, :] = f
+            kept += 1
+    return out, evaluations
+
+
+def run_mcmc(prior, likelihood, y, *, n_samples: int = 4000, burn_in: int = 1000, thin: int = 5, seed: int = 0):
+    """Samples of f | y and a diagnostics dict (likelihood evaluations per transition)."""
+    for name, value, low in (("n_samples", n_samples, 1), ("burn_in", burn_in, 0), ("thin", thin, 1)):
+        if int(value) != value or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}; got {value!r}")
+    if prior.n > 2000:
+        raise ValueError(f"the MCMC reference is meant for small problems (N <= 2000); got N = {prior.n}")
+    y = np.ascontiguousarray(likelihood.check_y(y), dtype=np.float64)
+    p0, p1 = likelihood._param_pair()
+    L = np.ascontiguousarray(linalg.cholesky(prior.K, lower=True))
+    f0 = np.zeros(prior.n)
+    if not np.isfinite(_log_lik(int(likelihood.kind), float(p0), float(p1), y, f0)):
+        raise ValueError(f"log p(y | f = 0) is not finite for the {likelihood.name} likelihood; MCMC needs a start with "
+                         "positive likelihood (e.g. step with eps > 0)")
+    samples, evaluations = elliptical_slice_chain(L, y, int(likelihood.kind), float(p0), float(p1), f0, int(n_samples),
+                                                  int(burn_in), int(thin), int(seed))
+    transitions = int(burn_in) + int(n_samples) * int(thin)
+    return samples, {"seed": int(seed), "burn_in": int(burn_in), "thin": int(thin),
+                     "evaluations_per_transition": evaluations / transitions}

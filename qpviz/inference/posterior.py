@@ -1,0 +1,188 @@
+"""The GP posterior object every engine returns, and its predictions.
+
+:class:`GPPosterior` wraps a Gaussian approximation q(f) = N(mu, Sigma) given by sites
+(EP, QP, VB and Laplace all produce one; see :mod:`.prior`); :class:`SamplePosterior` wraps
+MCMC samples of the latent values. Both offer
+
+* ``mean``, ``var`` (latent marginals at the training inputs), ``predict_f(X_new)``;
+* ``predict_proba(X_new)``: p(y = +1 | x_*) = int p(+1|f) N(f|m_*, v_*) df for binary
+  likelihoods (probit in closed form Phi(m / sqrt(1 + v)), QP paper sec. 6.1; others by the
+  likelihood's quadrature);
+* ``predictive_log_density(X_new, y_new)``: log q(y_*|x_*) = log int p(y_*|f) q(f_*) df; for
+  the Poisson-square likelihood the paper's negative binomial (App. H) unless ``exact=True``;
+* ``predict_counts(X_new, counts)``: the negative-binomial count distribution of App. H.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats
+
+from qpviz.kernels import as_inputs
+
+__all__ = ["GPPosterior", "SamplePosterior", "negative_binomial_params"]
+
+
+def negative_binomial_params(mean, var) -> tuple[np.ndarray, np.ndarray]:
+    """Shape k_* and scale c_* of the Gamma matching g = f^2, f ~ N(mean, var) (QP paper App. H, eq. 119).
+
+    k = (mu^2 + s^2)^2 / (2 s^2 (2 mu^2 + s^2)),  c = 2 s^2 (2 mu^2 + s^2) / (mu^2 + s^2).
+    """
+    m2 = np.asarray(mean, float) ** 2
+    s2 = np.asarray(var, float)
+    k = (m2 + s2) ** 2 / (2.0 * s2 * (2.0 * m2 + s2))
+    c = 2.0 * s2 * (2.0 * m2 + s2) / (m2 + s2)
+    return k, c
+
+
+class _Predictions:
+    """Predictions shared by both posterior classes (they need ``predict_f`` and ``likelihood``)."""
+
+    def predict_proba(self, X_new) -> np.ndarray:
+        """p(y_* = +1 | x_*) = int p(+1 | f) N(f | m_*, v_*) df (binary likelihoods only)."""
+        if self.likelihood.support != "binary":
+            raise ValueError(f"predict_proba needs a binary likelihood (labels -1/+1); this one is {self.likelihood.name!r}")
+        mean, var = self.predict_f(X_new)
+        return np.asarray(self.likelihood.predictive(np.ones_like(mean), mean, var), float)
+
+    def predictive_log_density(self, X_new, y_new, exact: bool = False) -> np.ndarray:
+        """log q(y_* | x_*) per test point (QP paper sec. 6.1-6.2).
+
+        Poisson-square: the negative binomial of App. H (eq. 122) unless ``exact=True`` (then the
+        Gaussian-Poisson integral by quadrature). Everything else: the likelihood's predictive.
+        """
+        mean, var = self.predict_f(X_new)
+        y_new = self.likelihood.check_y(y_new)
+        if y_new.shape != mean.shape:
+            raise ValueError(f"y_new must have one entry per row of X_new ({mean.shape[0]}); got shape {y_new.shape}")
+        if self.likelihood.name == "poisson_square" and not exact:
+            return self.count_distribution(mean, var).logpmf(y_new)
+        return np.asarray(self.likelihood.predictive_log_density(y_new, mean, var), float)
+
+    @staticmethod
+    def count_distribution(mean, var):
+        """scipy NB(y | k_*, c_*/(1 + c_*)) of App. H eq. 122 (scipy's p is 1/(1 + c_*))."""
+        k, c = negative_binomial_params(mean, var)
+        return stats.nbinom(k, 1.0 / (1.0 + c))
+
+    def predict_counts(self, X_new, counts) -> np.ndarray:
+        """p(y_* = count | x_*) for every test point and count (App. H; Poisson-square only), shape (M, C)."""
+        if self.likelihood.name != "poisson_square":
+            raise ValueError("predict_counts implements App. H of the QP paper, for the 'poisson_square' likelihood")
+        mean, var = self.predict_f(X_new)
+        counts = np.asarray(counts, float)
+        return self.count_distribution(mean[:, None], var[:, None]).pmf(counts[None, :])
+
+    def predict_count_mode(self, X_new) -> np.ndarray:
+        """Mode of the App. H negative binomial: floor(c_* (k_* - 1)) if k_* > 1 else 0."""
+        mean, var = self.predict_f(X_new)
+        k, c = negative_binomial_params(mean, var)
+        return np.where(k > 1, np.floor(c * (k - 1)), 0.0)
+
+
+@dataclass
+class GPPosterior(_Predictions):
+    """A Gaussian approximate posterior q(f) = N(mean, cov) at the training inputs, from sites.
+
+    ``site_precision``/``site_nu`` are the natural site parameters (tau_i, nu_i); ``site_var`` =
+    1/tau_i (inf where tau_i = 0) and ``site_mean`` = nu_i/tau_i (NaN where tau_i = 0) are the
+    sigma~_i^2 and mu~_i of eq. 3. ``history`` holds the convergence measure per sweep/iteration.
+    """
+
+    method: str
+    likelihood: object
+    X: np.ndarray
+    y: np.ndarray
+    state: object
+    log_marginal_likelihood: float
+    converged: bool
+    n_sweeps: int
+    history: list = field(default_factory=list)
+    diagnostics: dict = field(default_factory=dict)
+
+    @property
+    def kernel(self):
+        return self.state.prior.kernel
+
+    @property
+    def prior(self):
+        return self.state.prior
+
+    @property
+    def mean(self) -> np.ndarray:
+        return self.state.mean
+
+    @property
+    def var(self) -> np.ndarray:
+        return self.state.var
+
+    @property
+    def cov(self) -> np.ndarray:
+        return self.state.cov
+
+    @property
+    def site_precision(self) -> np.ndarray:
+        return self.state.tau
+
+    @property
+    def site_nu(self) -> np.ndarray:
+        return self.state.nu
+
+    @property
+    def site_var(self) -> np.ndarray:
+        tau = self.state.tau
+        with np.errstate(divide="ignore"):
+            return np.where(tau != 0, 1.0 / np.where(tau != 0, tau, 1.0), np.inf)
+
+    @property
+    def site_mean(self) -> np.ndarray:
+        tau = self.state.tau
+        return np.where(tau != 0, self.state.nu / np.where(tau != 0, tau, 1.0), np.nan)
+
+    def predict_f(self, X_new, full_cov: bool = False):
+        """Latent mean and variance at ``X_new`` (R&W eqs. 3.60-3.61 with the sites; App. I eq. 123)."""
+        return self.state.predict_f(X_new, full_cov=full_cov)
+
+
+class SamplePosterior(_Predictions):
+    """Latent posterior represented by samples f^(s) at the training inputs (MCMC reference).
+
+    Predictions: f_* | f ~ N(A f, k_** - A k_*), A = k_*^T K^-1, so
+    E[f_*] = A mean(f^(s)) and Var[f_*] = k_** - diag(A k_*) + Var_s[A f^(s)].
+    ``site_mean``/``site_var`` are None (there are no sites); ``log_marginal_likelihood`` is NaN.
+    """
+
+    def __init__(self, prior, likelihood, y, samples: np.ndarray, diagnostics: dict):
+        self.method = "mcmc"
+        self.prior = prior
+        self.likelihood = likelihood
+        self.X = prior.X
+        self.y = y
+        self.samples = samples
+        self.diagnostics = diagnostics
+        self.log_marginal_likelihood = float("nan")
+        self.converged = True
+        self.n_sweeps = samples.shape[0]
+        self.history: list = []
+        self.site_mean = None
+        self.site_var = None
+        self.mean = samples.mean(axis=0)
+        self.var = samples.var(axis=0)
+
+    @property
+    def kernel(self):
+        return self.prior.kernel
+
+    def predict_f(self, X_new, full_cov: bool = False):
+        from scipy import linalg
+
+        if full_cov:
+            raise ValueError("SamplePosterior.predict_f gives marginal variances only; call it with full_cov=False")
+        X_new = as_inputs(X_new, "X_new")
+        Ks = self.prior.kernel(self.prior.X, X_new)
+        chol = linalg.cho_factor(self.prior.K, lower=True)
+        A_T = linalg.cho_solve(chol, Ks)  # K^-1 k_*, shape (N, M)
+        projected = self.samples @ A_T  # (S, M)
+        var = self.prior.kernel.diag(X_new) - np.einsum("ij,ij->j", Ks, A_T) + projected.var(axis=0)
+        return projected.mean(axis=0), var

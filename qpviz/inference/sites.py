@@ -1,0 +1,163 @@
+"""Site updates shared by EP and QP (numba kernels; QP paper eqs. 5-7, Algorithm 1).
+
+One site update, given the current posterior marginal N(post_mean, post_var) and the site
+(tau_i, nu_i) in natural parameters:
+
+1. cavity (Alg. 1 line 5): tau_c = 1/post_var - tau_i, nu_c = post_mean/post_var - nu_i;
+2. project the tilted distribution p(y_i|f) N(f | nu_c/tau_c, 1/tau_c) / Z_i (lines 6-10):
+   EP takes its mean and variance (eq. 5); QP the same mean and variance sigma_QP^2 (eq. 7);
+3. new site (eq. 6): tau_hat = 1/var - tau_c, nu_hat = mean/var - nu_c;
+4. damping in natural parameters: tau_i <- (1 - d) tau_i + d tau_hat (same for nu; d = 1 is
+   the undamped update);
+5. negative site precision rule (as GPML's infEP): a damped tau_i < 0 is set to 0 (the site
+   then carries no precision; nu_i keeps its damped value) and counted as ``CLIPPED``; a
+   cavity with tau_c <= 0 or a non-finite projection leaves the site unchanged, counted as
+   ``SKIPPED_CAVITY`` / ``SKIPPED_PROJECTION``.
+
+The QP variance comes from the lookup tables (``qpviz.tables.qp_var_scalar``) where they
+cover the query and from the direct integral ``qpviz.tilted.qp_std_scalar`` otherwise.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from qpviz.config import NUMBA_OPTIONS
+from qpviz.tilted import qp_std_scalar, tilted_moments_scalar
+
+try:  # the lookup tables are optional: without them QP computes sigma_QP directly
+    from qpviz.tables import jit_data as _table_jit_data
+    from qpviz.tables import qp_var_scalar as _table_qp_var
+except ImportError:  # pragma: no cover - depends on whether qpviz.tables is installed
+    _table_jit_data = None
+
+    @njit(**NUMBA_OPTIONS)
+    def _table_qp_var(coef, meta, kind, p0, p1, y, m, v):
+        s = qp_std_scalar(kind, p0, p1, y, m, v)
+        return s * s
+
+
+__all__ = ["EP", "QP", "OK", "CLIPPED", "SKIPPED_CAVITY", "SKIPPED_PROJECTION", "SiteRule", "site_step",
+           "sequential_sweep_dense", "parallel_site_updates"]
+
+EP = 0
+QP = 1
+METHOD_CODES = {"ep": EP, "qp": QP}
+
+#: status codes of one site update
+OK = 0
+CLIPPED = 1
+SKIPPED_CAVITY = 2
+SKIPPED_PROJECTION = 3
+
+
+@dataclass(frozen=True)
+class SiteRule:
+    """Everything a numba site update needs: projection, likelihood (kind, p0, p1), damping, tables."""
+
+    method_code: int
+    kind: int
+    p0: float
+    p1: float
+    damping: float
+    coef: np.ndarray
+    meta: np.ndarray
+
+    @classmethod
+    def build(cls, method: str, likelihood, damping: float, use_table: bool = True) -> "SiteRule":
+        if method not in METHOD_CODES:
+            raise ValueError(f"site projection must be one of {sorted(METHOD_CODES)}, got {method!r}")
+        if not (0.0 < damping <= 1.0):
+            raise ValueError(f"damping must be in (0, 1] (1 = undamped); got {damping!r}")
+        p0, p1 = likelihood._param_pair()
+        coef = meta = np.empty(0)
+        if method == "qp" and use_table and _table_jit_data is not None:
+            coef, meta = _table_jit_data(likelihood)
+        return cls(METHOD_CODES[method], int(likelihood.kind), float(p0), float(p1), float(damping),
+                   np.ascontiguousarray(coef, dtype=np.float64), np.ascontiguousarray(meta, dtype=np.float64))
+
+
+@njit(**NUMBA_OPTIONS)
+def project_scalar(method, kind, p0, p1, y, m, v, coef, meta):
+    """(log Z, mean, var) of the projection of the tilted distribution (EP: eq. 5; QP: eq. 7)."""
+    log_z, mean, var = tilted_moments_scalar(kind, p0, p1, y, m, v)
+    if method == QP:
+        var = _table_qp_var(coef, meta, kind, p0, p1, y, m, v)
+    return log_z, mean, var
+
+
+@njit(**NUMBA_OPTIONS)
+def site_step(method, kind, p0, p1, y, post_mean, post_var, tau, nu, damping, coef, meta):
+    """One site update (module docstring steps 1-5) -> (tau_new, nu_new, log_z, status)."""
+    tau_c = 1.0 / post_var - tau
+    nu_c = post_mean / post_var - nu
+    if not (tau_c > 0.0) or not np.isfinite(nu_c):
+        return tau, nu, np.nan, SKIPPED_CAVITY
+    m = nu_c / tau_c
+    v = 1.0 / tau_c
+    log_z, mean, var = project_scalar(method, kind, p0, p1, y, m, v, coef, meta)
+    if not (var > 0.0) or not np.isfinite(mean) or not np.isfinite(var):
+        return tau, nu, log_z, SKIPPED_PROJECTION
+    tau_new = (1.0 - damping) * tau + damping * (1.0 / var - tau_c)
+    nu_new = (1.0 - damping) * nu + damping * (mean / var - nu_c)
+    if tau_new < 0.0:
+        return 0.0, nu_new, log_z, CLIPPED
+    return tau_new, nu_new, log_z, OK
+
+
+@njit(**NUMBA_OPTIONS)
+def sequential_sweep_dense(cov, mean, tau, nu, y, order, method, kind, p0, p1, damping, coef, meta, log_z, status):
+    """Update the sites in ``order``, each followed by the rank-one update of (Sigma, mu) in place.
+
+    With s = Sigma[:, i] and dtau, dnu the site change (R&W eq. 3.70; QP paper App. I eq. 128):
+    Sigma <- Sigma - c s s^T, c = dtau / (1 + dtau Sigma_ii); mu <- mu + (dnu - c (mu_i + Sigma_ii dnu)) s.
+    """
+    n = mean.shape[0]
+    s = np.empty(n)
+    for i in order:
+        t_new, n_new, lz, st = site_step(method, kind, p0, p1, y[i], mean[i], cov[i, i], tau[i], nu[i], damping,
+                                         coef, meta)
+        log_z[i] = lz
+        status[i] = st
+        dtau = t_new - tau[i]
+        dnu = n_new - nu[i]
+        tau[i] = t_new
+        nu[i] = n_new
+        if dtau == 0.0 and dnu == 0.0:
+            continue
+        for j in range(n):
+            s[j] = cov[j, i]
+        c = dtau / (1.0 + dtau * s[i])
+        shift = dnu - c * (mean[i] + s[i] * dnu)
+        for j in range(n):
+            mean[j] += shift * s[j]
+            cs = c * s[j]
+            for k in range(n):
+                cov[j, k] -= cs * s[k]
+
+
+@njit(**NUMBA_OPTIONS)
+def parallel_site_updates(mean, var, tau, nu, y, method, kind, p0, p1, damping, coef, meta, tau_out, nu_out, log_z,
+                          status):
+    """All sites from the same posterior marginals (parallel EP / QP); results in the *_out arrays."""
+    for i in range(mean.shape[0]):
+        t_new, n_new, lz, st = site_step(method, kind, p0, p1, y[i], mean[i], var[i], tau[i], nu[i], damping, coef,
+                                         meta)
+        tau_out[i] = t_new
+        nu_out[i] = n_new
+        log_z[i] = lz
+        status[i] = st
+
+
+@njit(**NUMBA_OPTIONS)
+def cavity_log_z(mean, var, tau, nu, y, kind, p0, p1, tau_c, nu_c, log_z):
+    """Cavities of the posterior marginals and log Z_i of their tilted distributions (NaN if tau_c <= 0)."""
+    for i in range(mean.shape[0]):
+        tau_c[i] = 1.0 / var[i] - tau[i]
+        nu_c[i] = mean[i] / var[i] - nu[i]
+        if tau_c[i] > 0.0:
+            log_z[i] = tilted_moments_scalar(kind, p0, p1, y[i], nu_c[i] / tau_c[i], 1.0 / tau_c[i])[0]
+        else:
+            log_z[i] = np.nan

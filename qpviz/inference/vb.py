@@ -1,0 +1,85 @@
+"""Gaussian variational posterior (Opper and Archambeau 2009), written as sites.
+
+Maximise the evidence lower bound
+    ELBO(q) = sum_i E_q[log p(y_i | f_i)] - KL(q(f) || N(0, K)),  q = N(m, Sigma).
+Opper and Archambeau show that at the optimum m = K alpha and Sigma = (K^-1 + Lambda)^-1
+with alpha_i = E_q[d log p / df_i] and lambda_i = -E_q[d^2 log p / df_i^2] (Price/Bonnet). In
+site form (tau = lambda, nu = Sigma^-1 m = alpha + lambda m) the stationarity conditions read
+
+    tau_i = -E[d2_i],  nu_i = E[d1_i] - E[d2_i] m_i,
+
+and we iterate them with damping d (the conjugate-computation / natural-gradient update with
+step d: tau <- (1 - d) tau + d (-E[d2]), likewise nu). The expectations use Gauss-Hermite
+quadrature with :data:`qpviz.config.GH_NODES` nodes and ``likelihood.dlog_prob``. Convergence:
+max(RMS change of tau, of nu) < ``tol``. The ELBO (reported as ``log_marginal_likelihood``):
+
+    KL = 1/2 (-sum_i tau_i Sigma_ii + m^T alpha) + 1/2 log|I + K T|,
+using tr(K^-1 Sigma) = N - sum_i tau_i Sigma_ii and log|K| - log|Sigma| = log|I + K T|.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from qpviz import config
+from qpviz.inference.ep import ConvergenceWarning
+
+__all__ = ["run_vb", "gauss_hermite_expectations"]
+
+
+def gauss_hermite_expectations(likelihood, y, mean, var, n_nodes: int | None = None):
+    """(E[log p], E[d log p/df], E[d^2 log p/df^2]) under N(f | mean, var), per observation."""
+    x, w = np.polynomial.hermite.hermgauss(config.GH_NODES if n_nodes is None else n_nodes)
+    w = w / np.sqrt(np.pi)
+    f = mean[:, None] + np.sqrt(2.0 * var)[:, None] * x[None, :]
+    yy = np.broadcast_to(y[:, None], f.shape)
+    logp = likelihood.log_prob(yy, f)
+    d1, d2 = likelihood.dlog_prob(yy, f)
+    return logp @ w, d1 @ w, d2 @ w
+
+
+def run_vb(prior, likelihood, y, *, tol: float = 1e-8, damping: float | None = None, max_iter: int = 500,
+           warn: bool = True):
+    """Iterate the stationarity conditions; return (state, elbo, converged, n_iter, history)."""
+    if damping is None:
+        damping = 1.0 if likelihood.log_concave else 0.5
+    if not (0.0 < damping <= 1.0):
+        raise ValueError(f"damping must be in (0, 1]; got {damping!r}")
+    n = prior.n
+    tau, nu = np.zeros(n), np.zeros(n)
+    state = prior.condition(tau, nu)
+    history: list[float] = []
+    converged = False
+    it = 0
+    for it in range(1, int(max_iter) + 1):
+        _, g, h = gauss_hermite_expectations(likelihood, y, state.mean, state.var)
+        if not (np.all(np.isfinite(g)) and np.all(np.isfinite(h))):
+            raise ValueError(
+                f"E[d log p/df] is not finite for the {likelihood.name} likelihood: VB needs log p(y|f) finite "
+                "everywhere (e.g. step with eps > 0)"
+            )
+        tau_new = (1.0 - damping) * tau + damping * (-h)
+        nu_new = (1.0 - damping) * nu + damping * (g - h * state.mean)
+        change = max(float(np.sqrt(np.mean((tau_new - tau) ** 2))), float(np.sqrt(np.mean((nu_new - nu) ** 2))))
+        tau, nu = tau_new, nu_new
+        state = prior.condition(tau, nu)
+        history.append(change)
+        if change < tol:
+            converged = True
+            break
+    if not converged and warn:
+        warnings.warn(
+            f"VB did not converge in {it} iterations (last RMS site change {history[-1]:.3g}); increase max_iter or "
+            "add damping",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    return state, elbo(state, likelihood, y), converged, it, history
+
+
+def elbo(state, likelihood, y) -> float:
+    """ELBO = sum_i E_q[log p(y_i|f_i)] - KL(q || prior) (module docstring)."""
+    expected_logp, _, _ = gauss_hermite_expectations(likelihood, y, state.mean, state.var)
+    kl = 0.5 * (-np.sum(state.tau * state.var) + state.mean @ state.alpha) + state.half_log_det
+    return float(np.sum(expected_logp) - kl)
