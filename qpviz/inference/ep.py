@@ -34,7 +34,25 @@ import numpy as np
 
 from qpviz.inference import sites
 
-__all__ = ["SiteFit", "ConvergenceWarning", "run_sites", "site_log_marginal"]
+__all__ = ["SiteFit", "ConvergenceWarning", "run_sites", "site_log_marginal", "default_sites"]
+
+#: Starting site variance for the Poisson-square likelihood (variance of sqrt(Poisson), delta method).
+_SQRT_COUNT_VARIANCE = 0.25
+
+
+def default_sites(likelihood, y) -> tuple[np.ndarray, np.ndarray]:
+    """Starting sites (tau, nu): flat (0, 0), except for likelihoods symmetric in f.
+
+    Poisson-square, p(y|f) = Poisson(y | f^2), is symmetric under f -> -f: from flat sites the
+    first cavities have mean 0, every tilted distribution is symmetric and EP stays at the
+    symmetric fixed point q = prior. Rule: start from sites N(f | sqrt(y_i), 1/4) (the
+    variance-stabilised counts), which selects the positive branch f = +sqrt(rate).
+    """
+    n = np.shape(y)[0]
+    if likelihood.name == "poisson_square":
+        tau = np.full(n, 1.0 / _SQRT_COUNT_VARIANCE)
+        return tau, tau * np.sqrt(np.asarray(y, float))
+    return np.zeros(n), np.zeros(n)
 
 
 class ConvergenceWarning(UserWarning):
@@ -69,7 +87,7 @@ def run_sites(prior, likelihood, y, method: str = "ep", *, tol: float = 1e-6, da
               init=None, use_table: bool = True, warn: bool = True) -> SiteFit:
     """Run EP (``method="ep"``) or QP (``"qp"``) to convergence on ``prior`` and ``likelihood``.
 
-    ``init`` = (tau, nu) warm-starts the sites (all tau >= 0). See the module docstring for the
+    ``init`` = (tau, nu) warm-starts the sites (all tau >= 0; default :func:`default_sites`). See the module docstring for the
     options; the returned :class:`SiteFit` carries the per-sweep change history and counts of
     clipped / skipped site updates.
     """
@@ -89,7 +107,7 @@ def run_sites(prior, likelihood, y, method: str = "ep", *, tol: float = 1e-6, da
     rng = np.random.default_rng(seed)
 
     if init is None:
-        tau, nu = np.zeros(n), np.zeros(n)
+        tau, nu = default_sites(likelihood, y)
     else:
         tau, nu = (np.array(a, dtype=np.float64) for a in init)
         if tau.shape != (n,) or nu.shape != (n,) or np.any(tau < 0):

@@ -7,7 +7,8 @@ f = K alpha (R&W Alg. 3.1): with W = -d^2 log p(y|f) / df^2,
 
 For likelihoods that are not log-concave W can be negative: the Newton direction then uses
 max(W, 0) (a Fisher-like, still ascending direction) and every step is damped by halving until
-Psi does not decrease. Convergence: max |f_new - f| < ``tol``. The result is expressed as
+Psi does not decrease. Convergence: max |f_new - f| < ``tol``. Start: f = 0, or f = sqrt(y) for Poisson-square
+(its positive branch, see :func:`.ep.default_sites`). The result is expressed as
 sites tau = W(f_hat), nu = W f_hat + d log p/df (so that Sigma nu = f_hat), and the evidence is
 R&W eq. 3.32: log q(y) = log p(y|f_hat) - alpha^T f_hat / 2 - log|I + K W| / 2.
 """
@@ -18,7 +19,7 @@ import warnings
 import numpy as np
 from scipy import linalg
 
-from qpviz.inference.ep import ConvergenceWarning
+from qpviz.inference.ep import ConvergenceWarning, default_sites
 
 __all__ = ["run_laplace"]
 
@@ -31,12 +32,13 @@ def run_laplace(prior, likelihood, y, *, tol: float = 1e-9, max_iter: int = 100,
     """Find the mode and return (state, log_marginal, converged, n_iter, history)."""
     K = prior.K
     n = prior.n
-    alpha = np.zeros(n)
-    f = np.zeros(n)
+    tau0, nu0 = default_sites(likelihood, y)
+    f = np.where(tau0 > 0, nu0 / np.where(tau0 > 0, tau0, 1.0), 0.0)  # f = 0, or sqrt(y) for Poisson-square
+    alpha = linalg.solve(K, f, assume_a="pos")
     psi = _psi(likelihood, y, alpha, f)
     if not np.isfinite(psi):
         raise ValueError(
-            f"log p(y | f = 0) is not finite for the {likelihood.name} likelihood; the Laplace approximation needs a "
+            f"log p(y | f) is not finite at the starting point for the {likelihood.name} likelihood; the Laplace approximation needs a "
             "likelihood that is positive everywhere (e.g. step with eps > 0)"
         )
     history: list[float] = []

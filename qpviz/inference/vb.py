@@ -10,7 +10,7 @@ site form (tau = lambda, nu = Sigma^-1 m = alpha + lambda m) the stationarity co
 
 and we iterate them with damping d (the conjugate-computation / natural-gradient update with
 step d: tau <- (1 - d) tau + d (-E[d2]), likewise nu). The expectations use Gauss-Hermite
-quadrature with :data:`qpviz.config.GH_NODES` nodes and ``likelihood.dlog_prob``. Convergence:
+quadrature with :data:`qpviz.config.GH_NODES` nodes (starting sites: :func:`.ep.default_sites`) and ``likelihood.dlog_prob``. Convergence:
 max(RMS change of tau, of nu) < ``tol``. The ELBO (reported as ``log_marginal_likelihood``):
 
     KL = 1/2 (-sum_i tau_i Sigma_ii + m^T alpha) + 1/2 log|I + K T|,
@@ -23,7 +23,7 @@ import warnings
 import numpy as np
 
 from qpviz import config
-from qpviz.inference.ep import ConvergenceWarning
+from qpviz.inference.ep import ConvergenceWarning, default_sites
 
 __all__ = ["run_vb", "gauss_hermite_expectations"]
 
@@ -47,7 +47,7 @@ def run_vb(prior, likelihood, y, *, tol: float = 1e-8, damping: float | None = N
     if not (0.0 < damping <= 1.0):
         raise ValueError(f"damping must be in (0, 1]; got {damping!r}")
     n = prior.n
-    tau, nu = np.zeros(n), np.zeros(n)
+    tau, nu = default_sites(likelihood, y)
     state = prior.condition(tau, nu)
     history: list[float] = []
     converged = False
