@@ -30,11 +30,16 @@ def _psi(likelihood, y, alpha, f) -> float:
 
 def run_laplace(prior, likelihood, y, *, tol: float = 1e-9, max_iter: int = 100, warn: bool = True):
     """Find the mode and return (state, log_marginal, converged, n_iter, history)."""
+    if np.size(likelihood.kinks(y)) > 0:
+        raise ValueError(
+            f"the Laplace approximation needs a twice-differentiable log-likelihood; the {likelihood.name} likelihood "
+            "has a kink (its curvature is 0 or undefined). Use method='ep', 'qp' or 'vb' for it"
+        )
     K = prior.K
-    n = prior.n
     tau0, nu0 = default_sites(likelihood, y)
     f = np.where(tau0 > 0, nu0 / np.where(tau0 > 0, tau0, 1.0), 0.0)  # f = 0, or sqrt(y) for Poisson-square
     alpha = linalg.solve(K, f, assume_a="pos")
+    n = prior.n
     psi = _psi(likelihood, y, alpha, f)
     if not np.isfinite(psi):
         raise ValueError(

@@ -10,7 +10,8 @@ site form (tau = lambda, nu = Sigma^-1 m = alpha + lambda m) the stationarity co
 
 and we iterate them with damping d (the conjugate-computation / natural-gradient update with
 step d: tau <- (1 - d) tau + d (-E[d2]), likewise nu). The expectations use Gauss-Hermite
-quadrature with :data:`qpviz.config.GH_NODES` nodes (starting sites: :func:`.ep.default_sites`) and ``likelihood.dlog_prob``. Convergence:
+quadrature with :data:`qpviz.config.GH_NODES` nodes (closed forms for the kinked step and
+Laplace likelihoods, :func:`expected_log_lik`) (starting sites: :func:`.ep.default_sites`) and ``likelihood.dlog_prob``. Convergence:
 max(RMS change of tau, of nu) < ``tol``. The ELBO (reported as ``log_marginal_likelihood``):
 
     KL = 1/2 (-sum_i tau_i Sigma_ii + m^T alpha) + 1/2 log|I + K T|,
@@ -25,7 +26,42 @@ import numpy as np
 from qpviz import config
 from qpviz.inference.ep import ConvergenceWarning, default_sites
 
-__all__ = ["run_vb", "gauss_hermite_expectations"]
+__all__ = ["run_vb", "gauss_hermite_expectations", "expected_log_lik", "elbo"]
+
+
+def expected_log_lik(likelihood, y, mean, var):
+    """(E, dE/dm, 2 dE/dv) with E = E_{N(f|mean,var)}[log p(y|f)], per observation.
+
+    For smooth log p these are (E[log p], E[d1], E[d2]) (Price/Bonnet), by Gauss-Hermite. The
+    likelihoods with kinks have closed forms (differentiating E in m and v, not log p):
+
+    * step (eps): with z = y m / sqrt(v), a = log(1 - eps), b = log(eps):
+      E = a Phi(z) + b Phi(-z), dE/dm = (a - b) phi(z) y / sqrt(v), 2 dE/dv = -(a - b) phi(z) z / v;
+    * laplace (scale s): with d = m - y, r = sqrt(v), u = d / r, E|f - y| = 2 r phi(u) + d (2 Phi(u) - 1):
+      E = -log(2 s) - E|f - y| / s, dE/dm = -(2 Phi(u) - 1) / s, 2 dE/dv = -2 phi(u) / (r s).
+    """
+    from scipy import special
+
+    y = np.asarray(y, float)
+    if likelihood.name == "step":
+        eps = likelihood._param_pair()[0]
+        if eps <= 0:
+            raise ValueError("VB needs log p(y|f) finite everywhere; the step likelihood with eps = 0 is not: use "
+                             "eps > 0, e.g. qpviz.likelihood('step', eps=0.05)")
+        a, b = np.log1p(-eps), np.log(eps)
+        root = np.sqrt(var)
+        z = y * mean / root
+        pdf = np.exp(-0.5 * z * z) / np.sqrt(2 * np.pi)
+        return a * special.ndtr(z) + b * special.ndtr(-z), (a - b) * pdf * y / root, -(a - b) * pdf * z / var
+    if likelihood.name == "laplace":
+        scale = likelihood._param_pair()[0]
+        r = np.sqrt(var)
+        d = mean - y
+        u = d / r
+        pdf = np.exp(-0.5 * u * u) / np.sqrt(2 * np.pi)
+        abs_mean = 2 * r * pdf + d * (2 * special.ndtr(u) - 1)
+        return -np.log(2 * scale) - abs_mean / scale, -(2 * special.ndtr(u) - 1) / scale, -2 * pdf / (r * scale)
+    return gauss_hermite_expectations(likelihood, y, mean, var)
 
 
 def gauss_hermite_expectations(likelihood, y, mean, var, n_nodes: int | None = None):
@@ -53,7 +89,7 @@ def run_vb(prior, likelihood, y, *, tol: float = 1e-8, damping: float | None = N
     converged = False
     it = 0
     for it in range(1, int(max_iter) + 1):
-        _, g, h = gauss_hermite_expectations(likelihood, y, state.mean, state.var)
+        _, g, h = expected_log_lik(likelihood, y, state.mean, state.var)
         if not (np.all(np.isfinite(g)) and np.all(np.isfinite(h))):
             raise ValueError(
                 f"E[d log p/df] is not finite for the {likelihood.name} likelihood: VB needs log p(y|f) finite "
@@ -80,6 +116,6 @@ def run_vb(prior, likelihood, y, *, tol: float = 1e-8, damping: float | None = N
 
 def elbo(state, likelihood, y) -> float:
     """ELBO = sum_i E_q[log p(y_i|f_i)] - KL(q || prior) (module docstring)."""
-    expected_logp, _, _ = gauss_hermite_expectations(likelihood, y, state.mean, state.var)
+    expected_logp, _, _ = expected_log_lik(likelihood, y, state.mean, state.var)
     kl = 0.5 * (-np.sum(state.tau * state.var) + state.mean @ state.alpha) + state.half_log_det
     return float(np.sum(expected_logp) - kl)
