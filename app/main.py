@@ -13,15 +13,19 @@ PAGES = [projection_explorer]
 pn.extension("katex", sizing_mode="stretch_width")
 
 
-def build() -> pn.template.FastListTemplate:
-    """The whole app: a template whose main area holds one tab per page."""
-    tabs = pn.Tabs(*(module.page() for module in PAGES), dynamic=True, sizing_mode="stretch_width")
-    return pn.template.FastListTemplate(
-        title="qpviz: EP vs QP for Gaussian processes",
-        main=[tabs],
-        accent="#0072B2",
-        header_background="#0072B2",
+def build() -> pn.Column:
+    """The whole app: a title bar above one tab per page.
+
+    (No pn.template: the Fast templates fetch a web font from the internet, which a classroom
+    or CI machine without internet access reports as a console error.)
+    """
+    header = pn.pane.Markdown(
+        "## qpviz: Expectation Propagation vs Quantile Propagation",
+        styles={"background": "#0072B2", "color": "white", "padding": "0 12px"},
+        sizing_mode="stretch_width",
     )
+    tabs = pn.Tabs(*(module.page() for module in PAGES), dynamic=True, sizing_mode="stretch_width")
+    return pn.Column(header, tabs, sizing_mode="stretch_width")
 
 
 build().servable()

@@ -42,31 +42,32 @@ PARAMETER_LABELS = {
     "laplace_scale": "Laplace scale",
 }
 
+#: Beside each view: two lines of explanation and its formula (rendered by KaTeX).
 EXPLANATIONS = {
     "densities": (
         "The tilted distribution is cavity times likelihood, renormalised; EP matches its mean and variance, "
-        "QP keeps the mean and minimises the 2-Wasserstein distance (QP paper eqs. 4, 5, 7).\n\n"
+        "QP keeps the mean and minimises the 2-Wasserstein distance (QP paper eqs. 4, 5, 7).",
         r"$$\tilde q(f)=\frac{p(y\mid f)\,\mathcal N(f\mid m,s^2)}{Z},\qquad "
         r"\sigma_{QP}=\int_0^1 F^{-1}(u)\,\Phi^{-1}(u)\,du\le\sigma_{EP}$$"
     ),
     "quantiles": (
         "Quantile functions over u; W2 between two 1-D distributions is the L2 distance between their "
-        "quantile functions (QP paper Prop. 1, eq. 11).\n\n"
+        "quantile functions (QP paper Prop. 1, eq. 11).",
         r"$$W_2^2(\tilde q,\mathcal N(\mu,\sigma^2))=\int_0^1\big(F^{-1}(u)-\mu-\sigma\,\Phi^{-1}(u)\big)^2du$$"
     ),
     "qq": (
         "Tilted quantiles against normal quantiles: QP is the least-squares line (slope sigma_QP), "
-        "EP the line with slope sigma_EP, both through the tilted mean (eqs. 17, 20).\n\n"
+        "EP the line with slope sigma_EP, both through the tilted mean (eqs. 17, 20).",
         r"$$\sigma_{QP}=\arg\min_\sigma\int_0^1\big(F^{-1}(u)-\mu-\sigma z_u\big)^2du,\quad z_u=\Phi^{-1}(u)$$"
     ),
     "numbers": (
         "Sites follow from dividing the projection by the cavity (eq. 6); a non-positive site precision "
-        "is flagged.\n\n"
+        "is flagged.",
         r"$$\tilde\sigma^{-2}=\sigma^{-2}-s^{-2},\qquad \tilde\mu=\tilde\sigma^{2}\big(\mu/\sigma^{2}-m/s^{2}\big)$$"
     ),
     "map": (
-        "var_QP / var_EP over cavities for this likelihood and y (<= 1 by Theorem 2); the cross marks the "
-        "current cavity. Click the map to move the cavity there.\n\n"
+        "var_QP / var_EP over cavities for this likelihood and y (<= 1 by Theorem 2); the circled cross marks the "
+        "current cavity. Click the map to move the cavity there.",
         r"$$r(m,s)=\sigma^2_{QP}(m,s)\,/\,\sigma^2_{EP}(m,s)\le 1$$"
     ),
 }
@@ -88,12 +89,12 @@ def _fmt(value: float) -> str:
 def numbers_markdown(summary: dict, show_ep: bool, show_qp: bool) -> str:
     """The numbers view (c) as a Markdown table."""
     rows = [
-        ("Z (evidence)", _fmt(summary["Z"]), ""),
-        ("log Z", _fmt(summary["log_Z"]), ""),
-        ("mean (EP = QP)", _fmt(summary["mean"]), ""),
-        ("var_QP / var_EP", _fmt(summary["ratio"]), ""),
+        ("Z (evidence)", summary["Z"]),
+        ("log Z", summary["log_Z"]),
+        ("mean (EP = QP)", summary["mean"]),
+        ("var_QP / var_EP", summary["ratio"]),
     ]
-    lines = ["| quantity | value | |", "|---|---|---|", *(f"| {a} | {b} | {c} |" for a, b, c in rows)]
+    lines = ["| quantity | value |", "|---|---|", *(f"| {name} | {_fmt(value)} |" for name, value in rows)]
     methods = [(m, label) for m, label, shown in (("ep", "EP", show_ep), ("qp", "QP", show_qp)) if shown]
     if methods:
         lines += ["", "| | " + " | ".join(label for _, label in methods) + " |", "|---|" + "---|" * len(methods)]
@@ -121,27 +122,31 @@ class ProjectionExplorer(pn.viewable.Viewer):
         self.state = ExplorerState()
         self._syncing = False
         s = self.state
-        self.likelihood = pn.widgets.Select(name="likelihood", options=list(explorer.LIKELIHOOD_NAMES), value=s.likelihood)
+        self.likelihood = pn.widgets.Select(
+            label="likelihood", options=list(explorer.LIKELIHOOD_NAMES), value=s.likelihood, css_classes=["qpviz-likelihood"]
+        )
         self.parameter_widgets = {
-            name: pn.widgets.Select(name=PARAMETER_LABELS[name], options=list(s.param[name].objects), value=getattr(s, name))
+            name: pn.widgets.Select(label=PARAMETER_LABELS[name], options=list(s.param[name].objects), value=getattr(s, name))
             for name in PARAMETER_WIDGETS.values()
         }
-        self.y_label = pn.widgets.RadioButtonGroup(name="label y", options={"-1": -1.0, "+1": 1.0}, value=1.0)
-        self.y_count = pn.widgets.IntSlider(name="count y", start=0, end=config.MAX_TABLE_COUNT, value=1)
+        self.y_label = pn.widgets.RadioButtonGroup(label="label y", options={"-1": -1.0, "+1": 1.0}, value=1.0)
+        self.y_count = pn.widgets.IntSlider(label="count y", start=0, end=config.MAX_TABLE_COUNT, value=1)
         self.y_real = pn.widgets.FloatSlider(
-            name="observation y", start=-explorer.MAX_ABS_REAL_Y, end=explorer.MAX_ABS_REAL_Y, step=0.05, value=0.0
+            label="observation y", start=-explorer.MAX_ABS_REAL_Y, end=explorer.MAX_ABS_REAL_Y, step=0.05, value=0.0
         )
-        self.y_text = pn.widgets.TextInput(name="type y (Enter)", placeholder="e.g. 2.5")
+        self.y_text = pn.widgets.TextInput(label="type y (Enter)", placeholder="e.g. 2.5")
         self.mean_slider = pn.widgets.FloatSlider(
-            name="cavity mean m", start=explorer.MEAN_RANGE[0], end=explorer.MEAN_RANGE[1], step=0.05, value=s.cavity_mean
+            label="cavity mean m", start=explorer.MEAN_RANGE[0], end=explorer.MEAN_RANGE[1], step=0.05, value=s.cavity_mean,
+            css_classes=["qpviz-mean"],
         )
         self.std_slider = pn.widgets.FloatSlider(
-            name="cavity std s", start=explorer.STD_RANGE[0], end=explorer.STD_RANGE[1], step=0.05, value=s.cavity_std
+            label="cavity std s", start=explorer.STD_RANGE[0], end=explorer.STD_RANGE[1], step=0.05, value=s.cavity_std,
+            css_classes=["qpviz-std"],
         )
-        self.mean_text = pn.widgets.TextInput(name="type m (Enter)", placeholder="e.g. -1.25")
-        self.std_text = pn.widgets.TextInput(name="type s (Enter)", placeholder="e.g. 0.8")
-        self.show = pn.widgets.CheckButtonGroup(name="projections", options=["EP", "QP"], value=["EP", "QP"])
-        self.projector_toggle = pn.widgets.Toggle(name="Projector mode (large fonts)", value=False)
+        self.mean_text = pn.widgets.TextInput(label="type m (Enter)", placeholder="e.g. -1.25", css_classes=["qpviz-mean-text"])
+        self.std_text = pn.widgets.TextInput(label="type s (Enter)", placeholder="e.g. 0.8", css_classes=["qpviz-std-text"])
+        self.show = pn.widgets.CheckButtonGroup(label="projections", options=["EP", "QP"], value=["EP", "QP"])
+        self.projector_toggle = pn.widgets.Toggle(label="Projector mode (large fonts)", value=False)
         self.alert = pn.pane.Alert("", alert_type="danger", visible=False, css_classes=["qpviz-error"])
         self.numbers = pn.pane.Markdown("", css_classes=["qpviz-numbers"], sizing_mode="stretch_width")
 
@@ -339,7 +344,8 @@ class ProjectionExplorer(pn.viewable.Viewer):
         fig = plot.state
         self._map_figure = fig
         if self._marker_renderer is None or self._marker_renderer not in fig.renderers:
-            self._marker_renderer = fig.scatter("x", "y", source=self.marker, marker="x", size=20, line_width=4, color="#E69F00")
+            self._marker_renderer = fig.scatter("x", "y", source=self.marker, marker="circle_x", size=18, line_width=2.5,
+                                                  line_color="black", fill_color="white")
         self._style_figures()
 
     def _build_map(self) -> pn.pane.HoloViews:
@@ -353,9 +359,11 @@ class ProjectionExplorer(pn.viewable.Viewer):
         return pn.pane.HoloViews(image, sizing_mode="stretch_width")
 
     def _explained(self, view, key: str) -> pn.Column:
-        text = pn.pane.Markdown(EXPLANATIONS[key], sizing_mode="stretch_width")
-        self._texts.append(text)
-        return pn.Column(view, text, sizing_mode="stretch_width")
+        sentence, formula = EXPLANATIONS[key]
+        text = pn.pane.Markdown(sentence, sizing_mode="stretch_width", margin=(0, 10))
+        latex = pn.pane.LaTeX(formula, sizing_mode="stretch_width", margin=(0, 10))
+        self._texts += [text, latex]
+        return pn.Column(view, text, latex, sizing_mode="stretch_width")
 
     def _build_views(self) -> pn.GridBox:
         self._texts = [self.numbers]

@@ -180,11 +180,16 @@ def _plot_range(cavity_mean: float, cavity_std: float, mean: float, std: float) 
 
 
 def densities(lik: Likelihood, y, cavity_mean, cavity_std, ep: Projection, qp: Projection, points: int = DENSITY_POINTS) -> dict:
-    """Curves of panel (a) on one grid ``x``: cavity N(m, s^2), tilted q(x) (eq. 4), EP and QP
+    """Curves of panel (a) on one grid ``x`` (``points`` + 2 per kink of p(y|f)): cavity N(m, s^2), tilted q(x) (eq. 4), EP and QP
     Gaussians N(mu_q, sigma^2) (eqs. 5, 7) and the likelihood p(y|x) scaled so that its maximum
     on the grid equals the largest of the densities (``likelihood_scale`` says by how much)."""
     lo, hi = _plot_range(cavity_mean, cavity_std, float(ep.mean), float(np.sqrt(ep.var)))
     x = np.linspace(lo, hi, points)
+    # a jump of p(y|f) (step likelihood) is drawn vertically: both one-sided limits at each kink
+    kinks = np.asarray(lik.kinks(y), float)
+    kinks = kinks[(kinks > lo) & (kinks < hi)]
+    if kinks.size:
+        x = np.sort(np.concatenate((x, np.nextafter(kinks, -np.inf), np.nextafter(kinks, np.inf))))
     var = cavity_std**2
     cavity = normal_pdf(x, cavity_mean, var)
     tilted = np.exp(lik.tilted_logpdf(x, y, cavity_mean, var))

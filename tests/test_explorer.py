@@ -1,0 +1,298 @@
+"""The Projection Explorer without a browser: qpviz.explorer's state and view data, and the page
+object of app/projection_explorer.py constructed and driven in-process.
+
+Numbers are checked against an independent computation: the tilted distribution tabulated on a
+fine grid from ``lik.log_prob`` alone (trapezoid rule), not through qpviz.tilted.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import special, stats
+
+import qpviz
+from qpviz import config, explorer
+from qpviz.explorer import ExplorerState
+
+#: A valid observation per likelihood for the parametrised tests.
+Y = {"binary": -1.0, "count": 3.0, "real": 0.7}
+
+
+def grid_reference(lik, y, m, s, points=400_001):
+    """Z, mean, var, sigma_QP and the CDF of the tilted distribution on a fine grid (trapezoid
+    rule on each piece between the kinks of p(y|f), so that jumps cost no accuracy).
+
+    sigma_QP = int phi(Phi^-1(F(f))) df (QP paper eq. 7, last form).
+    """
+    lo, hi = m - 14 * s, m + 14 * s
+    kinks = [k for k in np.asarray(lik.kinks(y), float) if lo < k < hi]
+    edges = [lo, *kinks, hi]
+    pieces = []
+    for a, b in zip(edges[:-1], edges[1:]):
+        n = max(int(points * (b - a) / (hi - lo)), 1001)
+        pieces.append(np.linspace(np.nextafter(a, b), np.nextafter(b, a), n))
+    with np.errstate(divide="ignore"):
+        unnorm = [np.exp(lik.log_prob(y, f)) * stats.norm.pdf(f, m, s) for f in pieces]
+    z = sum(np.trapezoid(g, f) for f, g in zip(pieces, unnorm))
+    mean = sum(np.trapezoid(f * g, f) for f, g in zip(pieces, unnorm)) / z
+    var = sum(np.trapezoid((f - mean) ** 2 * g, f) for f, g in zip(pieces, unnorm)) / z
+    f = np.concatenate(pieces)
+    q = np.concatenate(unnorm) / z
+    steps = 0.5 * (q[1:] + q[:-1]) * np.diff(f)
+    steps[np.cumsum([len(p) for p in pieces])[:-1] - 1] = 0.0  # no mass across the tiny gap at a kink
+    cdf = np.clip(np.concatenate(([0.0], np.cumsum(steps))), 0.0, 1.0)
+    sigma_qp = sum(np.trapezoid(stats.norm.pdf(special.ndtri(c)), x) for x, c in zip(pieces, np.split(cdf, np.cumsum([len(p) for p in pieces])[:-1])))
+    return {"Z": z, "mean": mean, "var": var, "sigma_qp": sigma_qp, "f": f, "cdf": cdf, "pdf": q}
+
+
+def state_for(name: str, **inputs) -> ExplorerState:
+    state = ExplorerState()
+    assert state.update(likelihood=name), state.error
+    assert state.update(y=Y[state.likelihood_object().support], **inputs), state.error
+    return state
+
+
+@pytest.fixture(params=explorer.LIKELIHOOD_NAMES)
+def name(request) -> str:
+    return request.param
+
+
+# -- the state and its numbers -----------------------------------------------------------------
+def test_default_state_is_valid_and_computed():
+    state = ExplorerState()
+    assert state.error == ""
+    assert state.likelihood == "probit" and state.y == 1.0
+    assert set(state.result.summary) >= {"Z", "mean", "var_ep", "var_qp", "ratio", "w2_ep", "kl_qp", "site_var_qp"}
+
+
+def test_numbers_equal_qpviz_project(name):
+    state = state_for(name, cavity_mean=0.4, cavity_std=1.3)
+    lik = state.likelihood_object()
+    ep = qpviz.project(lik, state.y, 0.4, 1.3**2, method="ep")
+    qp = qpviz.project(lik, state.y, 0.4, 1.3**2, method="qp")
+    s = state.result.summary
+    assert s["mean"] == pytest.approx(float(ep.mean), rel=1e-14, abs=1e-14)
+    assert s["var_ep"] == pytest.approx(float(ep.var), rel=1e-14)
+    assert s["var_qp"] == pytest.approx(float(qp.var), rel=1e-14)
+    assert s["log_Z"] == pytest.approx(float(ep.log_z), rel=1e-14, abs=1e-14)
+    assert s["site_var_qp"] == pytest.approx(float(qp.site().var), rel=1e-12)
+    assert s["site_mean_ep"] == pytest.approx(float(ep.site().mean), rel=1e-12, abs=1e-12)
+
+
+def test_numbers_match_an_independent_grid_computation(name):
+    state = state_for(name, cavity_mean=-0.3, cavity_std=1.7)
+    ref = grid_reference(state.likelihood_object(), state.y, -0.3, 1.7)
+    s = state.result.summary
+    assert s["Z"] == pytest.approx(ref["Z"], rel=1e-6)
+    assert s["mean"] == pytest.approx(ref["mean"], rel=1e-6, abs=1e-6)
+    assert s["var_ep"] == pytest.approx(ref["var"], rel=1e-6)
+    assert math.sqrt(s["var_qp"]) == pytest.approx(ref["sigma_qp"], rel=1e-5)
+
+
+def test_qp_variance_never_exceeds_ep_and_w2_kl_are_each_methods_optimum(name):
+    state = state_for(name, cavity_mean=1.1, cavity_std=2.2)
+    s = state.result.summary
+    assert s["var_qp"] <= s["var_ep"] * (1 + 1e-12)  # QP paper Theorem 2
+    assert s["ratio"] == pytest.approx(s["var_qp"] / s["var_ep"], rel=1e-15)
+    assert s["w2_qp"] <= s["w2_ep"] + 1e-12  # QP minimises W2 over Gaussians
+    assert s["kl_ep"] <= s["kl_qp"] + 1e-12  # EP minimises KL(tilted || Gaussian)
+
+
+def test_w2_matches_the_quantile_integral():
+    """W2^2 = int_0^1 (F^-1(u) - mu - sigma Phi^-1(u))^2 du (QP paper eq. 11), from the grid CDF."""
+    state = state_for("step", cavity_mean=0.2, cavity_std=1.0)
+    ref = grid_reference(state.likelihood_object(), -1.0, 0.2, 1.0)
+    s = state.result.summary
+    u = np.linspace(0, 1, 200_001)[1:-1]
+    quantile = np.interp(u, ref["cdf"], ref["f"])
+    for key in ("ep", "qp"):
+        resid = quantile - s["mean"] - math.sqrt(s[f"var_{key}"]) * special.ndtri(u)
+        assert s[f"w2_{key}"] == pytest.approx(math.sqrt(np.trapezoid(resid**2, u)), rel=2e-3)
+
+
+def test_densities_are_normalised_and_the_likelihood_is_scaled_to_the_plot(name):
+    state = state_for(name, cavity_mean=0.5, cavity_std=0.9)
+    d = state.result.densities
+    assert explorer.DENSITY_POINTS <= d["x"].size <= explorer.DENSITY_POINTS + 2
+    for key in ("cavity", "tilted", "ep", "qp"):
+        assert np.trapezoid(d[key], d["x"]) == pytest.approx(1.0, abs=2e-3), key
+    peak = max(d[key].max() for key in ("cavity", "tilted", "ep", "qp"))
+    assert d["likelihood"].max() == pytest.approx(peak, rel=1e-12)
+    lik = state.likelihood_object()
+    expected = np.exp(lik.log_prob(state.y, d["x"][200])) * d["likelihood_scale"]
+    assert d["likelihood"][200] == pytest.approx(float(expected), rel=1e-12)
+
+
+def test_tilted_quantiles_invert_the_cdf(name):
+    state = state_for(name, cavity_mean=-0.6, cavity_std=1.4)
+    q = state.result.quantiles
+    lik = state.likelihood_object()
+    assert np.all(np.diff(q["tilted"]) >= 0), "a quantile function never decreases"
+    inner = (q["u"] > 1e-3) & (q["u"] < 1 - 1e-3)
+    cdf = lik.tilted_cdf(q["tilted"][inner], state.y, -0.6, 1.4**2)
+    np.testing.assert_allclose(cdf, q["u"][inner], rtol=1e-6, atol=1e-9)
+    ref = grid_reference(lik, state.y, -0.6, 1.4)
+    np.testing.assert_allclose(q["tilted"][inner], np.interp(q["u"][inner], ref["cdf"], ref["f"]), atol=2e-3)
+
+
+def test_qq_view_lines_use_the_tilted_mean_and_each_sigma():
+    state = state_for("poisson_square", cavity_mean=1.0, cavity_std=1.0)
+    q, s = state.result.quantiles, state.result.summary
+    np.testing.assert_allclose(q["z"], special.ndtri(q["u"]), atol=1e-12)
+    np.testing.assert_allclose(q["qp"], s["mean"] + math.sqrt(s["var_qp"]) * q["z"], rtol=1e-14)
+    np.testing.assert_allclose(q["ep"], s["mean"] + math.sqrt(s["var_ep"]) * q["z"], rtol=1e-14)
+    # sigma_QP = int_0^1 F^-1(u) Phi^-1(u) du, here over u = Phi(z), |z| <= 3.5 (tails ~1e-3)
+    slope = np.trapezoid(q["tilted"] * q["z"], q["u"])
+    assert slope == pytest.approx(math.sqrt(s["var_qp"]), rel=1e-2)
+
+
+def test_fallback_quantile_inversion_agrees_with_the_library(monkeypatch):
+    from qpviz import tilted
+
+    lik = qpviz.likelihood("logistic")
+    u = np.linspace(0.01, 0.99, 25)
+    library = explorer.tilted_quantile(lik, u, 1.0, 0.3, 2.0)
+    monkeypatch.delattr(tilted, "tilted_quantile", raising=False)
+    fallback = explorer.tilted_quantile(lik, u, 1.0, 0.3, 2.0)
+    np.testing.assert_allclose(fallback, library, atol=2e-3)
+
+
+def test_ratio_map_is_at_most_one_and_matches_pointwise_projections():
+    lik = qpviz.likelihood("step", eps=0.1)
+    data = explorer.ratio_map(lik, 1.0, shape=(7, 5))
+    assert data["ratio"].shape == (5, 7)
+    assert np.all(data["ratio"] <= 1 + 1e-12) and np.all(data["ratio"] > 0.5)
+    i, j = 3, 2  # std index, mean index
+    m, s = data["means"][j], data["stds"][i]
+    ep = qpviz.project(lik, 1.0, m, s**2, method="ep", use_table=False)
+    qp = qpviz.project(lik, 1.0, m, s**2, method="qp", use_table=False)
+    assert data["ratio"][i, j] == pytest.approx(float(qp.var / ep.var), rel=1e-6)
+
+
+def test_ratio_map_of_the_gaussian_likelihood_is_one():
+    data = explorer.ratio_map(qpviz.likelihood("gaussian", variance=0.5), 0.3, shape=(5, 4))
+    np.testing.assert_allclose(data["ratio"], 1.0, rtol=1e-9)
+
+
+# -- inputs and bad input -----------------------------------------------------------------------
+def test_likelihood_parameters_reach_the_likelihood():
+    state = ExplorerState()
+    assert state.update(likelihood="student_t", student_t="nu=4, scale=0.5", y=0.0)
+    assert state.likelihood_object().params == {"nu": 4.0, "scale": 0.5}
+    assert state.update(likelihood="step", step_eps=0.2)
+    assert state.likelihood_object() == qpviz.likelihood("step", eps=0.2)
+    assert state.update(likelihood="laplace", laplace_scale=2.0, y=0.0)
+    assert state.likelihood_object() == qpviz.likelihood("laplace", scale=2.0)
+    assert state.update(likelihood="gaussian", gaussian_variance=0.1)
+    assert state.likelihood_object() == qpviz.likelihood("gaussian", variance=0.1)
+    assert set(explorer.STUDENT_T_CHOICES.values()) == set(config.APP_STUDENT_T)
+
+
+def test_changing_the_likelihood_moves_y_into_its_support():
+    state = ExplorerState(likelihood="gaussian", y=-0.3)
+    assert state.update(likelihood="probit") and state.y == -1.0
+    assert state.update(likelihood="poisson_exp") and state.y == 0.0
+    assert state.update(y=7) and state.update(likelihood="laplace") and state.y == 7.0
+    assert state.update(likelihood="poisson_square", y=2.6) is False  # typed y is not adjusted
+    assert "counts" in state.error and state.likelihood == "laplace"
+
+
+def test_typed_text_is_parsed():
+    state = ExplorerState()
+    assert state.update(cavity_mean=" -1.25 ", cavity_std="0.8")
+    assert (state.cavity_mean, state.cavity_std) == (-1.25, 0.8)
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"cavity_std": 0}, "must be > 0"),
+        ({"cavity_std": -1.0}, "must be > 0"),
+        ({"cavity_std": "abc"}, "must be a number"),
+        ({"cavity_mean": "1e300"}, "cavity mean must be in"),
+        ({"cavity_mean": float("nan")}, "must be finite"),
+        ({"cavity_std": 1e9}, "cavity std must be in"),
+        ({"y": 0.5}, "{-1, +1}"),
+        ({"y": [1, 2]}, "must be a number"),
+        ({"likelihood": "cauchy"}, "likelihood must be one of"),
+        ({"step_eps": 0.3}, "step_eps must be one of"),
+    ],
+)
+def test_bad_input_keeps_the_last_good_state_and_says_what_to_change(changes, message):
+    state = ExplorerState(cavity_mean=0.25, cavity_std=1.2)
+    before = state.result
+    assert state.update(**changes) is False
+    assert message in state.error
+    assert state.result is before
+    assert (state.cavity_mean, state.cavity_std, state.y, state.likelihood) == (0.25, 1.2, 1.0, "probit")
+    assert state.update(cavity_mean=0.3) and state.error == ""
+
+
+def test_unknown_inputs_are_a_programming_error():
+    with pytest.raises(TypeError, match="unknown input"):
+        ExplorerState().update(cavity_variance=1.0)
+
+
+def test_constructing_with_bad_input_raises():
+    with pytest.raises(ValueError, match="must be > 0"):
+        ExplorerState(cavity_std=0.0)
+
+
+# -- the page, in-process -------------------------------------------------------------------------
+@pytest.fixture
+def explorer_page():
+    projection_explorer = pytest.importorskip("projection_explorer")
+    return projection_explorer.ProjectionExplorer()
+
+
+def test_page_slider_updates_state_numbers_and_plots(explorer_page):
+    old_tilted = np.array(explorer_page.sources["densities"].data["tilted"])
+    explorer_page.mean_slider.value = -1.0
+    assert explorer_page.state.cavity_mean == -1.0
+    assert f"| mean (EP = QP) | {explorer_page.state.result.summary['mean']:.6g} |" in explorer_page.numbers.object
+    assert "m = -1.00" in explorer_page.figures["densities"].title.text
+    assert not np.allclose(explorer_page.sources["densities"].data["tilted"], old_tilted)
+    assert explorer_page.marker.data == {"x": [-1.0], "y": [explorer_page.state.cavity_std]}
+
+
+def test_page_likelihood_change_shows_its_parameter_and_y_widgets(explorer_page):
+    explorer_page.likelihood.value = "poisson_square"
+    assert explorer_page.y_count.visible and not explorer_page.y_label.visible and not explorer_page.y_real.visible
+    assert not any(w.visible for w in explorer_page.parameter_widgets.values())
+    explorer_page.likelihood.value = "student_t"
+    assert explorer_page.parameter_widgets["student_t"].visible and explorer_page.y_real.visible
+    explorer_page.parameter_widgets["student_t"].value = "nu=10, scale=1"
+    assert explorer_page.state.likelihood_object().params == {"nu": 10.0, "scale": 1.0}
+
+
+def test_page_bad_typed_value_shows_alert_and_keeps_the_view(explorer_page):
+    data = dict(explorer_page.sources["densities"].data)
+    explorer_page.std_text.value = "zero"
+    assert explorer_page.alert.visible and "cavity std must be a number" in explorer_page.alert.object
+    assert explorer_page.sources["densities"].data["tilted"] is data["tilted"]
+    explorer_page.std_text.value = "0.7"
+    assert not explorer_page.alert.visible and explorer_page.state.cavity_std == 0.7 and explorer_page.std_slider.value == 0.7
+
+
+def test_page_projection_toggles_hide_curves_and_numbers(explorer_page):
+    explorer_page.show.value = ["QP"]
+    assert not explorer_page.renderers["densities"]["ep"].visible and explorer_page.renderers["qq"]["qp"].visible
+    assert "| EP |" not in explorer_page.numbers.object and "| QP |" in explorer_page.numbers.object
+
+
+def test_page_map_tap_moves_the_cavity(explorer_page):
+    explorer_page.tap.event(x=2.345, y=0.61)
+    assert (explorer_page.state.cavity_mean, explorer_page.state.cavity_std) == (2.35, 0.61)
+    assert explorer_page.mean_slider.value == 2.35
+    explorer_page.tap.event(x=100.0, y=-3.0)  # outside the map: clipped into range
+    assert (explorer_page.state.cavity_mean, explorer_page.state.cavity_std) == (explorer.MEAN_RANGE[1], explorer.STD_RANGE[0])
+
+
+def test_page_projector_mode_enlarges_fonts(explorer_page):
+    explorer_page.projector_toggle.value = True
+    assert explorer_page.figures["densities"].title.text_font_size == "22px"
+    assert explorer_page._controls.styles["font-size"] == "150%"
+    explorer_page.projector_toggle.value = False
+    assert explorer_page.figures["densities"].title.text_font_size == "13px"
