@@ -81,19 +81,20 @@ def test_vb_and_laplace_refuse_where_undefined(probit_data):
         fit(X, y, qpviz.likelihood("step", eps=0.1), kernels.RBF(), method="laplace")
 
 
-@pytest.mark.parametrize("name, params", [("step", {"eps": 0.1}), ("laplace", {"scale": 0.7})])
-def test_kinked_expectations_match_quadrature(name, params, rng):
+@pytest.mark.parametrize("name, params", [("step", {"eps": 0.1}), ("laplace", {"scale": 0.7}), ("poisson_square", {})])
+def test_closed_form_expectations_match_quadrature(name, params, rng):
     from scipy import integrate, stats
 
     from qpviz.inference.vb import expected_log_lik
 
     lik = qpviz.likelihood(name, **params)
-    y = np.array([1.0, -1.0, 1.0]) if name == "step" else np.array([0.3, -1.2, 2.0])
-    m, v = np.array([0.4, 0.2, -1.1]), np.array([0.5, 2.0, 0.3])
+    y = {"step": np.array([1.0, -1.0, 1.0]), "laplace": np.array([0.3, -1.2, 2.0]),
+         "poisson_square": np.array([0.0, 3.0, 7.0])}[name]
+    m, v = np.array([0.4, 0.2, -2.1]), np.array([0.5, 2.0, 0.3])
     E, dm, dv2 = expected_log_lik(lik, y, m, v)
 
     def expect(i, mi, vi):
-        kink = 0.0 if name == "step" else y[i]
+        kink = y[i] if name == "laplace" else 0.0
         fn = lambda f: float(lik.log_prob(y[i], f)) * stats.norm.pdf(f, mi, np.sqrt(vi))
         return sum(integrate.quad(fn, a, b, epsabs=1e-13, epsrel=1e-12)[0] for a, b in ((-40, kink), (kink, 40)))
 

@@ -7,7 +7,9 @@ accept if log L(f') > log u, otherwise shrink the bracket towards 0 and redraw t
 Every proposal stays on the ellipse through f and nu, so no step size is tuned.
 
 The chain runs in numba with a fixed seed (reproducible), discards ``burn_in`` transitions and
-keeps every ``thin``-th of the next ``n_samples * thin``. Intended for small N (a reference the
+keeps every ``thin``-th of the next ``n_samples * thin``. For the Poisson-square likelihood,
+whose posterior is symmetric under f -> -f, the samples are folded onto the positive branch
+(sum_i f_i >= 0), the branch the Gaussian methods describe (``diagnostics["sign_folded"]``). Intended for small N (a reference the
 dashboard compares EP/QP/VB/Laplace against), not for large data sets.
 """
 from __future__ import annotations
@@ -84,12 +86,25 @@ def run_mcmc(prior, likelihood, y, *, n_samples: int = 4000, burn_in: int = 1000
     y = np.ascontiguousarray(likelihood.check_y(y), dtype=np.float64)
     p0, p1 = likelihood._param_pair()
     L = np.ascontiguousarray(linalg.cholesky(prior.K, lower=True))
-    f0 = np.zeros(prior.n)
-    if not np.isfinite(_log_lik(int(likelihood.kind), float(p0), float(p1), y, f0)):
-        raise ValueError(f"log p(y | f = 0) is not finite for the {likelihood.name} likelihood; MCMC needs a start with "
-                         "positive likelihood (e.g. step with eps > 0)")
+    f0 = _start(likelihood, y)
     samples, evaluations = elliptical_slice_chain(L, y, int(likelihood.kind), float(p0), float(p1), f0, int(n_samples),
                                                   int(burn_in), int(thin), int(seed))
     transitions = int(burn_in) + int(n_samples) * int(thin)
-    return samples, {"seed": int(seed), "burn_in": int(burn_in), "thin": int(thin),
-                     "evaluations_per_transition": evaluations / transitions}
+    info = {"seed": int(seed), "burn_in": int(burn_in), "thin": int(thin),
+            "evaluations_per_transition": evaluations / transitions, "sign_folded": False}
+    if likelihood.name == "poisson_square":
+        # p(f | y) is symmetric under f -> -f and ESS visits both branches (theta = pi maps f to -f);
+        # fold every sample onto the positive branch (sum_i f_i >= 0), the branch EP/QP/VB/Laplace describe.
+        samples = samples * np.where(samples.sum(axis=1) < 0, -1.0, 1.0)[:, None]
+        info["sign_folded"] = True
+    return samples, info
+
+
+def _start(likelihood, y) -> np.ndarray:
+    """A start with finite likelihood: 0, else sqrt(y) (Poisson-square), else y / 2 (binary labels)."""
+    p0, p1 = likelihood._param_pair()
+    candidates = [np.zeros(y.shape[0]), np.sqrt(np.abs(y)), 0.5 * y]
+    for f0 in candidates:
+        if np.isfinite(_log_lik(int(likelihood.kind), float(p0), float(p1), y, f0)):
+            return np.ascontiguousarray(f0)
+    raise ValueError(f"found no start with positive likelihood for the {likelihood.name} likelihood; MCMC needs one")

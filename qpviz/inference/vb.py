@@ -38,7 +38,14 @@ def expected_log_lik(likelihood, y, mean, var):
     * step (eps): with z = y m / sqrt(v), a = log(1 - eps), b = log(eps):
       E = a Phi(z) + b Phi(-z), dE/dm = (a - b) phi(z) y / sqrt(v), 2 dE/dv = -(a - b) phi(z) z / v;
     * laplace (scale s): with d = m - y, r = sqrt(v), u = d / r, E|f - y| = 2 r phi(u) + d (2 Phi(u) - 1):
-      E = -log(2 s) - E|f - y| / s, dE/dm = -(2 Phi(u) - 1) / s, 2 dE/dv = -2 phi(u) / (r s).
+      E = -log(2 s) - E|f - y| / s, dE/dm = -(2 Phi(u) - 1) / s, 2 dE/dv = -2 phi(u) / (r s);
+
+    and Poisson-square, whose E[d^2 log p] = E[-2 y / f^2 - 2] diverges although E is smooth:
+    f^2 / v is non-central chi-square(1, lambda = m^2 / v), a Poisson(mu = lambda / 2) mixture of
+    chi-square(1 + 2k), and E[log chi-square(n)] = log 2 + psi(n / 2), so with
+    S0 = sum_k Pois(k; mu) psi(k + 1/2) and S1 = dS0/dmu = sum_k Pois(k; mu) / (k + 1/2):
+      E[log f^2] = log(2 v) + S0,  d/dm = S1 m / v,  d/dv = 1/v - S1 m^2 / (2 v^2),
+      E = y E[log f^2] - (m^2 + v) - log y!.
     """
     from scipy import special
 
@@ -61,7 +68,26 @@ def expected_log_lik(likelihood, y, mean, var):
         pdf = np.exp(-0.5 * u * u) / np.sqrt(2 * np.pi)
         abs_mean = 2 * r * pdf + d * (2 * special.ndtr(u) - 1)
         return -np.log(2 * scale) - abs_mean / scale, -(2 * special.ndtr(u) - 1) / scale, -2 * pdf / (r * scale)
+    if likelihood.name == "poisson_square":
+        return _poisson_square_expectations(y, np.asarray(mean, float), np.asarray(var, float))
     return gauss_hermite_expectations(likelihood, y, mean, var)
+
+
+def _poisson_square_expectations(y, mean, var):
+    """Closed-form (E, dE/dm, 2 dE/dv) for Poisson(y | f^2), f ~ N(mean, var) (see expected_log_lik)."""
+    from scipy import special, stats
+
+    mu = mean * mean / (2.0 * var)
+    k_max = int(np.max(mu + 12.0 * np.sqrt(mu) + 40.0))
+    k = np.arange(k_max + 1.0)
+    weights = stats.poisson.pmf(k[None, :], mu[:, None])
+    s0 = weights @ special.digamma(k + 0.5)
+    s1 = weights @ (1.0 / (k + 0.5))
+    e_log_f2 = np.log(2.0 * var) + s0
+    d_m = s1 * mean / var
+    d_v = 1.0 / var - s1 * mean * mean / (2.0 * var * var)
+    E = y * e_log_f2 - (mean * mean + var) - special.gammaln(y + 1.0)
+    return E, y * d_m - 2.0 * mean, 2.0 * (y * d_v - 1.0)
 
 
 def gauss_hermite_expectations(likelihood, y, mean, var, n_nodes: int | None = None):

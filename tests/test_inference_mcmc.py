@@ -1,0 +1,67 @@
+"""The MCMC reference (elliptical slice sampling) against independent computations."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import linalg
+
+import qpviz
+from qpviz import kernels
+from qpviz.inference import fit
+
+
+@pytest.fixture
+def small_probit():
+    X = np.linspace(-2.0, 2.0, 6)[:, None]
+    y = np.array([-1.0, -1.0, 1.0, -1.0, 1.0, 1.0])
+    return X, y, kernels.RBF(1.5, 0.8)
+
+
+def test_mcmc_agrees_with_long_independent_importance_sampling(small_probit):
+    """1-D problem: ESS moments vs self-normalised importance sampling from the prior (numpy)."""
+    X, y, k = small_probit
+    lik = qpviz.likelihood("probit")
+    post = fit(X, y, lik, k, method="mcmc", n_samples=20000, thin=2, burn_in=500, seed=11)
+    gen = np.random.default_rng(5)
+    L = linalg.cholesky(k(X) + qpviz.config.JITTER * np.eye(len(y)), lower=True)
+    f = gen.standard_normal((400_000, len(y))) @ L.T
+    logw = lik.log_prob(y[None, :], f).sum(axis=1)
+    w = np.exp(logw - logw.max())
+    w /= w.sum()
+    is_mean = w @ f
+    is_var = w @ (f - is_mean) ** 2
+    np.testing.assert_allclose(post.mean, is_mean, rtol=0, atol=0.04)
+    np.testing.assert_allclose(post.var, is_var, rtol=0.08)
+
+
+def test_mcmc_is_reproducible_and_seed_dependent(small_probit):
+    X, y, k = small_probit
+    a = fit(X, y, "probit", k, method="mcmc", n_samples=200, seed=3)
+    b = fit(X, y, "probit", k, method="mcmc", n_samples=200, seed=3)
+    c = fit(X, y, "probit", k, method="mcmc", n_samples=200, seed=4)
+    np.testing.assert_array_equal(a.samples, b.samples)
+    assert not np.array_equal(a.samples, c.samples)
+
+
+def test_sample_posterior_prediction_at_training_inputs(small_probit):
+    X, y, k = small_probit
+    post = fit(X, y, "probit", k, method="mcmc", n_samples=3000, seed=1)
+    m, v = post.predict_f(X)
+    np.testing.assert_allclose(m, post.mean, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(v, post.var, rtol=1e-4, atol=1e-6)
+
+
+def test_ep_is_closer_to_mcmc_than_laplace_on_probit(small_probit):
+    from qpviz.inference.metrics import marginal_distances
+
+    X, y, k = small_probit
+    ref = fit(X, y, "probit", k, method="mcmc", n_samples=20000, thin=2, seed=2)
+    d = {m: marginal_distances(*(lambda p: (p.mean, p.var))(fit(X, y, "probit", k, method=m)), ref.mean, ref.var)
+         for m in ("ep", "laplace")}
+    assert d["ep"]["mean_w2"] < d["laplace"]["mean_w2"]
+
+
+def test_bad_mcmc_options():
+    X = np.zeros((3, 1)) + np.arange(3)[:, None]
+    with pytest.raises(ValueError, match="thin must be an integer"):
+        fit(X, [1.0, -1.0, 1.0], "probit", kernels.RBF(), method="mcmc", thin=0)
