@@ -297,7 +297,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
             self.sources["densities"].data = {"x": d["x"], **{k: d[k] for k in ("cavity", "likelihood", "tilted", "ep", "qp")}}
             self.sources["quantiles"].data = {"x": q["u"], "tilted": q["tilted"], "ep": q["ep"], "qp": q["qp"]}
             self.sources["qq"].data = {"x": q["z"], "tilted": q["tilted"], "ep": q["ep"], "qp": q["qp"]}
-            self.qq_points.data = {"x": q["z"][::6], "tilted": q["tilted"][::6]}
+            self.qq_points.data = {"x": q["z"][::3], "tilted": q["tilted"][::3]}
             self.figures["densities"].title.text = (
                 f"(a) densities: {s.likelihood}, y = {s.y:g}, m = {s.cavity_mean:.2f}, s = {s.cavity_std:.2f}"
             )
@@ -356,7 +356,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
         image = hv.DynamicMap(self.map_image, streams=[inputs])
         self.tap = hv.streams.Tap(source=image, x=None, y=None)
         self.tap.add_subscriber(self._on_tap)
-        return pn.pane.HoloViews(image, sizing_mode="stretch_width")
+        return pn.pane.HoloViews(image, sizing_mode="stretch_width", css_classes=["qpviz-map"])
 
     def _explained(self, view, key: str) -> pn.Column:
         sentence, formula = EXPLANATIONS[key]

@@ -65,7 +65,7 @@ MAX_COUNT = 1000
 
 #: Points of the density grid and of the quantile grid (kept small: every slider move redraws).
 DENSITY_POINTS = 400
-QUANTILE_POINTS = 300
+QUANTILE_POINTS = 121
 #: The quantile grid u = Phi(z) for z evenly spaced in [-Z_MAX, Z_MAX].
 Z_MAX = 3.5
 #: Resolution of the var_QP/var_EP map (means x standard deviations).

@@ -1,0 +1,92 @@
+"""Helpers shared by the browser tests and benchmarks/bench_explorer_latency.py: serve the real app
+in a subprocess, launch Debian's Chromium, and read what the page shows.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+STARTUP_SECONDS = 240  # a cold start compiles the numba kernels
+
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+
+#: JavaScript returning the texts of every Bokeh Title model in the page (plot titles are drawn
+#: on a canvas, so they are read from the Bokeh document).
+TITLES_JS = """() => {
+    const out = [];
+    if (!window.Bokeh) return out;
+    for (const doc of Bokeh.documents)
+        for (const model of doc.all_models)
+            if (model.constructor.__name__ === "Title" && model.text) out.push(model.text);
+    return out;
+}"""
+
+
+def chromium_path() -> str:
+    return os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def serve_app(log_path: Path) -> tuple[subprocess.Popen, str]:
+    """Start `python -m panel serve app` on a free port; return the process and the app URL once it answers."""
+    port = free_port()
+    with open(log_path, "w") as log:  # the child keeps its own copy of the file descriptor
+        process = subprocess.Popen(
+            [sys.executable, "-m", "panel", "serve", "app", "--port", str(port), "--address", "127.0.0.1",
+             f"--allow-websocket-origin=127.0.0.1:{port}"],
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}/app"
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"panel serve exited with {process.returncode}:\n{log_path.read_text()}")
+        try:
+            with urllib.request.urlopen(url, timeout=120) as response:
+                if response.status == 200:
+                    return process, url
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            time.sleep(0.3)
+    stop(process)
+    raise RuntimeError(f"panel serve did not answer within {STARTUP_SECONDS} s:\n{log_path.read_text()}")
+
+
+def stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(10)
+
+
+def plot_titles(page) -> list[str]:
+    return page.evaluate(TITLES_JS)
+
+
+def title_starting(page, prefix: str) -> str:
+    """The current title of the plot whose title starts with ``prefix`` (the newest one)."""
+    matches = [t for t in plot_titles(page) if t.startswith(prefix)]
+    return matches[-1] if matches else ""

@@ -1,0 +1,117 @@
+"""The Projection Explorer in a real Chromium, served by `python -m panel serve app`."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from pagetools import TITLES_JS, plot_titles, title_starting
+
+pytestmark = pytest.mark.browser
+
+TIMEOUT_MS = 30_000
+
+
+@pytest.fixture
+def console_errors(page: Page):
+    """Every console error and uncaught page error; the test fails if there is any."""
+    errors: list[str] = []
+    page.on("console", lambda message: errors.append(f"console: {message.text}") if message.type == "error" else None)
+    page.on("pageerror", lambda error: errors.append(f"pageerror: {error}"))
+    yield errors
+    assert errors == []
+
+
+@pytest.fixture
+def explorer(page: Page, app_url: str, console_errors) -> Page:
+    page.set_viewport_size({"width": 1500, "height": 1200})
+    page.goto(app_url)
+    page.locator(".qpviz-numbers table").first.wait_for(timeout=60_000)
+    wait_for_title(page, "(a) densities: probit")
+    return page
+
+
+def wait_for_title(page: Page, prefix: str, timeout_ms: int = TIMEOUT_MS) -> str:
+    page.wait_for_function(f"prefix => ({TITLES_JS})().some(text => text.startsWith(prefix))", arg=prefix, timeout=timeout_ms)
+    return title_starting(page, prefix)
+
+
+def numbers_text(page: Page) -> str:
+    return page.locator(".qpviz-numbers").first.locator("table").first.inner_text()
+
+
+def test_page_loads_with_every_view(explorer: Page):
+    titles = plot_titles(explorer)
+    for prefix in ("(a) densities", "(b) quantile functions", "(b') Q-Q view", "(d) var_QP / var_EP for probit"):
+        assert any(t.startswith(prefix) for t in titles), (prefix, titles)
+    assert "var_QP / var_EP" in numbers_text(explorer)
+    expect(explorer.locator(".katex").first).to_be_visible()  # the formulas are typeset
+
+
+def test_likelihood_and_slider_update_numbers_and_plots(explorer: Page):
+    before_numbers = numbers_text(explorer)
+    explorer.locator(".qpviz-likelihood select").select_option("step")
+    wait_for_title(explorer, "(a) densities: step, y = 1, m = 0.50")
+    wait_for_title(explorer, "(d) var_QP / var_EP for step")
+    expect(explorer.locator(".qpviz-numbers table").first).not_to_have_text(before_numbers)
+    after_likelihood = numbers_text(explorer)
+
+    handle = explorer.locator(".qpviz-mean .noUi-handle")
+    handle.focus()
+    handle.press("ArrowRight")
+    wait_for_title(explorer, "(a) densities: step, y = 1, m = 0.55")
+    expect(explorer.locator(".qpviz-numbers table").first).not_to_have_text(after_likelihood)
+    assert re.search(r"lik=step", explorer.url) and re.search(r"m=0.55", explorer.url)
+
+
+def test_shared_link_reopens_the_same_view(explorer: Page, app_url: str):
+    explorer.locator(".qpviz-likelihood select").select_option("poisson_exp")
+    wait_for_title(explorer, "(a) densities: poisson_exp, y = 1")
+    handle = explorer.locator(".qpviz-std .noUi-handle")
+    handle.focus()
+    handle.press("ArrowLeft")
+    wait_for_title(explorer, "(a) densities: poisson_exp, y = 1, m = 0.50, s = 1.45")
+    shared = explorer.url
+    assert shared.startswith(app_url + "?")
+    explorer.goto(shared)
+    wait_for_title(explorer, "(a) densities: poisson_exp, y = 1, m = 0.50, s = 1.45")
+    wait_for_title(explorer, "(d) var_QP / var_EP for poisson_exp")
+
+
+def test_bad_typed_value_shows_a_message_and_keeps_the_view(explorer: Page):
+    before = title_starting(explorer, "(a) densities")
+    box = explorer.locator(".qpviz-std-text input")
+    box.fill("0")
+    box.press("Enter")
+    alert = explorer.locator(".qpviz-error")
+    expect(alert).to_contain_text("cavity std must be > 0", timeout=TIMEOUT_MS)
+    box.fill("lots")
+    box.press("Enter")
+    expect(alert).to_contain_text("must be a number", timeout=TIMEOUT_MS)
+    assert title_starting(explorer, "(a) densities") == before
+    box.fill("0.8")
+    box.press("Enter")
+    wait_for_title(explorer, "(a) densities: probit, y = 1, m = 0.50, s = 0.80")
+    expect(alert).to_be_hidden()
+
+
+def test_clicking_the_map_moves_the_cavity(explorer: Page):
+    before = title_starting(explorer, "(a) densities")
+    box = explorer.locator(".qpviz-map").bounding_box()
+    explorer.mouse.click(box["x"] + 0.3 * box["width"], box["y"] + 0.4 * box["height"])
+    explorer.wait_for_function(
+        f"before => ({TITLES_JS})().some(text => text.startsWith('(a) densities') && text !== before)",
+        arg=before,
+        timeout=TIMEOUT_MS,
+    )
+    assert title_starting(explorer, "(a) densities") != before
+
+
+def test_projector_mode_enlarges_the_plot_titles(explorer: Page):
+    explorer.get_by_role("button", name="Projector mode (large fonts)").click()
+    explorer.wait_for_function(
+        "() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title' && m.text_font_size === '22px')",
+        timeout=TIMEOUT_MS,
+    )  # the page is loaded (fixture), so Bokeh.documents[0] exists
+    assert "projector=true" in explorer.url
