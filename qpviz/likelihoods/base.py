@@ -24,6 +24,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+from numba import njit
+
+from qpviz.config import NUMBA_OPTIONS
 
 __all__ = ["Likelihood", "TiltedMoments", "InvalidObservation"]
 
@@ -48,6 +51,14 @@ def as_float_array(x, name: str) -> np.ndarray:
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be numeric (a number or an array of numbers), got {x!r}") from exc
     return arr
+
+
+def check_positive(name: str, value) -> float:
+    """A strictly positive finite scalar parameter, or an error that says so."""
+    arr = as_float_array(value, name)
+    if arr.ndim != 0 or not np.isfinite(arr) or arr <= 0:
+        raise ValueError(f"{name} must be a positive finite number; got {value!r}")
+    return float(arr)
 
 
 def check_cavity(cavity_mean, cavity_var) -> tuple[np.ndarray, np.ndarray]:
@@ -154,8 +165,7 @@ class Likelihood:
     def _tilted_moments(self, y, m, v):
         from qpviz import tilted
 
-        out = tilted.tilted_summary(self, y, m, v)
-        return out.log_z, out.mean, out.var
+        return tilted.quadrature_moments(self, y, m, v)
 
     def tilted_logpdf(self, x, y, cavity_mean, cavity_var) -> np.ndarray:
         """log q(x) of the tilted distribution."""
@@ -187,6 +197,20 @@ class Likelihood:
     def predictive_log_density(self, y, mean, var) -> np.ndarray:
         """log p(y) under a Gaussian latent N(mean, var) (log of :meth:`predictive`)."""
         return self.tilted_moments(y, mean, var).log_z
+
+
+@njit(**NUMBA_OPTIONS)
+def _closed_moments_loop(kernel, p0, p1, y, m, v):
+    out = np.empty((3, y.size))
+    for i in range(y.size):
+        _, out[0, i], out[1, i], out[2, i] = kernel(p0, p1, y[i], m[i], v[i])
+    return out
+
+
+def _vectorised_closed_moments(kernel, p0, p1, y, m, v):
+    """Apply a jitted closed-form moments kernel elementwise to broadcast arrays."""
+    out = _closed_moments_loop(kernel, p0, p1, *(np.ravel(a).astype(float) for a in (y, m, v)))
+    return tuple(out[j].reshape(np.shape(y)) for j in range(3))
 
 
 def _show(arr: np.ndarray) -> str:

@@ -1,0 +1,176 @@
+"""Which likelihoods have QP tables, over which domain, in which coordinates.
+
+A *family* is one likelihood with fixed parameters (``probit``, ``step(eps=0.1)``, ...); it
+owns one table, or one per count for the Poisson likelihoods. Each table approximates
+
+    h(A, B) = log(sigma_QP / s),   s = sqrt(cavity_var),   B = log s,
+
+(sigma_QP of QP paper eq. 7), so that an absolute error of h is the relative error of
+sigma_QP and no EP moment is needed at lookup time. h is bounded and smooth on the domain.
+
+Folding removes the observation (QP paper App. J tabulates y = +-1 separately; we need not):
+
+* binary (probit, logistic, step): p(-1|f) = p(+1|-f), so (y, m) -> t = y m;
+* real (student_t, laplace): the tilted of (y, m) is the tilted of (0, m - y) shifted by y,
+  and both likelihoods are even, so t = |m - y|;
+* poisson_square: p(y|f) is even in f: t = |m|, one table per count;
+* poisson_exp: t = m, one table per count.
+
+Mapped mean coordinate A in [0, 1]: with d = sqrt(s^2 + w^2) (w = the likelihood's own
+width; w = 0 for the scale-free step and the kinked Laplace),
+
+    u = (t - t_c) / d,  g(u) = u / (1 + u^2)^(1/4),  A = (g(u) - g(u_lo)) / (g(u_hi) - g(u_lo)),
+
+where u_lo, u_hi are u at the ends of the t domain. Near the likelihood's feature (t ~ t_c)
+A is linear in t; far from it A grows like sqrt(|t - t_c| / d), so the features of scale
+s at small s are not squeezed into a corner, and the domain is exactly the unit square.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from qpviz import config
+
+__all__ = [
+    "TableFamily",
+    "FOLD_BINARY",
+    "FOLD_REAL",
+    "FOLD_COUNT_EVEN",
+    "FOLD_COUNT",
+    "STD_RANGE",
+    "all_families",
+    "family_for",
+    "mean_map",
+    "mean_unmap",
+]
+
+FOLD_BINARY = 1
+FOLD_REAL = 2
+FOLD_COUNT_EVEN = 3
+FOLD_COUNT = 4
+
+#: Cavity standard deviations covered by every table (the paper's tables: 0.1 to 10).
+STD_RANGE = (0.05, 20.0)
+#: Cavity means covered: |m| <= 10 for the binary and Poisson likelihoods (the paper's range;
+#: a Poisson log-rate of +-10 is a rate from 4.5e-5 to 2.2e4), |m - y| <= 20 for the real ones.
+BINARY_MEAN = 10.0
+COUNT_MEAN = 10.0
+REAL_OFFSET = 20.0
+
+
+@dataclass(frozen=True)
+class TableFamily:
+    """Everything that determines a family's tables (recorded in, and checked against, its file)."""
+
+    likelihood: str
+    params: tuple  # sorted (name, value) pairs
+    fold: int
+    t_lo: float
+    t_hi: float
+    n_tables: int  # 1, or MAX_TABLE_COUNT + 1 for the Poisson likelihoods (counts 0..MAX)
+    degree: int = 12
+    grid: tuple = (2, 2)
+    tol: float = 1e-8
+
+    @property
+    def file_name(self) -> str:
+        tail = "".join(f"_{k}{v:g}" for k, v in self.params)
+        return f"{self.likelihood}{tail}.npz"
+
+    def make_likelihood(self):
+        from qpviz.likelihoods import likelihood
+
+        return likelihood(self.likelihood, **dict(self.params))
+
+    def center_width(self, k: int) -> tuple[float, float]:
+        """(t_c, w) of table k (k = the count for Poisson families)."""
+        if self.likelihood == "probit":
+            return 0.0, 1.0
+        if self.likelihood == "logistic":
+            return 0.0, 1.6  # sigmoid(f) ~ Phi(f sqrt(pi / 8)): width ~ 1.6
+        if self.likelihood == "student_t":
+            return 0.0, dict(self.params)["scale"]
+        if self.likelihood == "poisson_square":
+            return 0.0, 1.0
+        if self.likelihood == "poisson_exp":
+            # log p = k f - e^f: peak at log k with width 1/sqrt(k); for k = 0 the wall e^f near 0
+            return math.log(k + 1.0), 1.0 / math.sqrt(k + 1.0)
+        return 0.0, 0.0  # step, laplace: no length scale of their own
+
+    def spec(self) -> dict:
+        """JSON-able generating parameters; a file whose spec differs is stale."""
+        return {
+            "likelihood": self.likelihood,
+            "params": {k: v for k, v in self.params},
+            "fold": self.fold,
+            "mean_domain": [self.t_lo, self.t_hi],
+            "std_domain": list(STD_RANGE),
+            "n_tables": self.n_tables,
+            "centers_widths": [list(self.center_width(k)) for k in range(self.n_tables)],
+            "degree": self.degree,
+            "grid": list(self.grid),
+            "tol": self.tol,
+            "quantity": "log(sigma_QP / cavity_std) on (A, log cavity_std)",
+        }
+
+
+def _family(name: str, params: dict, **overrides) -> TableFamily:
+    pairs = tuple(sorted((k, float(v)) for k, v in params.items()))
+    if name in ("probit", "logistic", "step"):
+        base = dict(fold=FOLD_BINARY, t_lo=-BINARY_MEAN, t_hi=BINARY_MEAN, n_tables=1)
+    elif name in ("student_t", "laplace"):
+        base = dict(fold=FOLD_REAL, t_lo=0.0, t_hi=REAL_OFFSET, n_tables=1)
+    elif name == "poisson_square":
+        base = dict(fold=FOLD_COUNT_EVEN, t_lo=0.0, t_hi=COUNT_MEAN, n_tables=config.MAX_TABLE_COUNT + 1)
+    elif name == "poisson_exp":
+        base = dict(fold=FOLD_COUNT, t_lo=-COUNT_MEAN, t_hi=COUNT_MEAN, n_tables=config.MAX_TABLE_COUNT + 1)
+    else:
+        raise ValueError(f"no QP table family for likelihood {name!r}")
+    base.update(overrides)
+    return TableFamily(name, pairs, **base)
+
+
+def all_families() -> list[TableFamily]:
+    """The families shipped: the parameter sets the dashboard offers (qpviz.config)."""
+    fams = [_family("probit", {}), _family("logistic", {})]
+    fams += [_family("step", {"eps": eps}) for eps in config.APP_STEP_EPS]
+    fams += [_family("poisson_square", {}), _family("poisson_exp", {})]
+    fams += [_family("student_t", {"nu": nu, "scale": sc}) for nu, sc in config.APP_STUDENT_T]
+    fams += [_family("laplace", {"scale": sc}) for sc in config.APP_LAPLACE_SCALE]
+    return fams
+
+
+def family_for(lik) -> TableFamily | None:
+    """The shipped family of a likelihood object, or None (gaussian, other parameters)."""
+    params = tuple(sorted((k, float(v)) for k, v in lik.params.items()))
+    for fam in all_families():
+        if fam.likelihood == lik.name and fam.params == params:
+            return fam
+    return None
+
+
+def _g(u):
+    return u / np.sqrt(np.sqrt(1.0 + u * u))
+
+
+def _g_inverse(z):
+    """u with g(u) = z: u^4 = z^4 (1 + u^2), a quadratic in u^2."""
+    z4 = z ** 4
+    return np.sign(z) * np.sqrt(0.5 * (z4 + np.sqrt(z4 * z4 + 4.0 * z4)))
+
+
+def mean_map(t, s, t_lo, t_hi, t_c, w):
+    """A in [0, 1] from the folded mean t and the cavity std s (NumPy; see module docstring)."""
+    d = np.sqrt(s * s + w * w)
+    g_lo, g_hi = _g((t_lo - t_c) / d), _g((t_hi - t_c) / d)
+    return (_g((t - t_c) / d) - g_lo) / (g_hi - g_lo)
+
+
+def mean_unmap(a, s, t_lo, t_hi, t_c, w):
+    """The folded mean t at mapped coordinate A (inverse of :func:`mean_map`), clipped to the domain."""
+    d = np.sqrt(s * s + w * w)
+    g_lo, g_hi = _g((t_lo - t_c) / d), _g((t_hi - t_c) / d)
+    return np.clip(t_c + d * _g_inverse(g_lo + a * (g_hi - g_lo)), t_lo, t_hi)
