@@ -66,6 +66,8 @@ MAX_COUNT = 1000
 #: Points of the density grid and of the quantile grid (kept small: every slider move redraws).
 DENSITY_POINTS = 400
 QUANTILE_POINTS = 121
+#: Newton steps that polish the interpolated tilted quantiles (see tilted_quantile).
+NEWTON_STEPS = 3
 #: The quantile grid u = Phi(z) for z evenly spaced in [-Z_MAX, Z_MAX].
 Z_MAX = 3.5
 #: Resolution of the var_QP/var_EP map (means x standard deviations).
@@ -161,11 +163,14 @@ def tilted_quantile(lik: Likelihood, u, y, cavity_mean, cavity_var, *, mean=None
     cdf, grid = cdf[keep], grid[keep]
     x = np.interp(u, cdf, grid)
     k = np.clip(np.searchsorted(cdf, u), 1, cdf.size - 1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        density = np.exp(lik.tilted_logpdf(x, y, cavity_mean, cavity_var))
-        polished = x - (lik.tilted_cdf(x, y, cavity_mean, cavity_var) - u) / density
-    inside = np.isfinite(polished) & (polished >= grid[k - 1]) & (polished <= grid[k])
-    return np.where(inside, polished, x)
+    lo, hi = grid[k - 1], grid[k]
+    for _ in range(NEWTON_STEPS):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            density = np.exp(lik.tilted_logpdf(x, y, cavity_mean, cavity_var))
+            step = (lik.tilted_cdf(x, y, cavity_mean, cavity_var) - u) / density
+        polished = x - step
+        x = np.where(np.isfinite(polished) & (polished >= lo) & (polished <= hi), polished, x)
+    return x
 
 
 @dataclass(frozen=True)

@@ -148,15 +148,16 @@ def test_qq_view_lines_use_the_tilted_mean_and_each_sigma():
     assert slope == pytest.approx(math.sqrt(s["var_qp"]), rel=1e-2)
 
 
-def test_fallback_quantile_inversion_agrees_with_the_library(monkeypatch):
-    from qpviz import tilted
-
-    lik = qpviz.likelihood("logistic")
-    u = np.linspace(0.01, 0.99, 25)
-    library = explorer.tilted_quantile(lik, u, 1.0, 0.3, 2.0)
-    monkeypatch.delattr(tilted, "tilted_quantile", raising=False)
-    fallback = explorer.tilted_quantile(lik, u, 1.0, 0.3, 2.0)
-    np.testing.assert_allclose(fallback, library, atol=2e-3)
+def test_tilted_quantile_of_a_gaussian_tilted_distribution_is_exact():
+    """Gaussian likelihood: the tilted distribution is N(mu, sigma^2) with the closed-form
+    product of Gaussians, so F^-1(u) = mu + sigma Phi^-1(u)."""
+    lik = qpviz.likelihood("gaussian", variance=0.5)
+    m, v, y = 0.3, 2.0, -1.1
+    var = 1.0 / (1.0 / v + 1.0 / 0.5)
+    mu = var * (m / v + y / 0.5)
+    u = np.array([1e-6, 0.01, 0.3, 0.5, 0.77, 0.99, 1 - 1e-6])
+    expected = mu + math.sqrt(var) * special.ndtri(u)
+    np.testing.assert_allclose(explorer.tilted_quantile(lik, u, y, m, v), expected, rtol=1e-8, atol=1e-9)
 
 
 def test_ratio_map_is_at_most_one_and_matches_pointwise_projections():
