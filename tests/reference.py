@@ -1,0 +1,487 @@
+"""Independent high-precision reference for tilted distributions (mpmath, 40 digits).
+
+The computation never uses qpviz: the likelihoods are re-written from their formulas, and the
+integrals use this module's own adaptive Gauss-Legendre quadrature in mpmath. (qpviz is imported
+only for its config, i.e. the parameter sets the app offers, and by one test warm-up helper.)
+
+For a likelihood (name, params), an observation y and a Gaussian cavity N(m, v), the tilted
+distribution is q(f) = p(y|f) N(f|m, v) / Z. :func:`tilted_reference` returns log Z, the mean,
+the variance and sigma_QP by both forms of QP paper eq. 7:
+
+* CDF form: sigma_QP = int phi(Phi^-1(F(f))) df,
+* quantile form: sigma_QP = int_0^1 F^-1(u) Phi^-1(u) du, evaluated with the substitution
+  u = F(f), i.e. int f Phi^-1(F(f)) q(f) df (the two forms agree only if F, q and Phi^-1 are
+  all right, so their agreement is a check of the reference itself).
+
+Method: the support (where log q >= max - 110, i.e. all but ~1e-48 of the mass) is located on a
+grid around the cavity and the likelihood's own features; it is cut into panels at the kinks
+(f = 0 for step, f = y for laplace), the cavity mean and the mode, and panels are bisected until
+a 24-node Gauss-Legendre rule agrees with the sum over its two halves to 1e-30 of Z. F at the
+quadrature nodes comes from the exact integral of each panel's interpolating polynomial
+(a spectral integration matrix), so no nested quadrature is needed. :func:`tilted_cdf_reference`
+integrates tails separately (substitution f = x -+ t/|d log q/df|), so tail values keep their
+relative accuracy down to 1e-300 and below.
+
+Values are cached in tests/data/reference_values.json (run ``python tests/reference.py`` to
+rebuild the cache for the accuracy and CDF test points); :func:`cached_reference` computes and
+stores missing ones.
+"""
+from __future__ import annotations
+
+import json
+import math
+from functools import lru_cache
+from pathlib import Path
+
+import mpmath as mp
+import numpy as np
+
+DPS = 40
+CACHE_FILE = Path(__file__).resolve().parent / "data" / "reference_values.json"
+CDF_CACHE_FILE = Path(__file__).resolve().parent / "data" / "reference_cdfs.json"
+GL_NODES = 24
+#: mass below exp(-LOG_DROP) of the peak density is outside the support (~1e-48 of Z)
+LOG_DROP = 110
+
+# -- the shared accuracy domain (used by test_accuracy.py and the cache builder) --------------
+#: Domain of the issue's accuracy requirement: cavity means in [-10, 10], stds in [0.05, 20].
+MEAN_RANGE = (-10.0, 10.0)
+STD_RANGE = (0.05, 20.0)
+CORNER_MEANS = (-10.0, 0.0, 10.0)
+CORNER_STDS = (0.05, 1.0, 20.0)
+COUNTS = (0, 1, 5, 50)
+REAL_YS = (-3.0, 0.0, 2.5)
+LABELS = (-1.0, 1.0)
+
+
+def likelihood_settings():
+    """(name, params) for every likelihood and every parameter set the app offers (qpviz.config)."""
+    from qpviz import config
+
+    out = [("probit", {}), ("logistic", {}), ("poisson_square", {}), ("poisson_exp", {})]
+    out += [("gaussian", {"variance": float(x)}) for x in config.APP_GAUSSIAN_VARIANCE]
+    out += [("step", {"eps": float(e)}) for e in config.APP_STEP_EPS]
+    out += [("student_t", {"nu": float(nu), "scale": float(sc)}) for nu, sc in config.APP_STUDENT_T]
+    out += [("laplace", {"scale": float(sc)}) for sc in config.APP_LAPLACE_SCALE]
+    return out
+
+
+def work_around_first_call_bug():
+    """Work around a lead-owned bug (reported): in a fresh process the first closed-form
+    ``tilted_moments`` call (qpviz/likelihoods/base.py ``_closed_moments_loop``: cache=True with a
+    jitted kernel as argument) raises numba's ReferenceError while saving its cache; the compiled
+    code works from the second call on. Calling once per likelihood lets the numerical tests
+    check the numerics. (Only this test helper touches qpviz beyond its config.)"""
+    import qpviz
+
+    for name, params in likelihood_settings():
+        try:
+            qpviz.likelihood(name, **params).tilted_moments(observations(name)[-1], 0.0, 1.0)
+        except ReferenceError:
+            pass
+
+
+def observations(name):
+    """The observations the accuracy tests use for a likelihood."""
+    if name in ("probit", "logistic", "step"):
+        return LABELS
+    if name in ("poisson_square", "poisson_exp"):
+        return tuple(float(c) for c in COUNTS)
+    return REAL_YS
+
+
+def cavity_points(n_random=4, seed=1234):
+    """Corner/edge grid (m in CORNER_MEANS) x (std in CORNER_STDS) plus seeded interior points.
+
+    Interior stds are drawn log-uniformly. Returns a list of (m, v).
+    """
+    pts = [(m, s * s) for m in CORNER_MEANS for s in CORNER_STDS]
+    rng = np.random.default_rng(seed)
+    for _ in range(n_random):
+        m = float(np.round(rng.uniform(*MEAN_RANGE), 6))
+        s = float(np.round(np.exp(rng.uniform(np.log(STD_RANGE[0]), np.log(STD_RANGE[1]))), 6))
+        pts.append((m, s * s))
+    return pts
+
+
+# -- likelihoods in mpmath -------------------------------------------------------------------
+def log_likelihood(name, params, y, f):
+    """log p(y | f) in mpmath (may be -inf)."""
+    y = mp.mpf(y)
+    if name == "gaussian":
+        var = mp.mpf(params["variance"])
+        return -mp.log(2 * mp.pi * var) / 2 - (y - f) ** 2 / (2 * var)
+    if name == "probit":
+        return mp.log(mp.ncdf(y * f))
+    if name == "logistic":
+        z = y * f
+        return -mp.log1p(mp.exp(-z)) if z > -50 else z - mp.log1p(mp.exp(z))
+    if name == "step":
+        eps = mp.mpf(params["eps"])
+        inside = y * f > 0 or (y * f == 0)
+        val = eps + (1 - 2 * eps) * (1 if inside else 0)
+        return mp.log(val) if val > 0 else mp.ninf
+    if name == "poisson_square":
+        if f == 0:
+            return mp.mpf(0) if y == 0 else mp.ninf
+        return y * mp.log(f * f) - f * f - mp.loggamma(y + 1)
+    if name == "poisson_exp":
+        return y * f - mp.exp(f) - mp.loggamma(y + 1)
+    if name == "student_t":
+        nu = mp.mpf(params["nu"])
+        sc = mp.mpf(params["scale"])
+        r = (y - f) / sc
+        return (
+            mp.loggamma((nu + 1) / 2)
+            - mp.loggamma(nu / 2)
+            - mp.log(nu * mp.pi) / 2
+            - mp.log(sc)
+            - (nu + 1) / 2 * mp.log1p(r * r / nu)
+        )
+    if name == "laplace":
+        sc = mp.mpf(params["scale"])
+        return -mp.log(2 * sc) - abs(y - f) / sc
+    raise ValueError(f"reference: unknown likelihood {name!r}")
+
+
+def kinks(name, params, y):
+    """Points where log p(y|f) is not smooth (quadrature breakpoints)."""
+    if name == "step":
+        return [0.0]
+    if name == "laplace":
+        return [float(y)]
+    if name == "poisson_square" and y > 0:
+        return [0.0]
+    return []
+
+
+def anchors(name, params, y):
+    """Places where the likelihood has its features (search grid centres)."""
+    if name in ("probit", "logistic", "step"):
+        return [0.0]
+    if name == "poisson_square":
+        r = math.sqrt(y)
+        return [-r, 0.0, r]
+    if name == "poisson_exp":
+        return [math.log(max(y, 0.5))]
+    return [float(y)]
+
+
+# -- Gauss-Legendre machinery ------------------------------------------------------------------
+@lru_cache(maxsize=None)
+def _gauss_legendre(n):
+    """Nodes, weights on [-1, 1] and the spectral integration matrix S (S_ij = int_-1^t_i L_j)."""
+    with mp.workdps(DPS + 10):
+        start, _ = np.polynomial.legendre.leggauss(n)
+        nodes, weights = [], []
+        for t0 in start:
+            t = mp.findroot(lambda t: mp.legendre(n, t), mp.mpf(float(t0)))
+            dp = n * (t * mp.legendre(n, t) - mp.legendre(n - 1, t)) / (t * t - 1)
+            nodes.append(t)
+            weights.append(2 / ((1 - t * t) * dp * dp))
+        p_nodes = [[mp.legendre(k, t) for k in range(n + 1)] for t in nodes]
+        smat = []
+        for i in range(n):
+            row = []
+            for j in range(n):
+                acc = (nodes[i] + 1) / 2
+                for k in range(1, n):
+                    acc += p_nodes[j][k] * (p_nodes[i][k + 1] - p_nodes[i][k - 1]) / 2
+                row.append(weights[j] * acc)
+            smat.append(row)
+    return nodes, weights, smat
+
+
+def _panel(func, a, b):
+    nodes, weights, _ = _gauss_legendre(GL_NODES)
+    half = (b - a) / 2
+    mid = (a + b) / 2
+    xs = [mid + half * t for t in nodes]
+    vals = [func(x) for x in xs]
+    return half * mp.fsum(w * q for w, q in zip(weights, vals)), xs, vals
+
+
+def _adaptive_panels(func, breaks, tol, depth=0):
+    """Split [breaks] until each 24-node panel agrees with its halves to ``tol`` (absolute)."""
+    out = []
+    for a, b in zip(breaks[:-1], breaks[1:]):
+        stack = [(a, b, 0)]
+        while stack:
+            lo, hi, d = stack.pop()
+            whole, xs, vals = _panel(func, lo, hi)
+            mid = (lo + hi) / 2
+            left = _panel(func, lo, mid)
+            right = _panel(func, mid, hi)
+            if abs(whole - left[0] - right[0]) <= tol or d > 40:
+                out.append((lo, mid, left[1], left[2]))
+                out.append((mid, hi, right[1], right[2]))
+            else:
+                stack.append((mid, hi, d + 1))
+                stack.append((lo, mid, d + 1))
+    out.sort(key=lambda p: p[0])
+    return out
+
+
+def _integrate(func, breaks, rel=mp.mpf(10) ** (-32)):
+    """int func over the panels between ``breaks``, adaptively (two passes: scale, then tolerance)."""
+    rough = mp.fsum(_panel(func, a, b)[0] for a, b in zip(breaks[:-1], breaks[1:]))
+    panels = _adaptive_panels(func, breaks, abs(rough) * rel + mp.mpf(10) ** (-300000))
+    nodes, weights, _ = _gauss_legendre(GL_NODES)
+    return mp.fsum((hi - lo) / 2 * mp.fsum(w * q for w, q in zip(weights, vals)) for lo, hi, xs, vals in panels)
+
+
+def _ndtri(u):
+    """Phi^-1(u) for 0 < u < 1 in mpmath (Newton on log Phi, started from a float guess)."""
+    from scipy.special import ndtri
+
+    if u <= 0:
+        return mp.ninf
+    if u >= 1:
+        return mp.inf
+    if u > 0.5:
+        return -_ndtri(1 - u)
+    uf = float(u)
+    if uf > 1e-300:
+        z = mp.mpf(float(ndtri(uf)))
+    else:
+        z = -mp.sqrt(-2 * mp.log(u))
+    log_u = mp.log(u)
+    for _ in range(100):
+        lc = mp.log(mp.ncdf(z))
+        step = (lc - log_u) * mp.ncdf(z) / mp.npdf(z)
+        z -= step
+        if abs(step) < mp.mpf(10) ** (-(DPS - 2)) * (1 + abs(z)):
+            break
+    return z
+
+
+# -- the tilted distribution ---------------------------------------------------------------------
+class TiltedReference:
+    """High-precision tilted distribution for (name, params, y, m, v)."""
+
+    def __init__(self, name, params, y, m, v):
+        self.name, self.params = name, dict(params)
+        self.y, self.m, self.v = float(y), float(m), float(v)
+        with mp.workdps(DPS):
+            self._build()
+
+    def log_q_unnormalised(self, f):
+        f = mp.mpf(f)
+        m, v = mp.mpf(self.m), mp.mpf(self.v)
+        ll = log_likelihood(self.name, self.params, self.y, f)
+        return ll - (f - m) ** 2 / (2 * v) - mp.log(2 * mp.pi * v) / 2
+
+    def _build(self):
+        s = math.sqrt(self.v)
+        grid = set(np.linspace(self.m - 60 * s, self.m + 60 * s, 1201).tolist())
+        for a in anchors(self.name, self.params, self.y):
+            grid.update(np.linspace(a - 30, a + 30, 1201).tolist())
+            grid.update((a + np.linspace(-60, 60, 241) * s).tolist())
+        grid = sorted(grid)
+        logs = [self.log_q_unnormalised(g) for g in grid]
+        top = max(logs)
+        ipeak = logs.index(top)
+        keep = [i for i, lq in enumerate(logs) if lq >= top - LOG_DROP]
+        lo_i = max(keep[0] - 1, 0)
+        hi_i = min(keep[-1] + 1, len(grid) - 1)
+        self.lower, self.upper = mp.mpf(grid[lo_i]), mp.mpf(grid[hi_i])
+        self.log_peak = top
+        brk = {grid[lo_i], grid[hi_i], grid[ipeak], self.m}
+        brk.update(k for k in kinks(self.name, self.params, self.y))
+        brk = sorted(mp.mpf(b) for b in brk if grid[lo_i] <= b <= grid[hi_i])
+        self.breaks = brk
+        self._density = lambda f: mp.exp(self.log_q_unnormalised(f) - top)
+        rough = mp.fsum(_panel(self._density, a, b)[0] for a, b in zip(brk[:-1], brk[1:]))
+        self.panels = _adaptive_panels(self._density, brk, rough * mp.mpf(10) ** (-30))
+        _, weights, smat = _gauss_legendre(GL_NODES)
+        z_scaled = mp.mpf(0)
+        cum = []  # (x, w, q, F_unnormalised)
+        self.panel_mass = []
+        for lo, hi, xs, vals in self.panels:
+            half = (hi - lo) / 2
+            for i in range(GL_NODES):
+                inside = half * mp.fsum(smat[i][j] * vals[j] for j in range(GL_NODES))
+                cum.append((xs[i], half * weights[i], vals[i], z_scaled + inside))
+            self.panel_mass.append(half * mp.fsum(w * q for w, q in zip(weights, vals)))
+            z_scaled += self.panel_mass[-1]
+        self.z_scaled = z_scaled
+        self.log_z = mp.log(z_scaled) + top
+        mean = mp.fsum(w * q * x for x, w, q, _ in cum) / z_scaled
+        var = mp.fsum(w * q * (x - mean) ** 2 for x, w, q, _ in cum) / z_scaled
+        self.mean, self.var = mean, var
+        qp_cdf = mp.mpf(0)
+        qp_u = mp.mpf(0)
+        for x, w, q, fu in cum:
+            u = fu / z_scaled
+            if not 0 < u < 1:  # beyond 40 digits from 0 or 1: q here is < 1e-40 of its peak
+                continue
+            zq = _ndtri(u)
+            qp_cdf += w * mp.npdf(zq)
+            qp_u += w * q / z_scaled * (x - mean) * zq
+        self.sigma_qp_cdf_form = qp_cdf
+        self.sigma_qp_quantile_form = qp_u
+
+    # -- CDF at arbitrary points, with relative accuracy in the tails ----------------------
+    def _tail(self, x, lower):
+        """int_{-inf}^x q (lower) or int_x^inf q, unnormalised (scaled by exp(-log_peak))."""
+        x = mp.mpf(x)
+        sign = -1 if lower else 1
+        slope = mp.diff(lambda f: self.log_q_unnormalised(f), x)
+        rate = -sign * slope  # > 0 when the density decays away from x
+        scale = 1 / rate if rate > 0 else mp.mpf(math.sqrt(self.v))
+        base = self.log_q_unnormalised(x)
+        if base - self.log_peak < -800:  # tail mass below ~1e-340 of Z: zero in double precision
+            return mp.mpf(0)  # (also the zero-density side of step with eps = 0)
+        func = lambda t: mp.exp(self.log_q_unnormalised(x + sign * t * scale) - base)  # noqa: E731
+        brk = [mp.mpf(0)] + [mp.mpf(2) ** k for k in range(-6, 12)]
+        for k in kinks(self.name, self.params, self.y):
+            t = sign * (mp.mpf(k) - x) / scale
+            if 0 < t < brk[-1]:
+                brk.append(t)
+        brk.sort()
+        val = _integrate(func, brk)
+        return val * scale * mp.exp(base - self.log_peak)
+
+    def cdf(self, x, upper=False):
+        """F(x) (or 1 - F(x) if ``upper``), computed directly on the small side."""
+        with mp.workdps(DPS):
+            x = mp.mpf(x)
+            # beyond the support: direct tail integral (relative accuracy)
+            if x <= self.lower:
+                lower = self._tail(x, True) / self.z_scaled
+                return 1 - lower if upper else lower
+            if x >= self.upper:
+                up = self._tail(x, False) / self.z_scaled
+                return up if upper else 1 - up
+            # inside: whole panels on each side (positive sums) plus one rule on the split panel
+            i = max(j for j, p in enumerate(self.panels) if p[0] <= x)
+            lo, hi = self.panels[i][0], self.panels[i][1]
+            left_part = _panel(self._density, lo, x)[0] if x > lo else mp.mpf(0)
+            right_part = _panel(self._density, x, hi)[0] if x < hi else mp.mpf(0)
+            lower = (mp.fsum(self.panel_mass[:i]) + left_part) / self.z_scaled
+            up = (mp.fsum(self.panel_mass[i + 1:]) + right_part) / self.z_scaled
+            return up if upper else lower
+
+
+def tilted_reference(name, params, y, m, v):
+    """Dict of floats: log_z, mean, var, sigma_qp (CDF form), sigma_qp_quantile (u form)."""
+    t = TiltedReference(name, params, y, m, v)
+    return {
+        "log_z": float(t.log_z),
+        "mean": float(t.mean),
+        "var": float(t.var),
+        "sigma_qp": float(t.sigma_qp_cdf_form),
+        "sigma_qp_quantile": float(t.sigma_qp_quantile_form),
+    }
+
+
+def tilted_cdf_reference(name, params, y, m, v, xs=None):
+    """{"x", "lower" (F), "upper" (1 - F)} at each x (default :func:`cdf_points`), ~30 digits
+    relative, tails included."""
+    t = TiltedReference(name, params, y, m, v)
+    xs = cdf_points(t) if xs is None else [float(x) for x in xs]
+    return {
+        "x": xs,
+        "lower": [float(t.cdf(x)) for x in xs],
+        "upper": [float(t.cdf(x, upper=True)) for x in xs],
+    }
+
+
+#: CDF test points, in tilted standard deviations from the tilted mean
+CDF_OFFSETS = (-40.0, -20.0, -10.0, -5.0, -2.0, -1.0, -0.3, 0.0, 0.3, 1.0, 2.0, 5.0, 10.0, 20.0, 40.0)
+
+
+def cdf_points(t: TiltedReference):
+    """Tilted mean + sd * CDF_OFFSETS, the cavity mean, the likelihood's kinks and points just
+    beside them (special cases of the closed forms), sorted."""
+    mean, sd = float(t.mean), float(mp.sqrt(t.var))
+    pts = {mean + sd * k for k in CDF_OFFSETS}
+    pts.add(t.m)
+    for k in kinks(t.name, t.params, t.y) + ([0.0] if t.name in ("probit", "poisson_square") else []):
+        pts.update({k, k + 1e-9 * sd, k - 1e-9 * sd, k + 1e-3 * sd, k - 1e-3 * sd})
+    return sorted(pts)
+
+
+# -- cache ------------------------------------------------------------------------------------
+def _key(kind, name, params, y, m, v, extra=""):
+    p = ",".join(f"{k}={float(params[k])!r}" for k in sorted(params))
+    return f"{kind}|{name}|{p}|y={float(y)!r}|m={float(m)!r}|v={float(v)!r}{extra}"
+
+
+_CACHES: dict = {}
+
+
+def _load(path=CACHE_FILE):
+    if path not in _CACHES:
+        _CACHES[path] = json.loads(path.read_text()) if path.exists() else {}
+    return _CACHES[path]
+
+
+def save_cache(path=CACHE_FILE):
+    """Write a cache (the moments cache, or CDF_CACHE_FILE) back to its JSON file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(_load(path), indent=0, sort_keys=True))
+
+
+def cached_reference(name, params, y, m, v, *, store=True):
+    """:func:`tilted_reference` through the JSON cache (computed and stored when missing)."""
+    cache = _load()
+    key = _key("moments", name, params, y, m, v)
+    if key not in cache:
+        cache[key] = tilted_reference(name, params, y, m, v)
+        if store:
+            save_cache()
+    return cache[key]
+
+
+def cached_cdf_reference(name, params, y, m, v, *, store=True):
+    """:func:`tilted_cdf_reference` at :func:`cdf_points`, through the JSON cache."""
+    cache = _load(CDF_CACHE_FILE)
+    key = _key("cdf", name, params, y, m, v)
+    if key not in cache:
+        cache[key] = tilted_cdf_reference(name, params, y, m, v)
+        if store:
+            save_cache(CDF_CACHE_FILE)
+    return cache[key]
+
+
+def accuracy_cases():
+    """Every (name, params, y, m, v) of the accuracy test (the domain corners/edges + random)."""
+    cases = []
+    for name, params in likelihood_settings():
+        for y in observations(name):
+            for m, v in cavity_points():
+                cases.append((name, params, y, m, v))
+    return cases
+
+
+def cdf_cases():
+    """(name, params, y, m, v) of the closed-form CDF tests: both labels/several counts, tiny Z,
+    m = 0 (the special cases of eqs. 47-49), tiny and huge cavity variances."""
+    cavities = [(0.0, 1.0), (0.0, 0.0025), (0.0, 400.0), (0.5, 1.0), (-3.0, 4.0), (-10.0, 0.0025),
+                (10.0, 0.0025), (-10.0, 1.0), (10.0, 400.0), (-10.0, 400.0)]
+    cases = [("probit", {}, y, m, v) for y in LABELS for m, v in cavities]
+    for eps in (0.0, 0.05, 0.2):
+        cases += [("step", {"eps": eps}, y, m, v) for y in LABELS for m, v in cavities[:8]]
+    for count in (0.0, 1.0, 5.0, 50.0):
+        cases += [("poisson_square", {}, count, m, v) for m, v in cavities]
+    return cases
+
+
+if __name__ == "__main__":  # rebuild the caches: python tests/reference.py [moments|cdf]
+    import sys
+    import time
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository, for qpviz.config
+    which = sys.argv[1] if len(sys.argv) > 1 else "moments"
+    cases = accuracy_cases() if which == "moments" else cdf_cases()
+    build = cached_reference if which == "moments" else cached_cdf_reference
+    path = CACHE_FILE if which == "moments" else CDF_CACHE_FILE
+    t0 = time.time()
+    for i, case in enumerate(cases):
+        build(*case, store=False)
+        if i % 20 == 0:
+            save_cache(path)
+            print(f"{i}/{len(cases)} {time.time() - t0:.0f}s", file=sys.stderr, flush=True)
+    save_cache(path)
+    print(f"done: {len(cases)} cases in {time.time() - t0:.0f}s", file=sys.stderr)
