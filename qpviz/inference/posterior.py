@@ -17,8 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
+from qpviz.inference.sites import log_predictive
 from qpviz.kernels import as_inputs
 
 __all__ = ["GPPosterior", "SamplePosterior", "negative_binomial_params"]
@@ -44,7 +45,9 @@ class _Predictions:
         if self.likelihood.support != "binary":
             raise ValueError(f"predict_proba needs a binary likelihood (labels -1/+1); this one is {self.likelihood.name!r}")
         mean, var = self.predict_f(X_new)
-        return np.asarray(self.likelihood.predictive(np.ones_like(mean), mean, var), float)
+        if self.likelihood.name == "probit":
+            return special.ndtr(mean / np.sqrt(1.0 + var))
+        return np.exp(log_predictive(self.likelihood, np.ones_like(mean), mean, var))
 
     def predictive_log_density(self, X_new, y_new, exact: bool = False) -> np.ndarray:
         """log q(y_* | x_*) per test point (QP paper sec. 6.1-6.2).
@@ -58,7 +61,9 @@ class _Predictions:
             raise ValueError(f"y_new must have one entry per row of X_new ({mean.shape[0]}); got shape {y_new.shape}")
         if self.likelihood.name == "poisson_square" and not exact:
             return self.count_distribution(mean, var).logpmf(y_new)
-        return np.asarray(self.likelihood.predictive_log_density(y_new, mean, var), float)
+        if self.likelihood.name == "probit":
+            return special.log_ndtr(y_new * mean / np.sqrt(1.0 + var))
+        return log_predictive(self.likelihood, y_new, mean, var)
 
     @staticmethod
     def count_distribution(mean, var):
