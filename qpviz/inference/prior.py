@@ -93,7 +93,8 @@ class DenseGaussian:
     """The posterior N(mu, Sigma) of a :class:`DensePrior` given sites (tau, nu).
 
     All tau >= 0: GPML's stable form with B = I + T^1/2 K T^1/2 = L L^T (Rasmussen and
-    Williams, Alg. 3.5): Sigma = K - V^T V with V = L^-1 T^1/2 K, alpha = nu - T^1/2 B^-1
+    Williams, Alg. 3.5): Sigma = K - V^T V with V = L^-1 T^1/2 K (marginals diag(K) - colsum(V^2)
+    at once, the full Sigma only when asked for), alpha = nu - T^1/2 B^-1
     T^1/2 K nu. Some tau < 0 (non-log-concave likelihoods in VB / Laplace): the general form
     Sigma = (I + K T)^-1 K, alpha = (I + T K)^-1 nu by LU; the determinant of I + K T must be
     positive, else :class:`IndefinitePosterior`.
@@ -109,8 +110,9 @@ class DenseGaussian:
             B = np.eye(n) + sw[:, None] * K * sw[None, :]
             self._L = linalg.cholesky(B, lower=True)
             self._sw = sw
-            V = linalg.solve_triangular(self._L, sw[:, None] * K, lower=True)
-            self.cov = K - V.T @ V
+            self._V = linalg.solve_triangular(self._L, sw[:, None] * K, lower=True, check_finite=False)
+            self._cov = None  # K - V^T V, formed on first use (parallel EP and VB need only its diagonal)
+            self.var = np.diag(K) - np.einsum("ij,ij->j", self._V, self._V)
             self.alpha = nu - sw * linalg.cho_solve((self._L, True), sw * (K @ nu))
             self.half_log_det = float(np.sum(np.log(np.diag(self._L))))
         else:
@@ -122,15 +124,22 @@ class DenseGaussian:
                     "log-concave likelihood"
                 )
             self._lu = linalg.lu_factor(A.T)  # (I + T K) = (I + K T)^T
-            self.cov = linalg.solve(A, K)
-            self.cov = 0.5 * (self.cov + self.cov.T)
+            cov = linalg.solve(A, K)
+            self._cov = 0.5 * (cov + cov.T)
             self.alpha = linalg.lu_solve(self._lu, nu)
             self.half_log_det = 0.5 * logdet
-            if np.any(np.diag(self.cov) <= 0):
+            self.var = np.diag(self._cov).copy()
+            if np.any(self.var <= 0):
                 raise IndefinitePosterior("the site precisions give a non-positive posterior variance")
         self.mean = K @ self.alpha
-        self.var = np.diag(self.cov).copy()
         self.nu_sigma_nu = float(nu @ self.mean)
+
+    @property
+    def cov(self) -> np.ndarray:
+        """Sigma = (K^-1 + T)^-1 (N x N; formed once, on first use)."""
+        if self._cov is None:
+            self._cov = self.prior.K - self._V.T @ self._V
+        return self._cov
 
     def _solve_w(self, rhs: np.ndarray) -> np.ndarray:
         """W rhs with W = (K + T^-1)^-1 = T^1/2 B^-1 T^1/2 (= (I + T K)^-1 T in general)."""
