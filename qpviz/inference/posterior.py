@@ -79,6 +79,11 @@ class _Predictions:
         counts = np.asarray(counts, float)
         return self.count_distribution(mean[:, None], var[:, None]).pmf(counts[None, :])
 
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(method={self.method!r}, likelihood={self.likelihood!r}, kernel={self.kernel!r}, "
+                f"N={self.X.shape[0]}, converged={self.converged}, n_sweeps={self.n_sweeps}, "
+                f"log_marginal_likelihood={self.log_marginal_likelihood:.6g})")
+
     def predict_count_mode(self, X_new) -> np.ndarray:
         """Mode of the App. H negative binomial: floor(c_* (k_* - 1)) if k_* > 1 else 0."""
         mean, var = self.predict_f(X_new)
@@ -86,7 +91,7 @@ class _Predictions:
         return np.where(k > 1, np.floor(c * (k - 1)), 0.0)
 
 
-@dataclass
+@dataclass(repr=False)
 class GPPosterior(_Predictions):
     """A Gaussian approximate posterior q(f) = N(mean, cov) at the training inputs, from sites.
 
