@@ -178,3 +178,42 @@ def test_bad_options_have_clear_messages(probit_data):
         fit(X, y[:-1], "probit", k)
     with pytest.raises(ValueError, match="order must be"):
         fit(X, y, "probit", k, order="backwards")
+
+
+def test_optimising_noise_with_gaussian_likelihood_is_exact_type2_ml(rng):
+    """EP is exact for a Gaussian likelihood, so its fitted (kernel, noise) maximise the exact evidence."""
+    from scipy import optimize
+
+    X = rng.uniform(-2, 2, size=(30, 1))
+    y = np.sin(2 * X[:, 0]) + 0.3 * rng.normal(size=30)
+    post = fit(X, y, qpviz.likelihood("gaussian", variance=1.0), kernels.RBF(1.0, 1.0), optimise=True,
+               optimise_likelihood=True)
+
+    def neg_exact(theta):
+        k = kernels.RBF(1.0, 1.0).with_log_params(theta[:2])
+        A = k(X) + (qpviz.config.JITTER + np.exp(theta[2])) * np.eye(30)
+        return -stats.multivariate_normal(np.zeros(30), A).logpdf(y)
+
+    ref = optimize.minimize(neg_exact, np.zeros(3), method="Nelder-Mead",
+                            options={"xatol": 1e-8, "fatol": 1e-12, "maxiter": 4000})
+    fitted = np.concatenate([post.kernel.log_params(), [np.log(post.likelihood.params["variance"])]])
+    np.testing.assert_allclose(fitted, ref.x, atol=2e-3)
+    assert post.log_marginal_likelihood == pytest.approx(-ref.fun, abs=1e-6)
+
+
+def test_likelihood_parameter_gradient_matches_finite_differences(rng):
+    from qpviz.inference.fit import likelihood_log_param_grad
+
+    X = np.linspace(-3, 3, 20)[:, None]
+    y = np.sin(X[:, 0]) + 0.2 * rng.normal(size=20)
+    k = kernels.RBF(1.0, 1.0)
+
+    def evidence(scale):
+        return fit(X, y, qpviz.likelihood("student_t", nu=4.0, scale=scale), k, tol=1e-12, max_sweeps=1000)
+
+    post = evidence(0.4)
+    grad = likelihood_log_param_grad(post.likelihood, ("scale",), y, post.diagnostics["cavity_tau"],
+                                     post.diagnostics["cavity_nu"])
+    h = 1e-4
+    fd = (evidence(0.4 * np.exp(h)).log_marginal_likelihood - evidence(0.4 * np.exp(-h)).log_marginal_likelihood) / (2 * h)
+    assert grad[0] == pytest.approx(fd, rel=1e-4)

@@ -19,12 +19,14 @@ from qpviz.inference.laplace import run_laplace
 from qpviz.inference.mcmc import run_mcmc
 from qpviz.inference.posterior import GPPosterior, SamplePosterior
 from qpviz.inference.prior import DensePrior
+from qpviz.inference.sites import log_predictive
 from qpviz.inference.vb import run_vb
 from qpviz.kernels import Kernel
 from qpviz.likelihoods import Likelihood
 from qpviz.likelihoods import likelihood as make_likelihood
 
-__all__ = ["fit", "optimise_hyperparameters", "METHODS", "OPTIONS"]
+__all__ = ["fit", "optimise_hyperparameters", "likelihood_log_param_grad", "METHODS", "OPTIONS",
+           "LIKELIHOOD_SCALE_PARAMS"]
 
 METHODS = ("ep", "qp", "vb", "laplace", "mcmc")
 
@@ -36,7 +38,7 @@ OPTIONS = {
     "laplace": ("tol", "max_iter", "warn"),
     "mcmc": ("n_samples", "burn_in", "thin", "seed"),
 }
-_COMMON = ("jitter", "prior", "max_opt_iter")
+_COMMON = ("jitter", "prior", "max_opt_iter", "optimise_likelihood")
 _EP_FOR_OPTIMISATION = ("tol", "damping", "order", "parallel", "max_sweeps", "seed")
 
 
@@ -56,7 +58,9 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
     are listed in :data:`OPTIONS` (e.g. ``tol``, ``damping``, ``order="fixed"|"random"``,
     ``parallel``, ``max_sweeps`` for EP/QP); ``jitter`` overrides :data:`qpviz.config.JITTER`,
     ``prior`` replaces the dense prior by another prior object with the same interface
-    (:mod:`.prior`), ``max_opt_iter`` bounds the L-BFGS-B iterations of ``optimise=True``.
+    (:mod:`.prior`), ``max_opt_iter`` bounds the L-BFGS-B iterations of ``optimise=True`` and
+    ``optimise_likelihood=True`` also fits the likelihood's scale parameter (Gaussian noise
+    variance, Student-t / Laplace scale).
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -68,6 +72,7 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
     prior = options.pop("prior", None)
     jitter = options.pop("jitter", None)
     max_opt_iter = options.pop("max_opt_iter", 100)
+    optimise_likelihood = options.pop("optimise_likelihood", False)
     if prior is None:
         prior = DensePrior(kernel, X, jitter=jitter)
     y = lik.check_y(y)
@@ -77,7 +82,8 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
     diagnostics: dict = {}
     if optimise:
         ep_options = {k: v for k, v in options.items() if k in _EP_FOR_OPTIMISATION}
-        prior, report = optimise_hyperparameters(prior, lik, y, max_iter=max_opt_iter, **ep_options)
+        prior, lik, report = optimise_hyperparameters(prior, lik, y, max_iter=max_opt_iter,
+                                                      optimise_likelihood=optimise_likelihood, **ep_options)
         diagnostics["optimisation"] = report
         if method in ("ep", "qp") and "init" not in options:
             options["init"] = report["sites"]
@@ -99,38 +105,84 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
     return SamplePosterior(prior, lik, y, samples, diagnostics)
 
 
-def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, log_bounds=(-9.0, 9.0), **ep_options):
+#: likelihood parameters that ``optimise_likelihood=True`` fits (on the log scale)
+LIKELIHOOD_SCALE_PARAMS = {"gaussian": ("variance",), "student_t": ("scale",), "laplace": ("scale",)}
+
+
+def _with_log_params(likelihood, names, log_values):
+    params = dict(likelihood.params)
+    params.update({name: float(np.exp(v)) for name, v in zip(names, log_values)})
+    return type(likelihood)(**params)
+
+
+def likelihood_log_param_grad(likelihood, names, y, cavity_tau, cavity_nu, step: float = 1e-5) -> np.ndarray:
+    """d log Z_EP / d log(theta_L) at an EP fixed point = sum_i d log Z_i / d log(theta_L) at fixed cavities.
+
+    (Only the tilted normalisers Z_i depend on the likelihood explicitly; the implicit dependence
+    through the sites vanishes at the fixed point, as for the kernel gradient; GPML infEP.) The
+    derivative of each log Z_i is a central difference in log(theta_L) with ``step``.
+    """
+    m, v = cavity_nu / cavity_tau, 1.0 / cavity_tau
+    theta = np.log([likelihood.params[n] for n in names])
+    grad = np.empty(len(names))
+    for j in range(len(names)):
+        up, down = theta.copy(), theta.copy()
+        up[j] += step
+        down[j] -= step
+        diff = (log_predictive(_with_log_params(likelihood, names, up), y, m, v)
+                - log_predictive(_with_log_params(likelihood, names, down), y, m, v))
+        grad[j] = np.sum(diff) / (2.0 * step)
+    return grad
+
+
+def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, log_bounds=(-9.0, 9.0),
+                             optimise_likelihood: bool = False, **ep_options):
     """Maximise log Z_EP (eq. 4) over the kernel's log hyper-parameters with L-BFGS-B.
 
-    Each evaluation runs EP warm-started from the previous sites (tight tolerance: the default
-    ``tol`` is 1e-8 here so that the evidence and its gradient are consistent). Returns the prior
-    with the fitted kernel and a report (theta, log evidence, evaluations, scipy's message,
-    the last sites).
+    With ``optimise_likelihood=True`` the likelihood's scale parameters
+    (:data:`LIKELIHOOD_SCALE_PARAMS`, e.g. the Gaussian noise variance) are fitted too, on the log
+    scale. Each evaluation runs EP warm-started from the previous sites (tight tolerance: the
+    default ``tol`` is 1e-8 here so that the evidence and its gradient are consistent). Returns
+    (prior with the fitted kernel, fitted likelihood, report with theta, log evidence,
+    evaluations, scipy's message and the last sites).
     """
     ep_options.setdefault("tol", 1e-8)
     ep_options["warn"] = False
     kernel0 = prior.kernel
+    n_kernel = len(kernel0.param_names)
+    lik_names = LIKELIHOOD_SCALE_PARAMS.get(likelihood.name, ()) if optimise_likelihood else ()
+    if optimise_likelihood and not lik_names:
+        raise ValueError(f"the {likelihood.name} likelihood has no scale parameter to fit; use optimise_likelihood=False")
     cache = {"init": None, "evals": 0, "not_converged": 0}
 
+    def build(theta):
+        lik = _with_log_params(likelihood, lik_names, theta[n_kernel:]) if lik_names else likelihood
+        return prior.with_kernel(kernel0.with_log_params(theta[:n_kernel])), lik
+
     def objective(theta):
-        trial = prior.with_kernel(kernel0.with_log_params(theta))
-        res = run_sites(trial, likelihood, y, "ep", init=cache["init"], **ep_options)
+        trial, lik = build(theta)
+        res = run_sites(trial, lik, y, "ep", init=cache["init"], **ep_options)
         cache["evals"] += 1
         if not res.converged or not np.isfinite(res.log_marginal_likelihood):
             cache["not_converged"] += 1
             cache["init"] = None
             return 1e300, np.zeros_like(theta)
         cache["init"] = (res.tau, res.nu)
-        return -res.log_marginal_likelihood, -res.state.grad_log_marginal()
+        grad = res.state.grad_log_marginal()
+        if lik_names:
+            grad = np.concatenate([grad, likelihood_log_param_grad(lik, lik_names, y, res.cavity_tau, res.cavity_nu)])
+        return -res.log_marginal_likelihood, -grad
 
     theta0 = kernel0.log_params()
+    if lik_names:
+        theta0 = np.concatenate([theta0, np.log([likelihood.params[n] for n in lik_names])])
     out = optimize.minimize(objective, theta0, jac=True, method="L-BFGS-B",
                             bounds=[log_bounds] * len(theta0), options={"maxiter": int(max_iter)})
-    fitted = prior.with_kernel(kernel0.with_log_params(out.x))
-    final = run_sites(fitted, likelihood, y, "ep", **ep_options)
+    fitted, fitted_lik = build(out.x)
+    final = run_sites(fitted, fitted_lik, y, "ep", **ep_options)
     report = {
         "theta": out.x.copy(),
-        "param_names": kernel0.param_names,
+        "param_names": kernel0.param_names + tuple(f"likelihood.{n}" for n in lik_names),
         "log_evidence": final.log_marginal_likelihood,
         "evaluations": cache["evals"],
         "ep_not_converged": cache["not_converged"],
@@ -138,4 +190,4 @@ def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, log_b
         "message": str(out.message),
         "sites": (final.tau, final.nu),
     }
-    return fitted, report
+    return fitted, fitted_lik, report
