@@ -262,6 +262,7 @@ class TiltedReference:
     def __init__(self, name, params, y, m, v):
         self.name, self.params = name, dict(params)
         self.y, self.m, self.v = float(y), float(m), float(v)
+        self._tails = {}
         with mp.workdps(DPS):
             self._build()
 
@@ -324,7 +325,12 @@ class TiltedReference:
     # -- CDF at arbitrary points, with relative accuracy in the tails ----------------------
     def _tail(self, x, lower):
         """int_{-inf}^x q (lower) or int_x^inf q, unnormalised (scaled by exp(-log_peak))."""
-        x = mp.mpf(x)
+        key = (mp.mpf(x), lower)
+        if key not in self._tails:
+            self._tails[key] = self._tail_integral(*key)
+        return self._tails[key]
+
+    def _tail_integral(self, x, lower):
         sign = -1 if lower else 1
         slope = mp.diff(lambda f: self.log_q_unnormalised(f), x)
         rate = -sign * slope  # > 0 when the density decays away from x
@@ -358,8 +364,9 @@ class TiltedReference:
             lo, hi = self.panels[i][0], self.panels[i][1]
             left_part = _panel(self._density, lo, x)[0] if x > lo else mp.mpf(0)
             right_part = _panel(self._density, x, hi)[0] if x < hi else mp.mpf(0)
-            lower = (mp.fsum(self.panel_mass[:i]) + left_part) / self.z_scaled
-            up = (mp.fsum(self.panel_mass[i + 1:]) + right_part) / self.z_scaled
+            # plus the tails beyond the support (~1e-48 of Z, but not of a small F near its ends)
+            lower = (self._tail(self.lower, True) + mp.fsum(self.panel_mass[:i]) + left_part) / self.z_scaled
+            up = (mp.fsum(self.panel_mass[i + 1:]) + right_part + self._tail(self.upper, False)) / self.z_scaled
             return up if upper else lower
 
 

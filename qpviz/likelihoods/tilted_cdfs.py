@@ -132,7 +132,23 @@ def _log_norm_interval(lo, hi, width):
     tail = special.log_ndtr(-a) + _log_diff_exp(0.0, np.minimum(delta, 0.0))
     with np.errstate(divide="ignore"):
         straddle = np.log1p(-(special.ndtr(np.minimum(lo, 0.0)) + special.ndtr(-np.maximum(hi, 0.0))))
-    return np.where(upper_tail | lower_tail, tail, straddle)
+    # a narrow interval (anywhere): Phi(hi) - Phi(lo) = phi(c) w sum_k He_2k(c) (w/2)^2k / (2k+1)!,
+    # c the midpoint (Hermite generating function); 5 terms are exact to rounding when
+    # (w/2)(|c| + 3) < 0.1, where the differences above would cancel
+    half = 0.5 * np.where(np.isfinite(width), width, 0.0)
+    c = np.where(np.isfinite(lo), lo, 0.0) + half
+    narrow = np.isfinite(width) & (half * (np.abs(c) + 3.0) < 0.1)
+    c2, h2 = c * c, half * half
+    hermite = (
+        1.0
+        + (c2 - 1.0) * h2 / 6.0
+        + ((c2 - 6.0) * c2 + 3.0) * h2**2 / 120.0
+        + (((c2 - 15.0) * c2 + 45.0) * c2 - 15.0) * h2**3 / 5040.0
+        + ((((c2 - 28.0) * c2 + 210.0) * c2 - 420.0) * c2 + 105.0) * h2**4 / 362880.0
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):  # (only the narrow entries are used)
+        series = -0.5 * c2 - 0.5 * _LOG_2PI + np.log(2.0 * half) + np.log(hermite)
+    return np.where(narrow, series, np.where(upper_tail | lower_tail, tail, straddle))
 
 
 # -- probit --------------------------------------------------------------------------------
@@ -379,7 +395,7 @@ def _power_gauss_log_density(n, mu, tau):
     n, mu, tau = (np.asarray(a, float)[..., None] for a in (n, mu, tau))
 
     def log_g(f):
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore"):
             log_f = np.where(n > 0, n * np.log(f), 0.0)
         return log_f - 0.5 * ((f - mu) / tau) ** 2 - np.log(tau) - 0.5 * _LOG_2PI
 
@@ -474,35 +490,44 @@ def _log_upper_about_start(n, c, mu, tau):
 def _log_shifted_moments(delta, kmax):
     """log R_k(delta) = log int_0^inf u^k exp(-u^2/2 - delta u) du, k = 0..kmax, delta >= 0.
 
-    R_0 = Mills(delta), R_1 = 1 - delta R_0, R_(k+1) = k R_(k-1) - delta R_k. Forward
-    recurrence for delta < 2 (where it is stable); for delta >= 2 the ratios
-    rho_k = R_k/R_(k-1) = k/(delta + rho_(k+1)) are computed by the backward continued fraction
-    (Miller's algorithm) and R_k = R_0 prod rho_j, all positive.
+    R_0 = Mills(delta), R_1 = 1 - delta R_0, R_(k+1) = k R_(k-1) - delta R_k. R_k is the
+    minimal solution of this recurrence, smaller than the other by ~exp(-2 delta sqrt(k)), so
+    the forward recurrence is used only where 2 delta sqrt(kmax) <= 4 (at most ~2 digits lost);
+    elsewhere the ratios rho_k = R_k/R_(k-1) = k/(delta + rho_(k+1)) come from the backward
+    continued fraction (Miller's algorithm), started at N = max((sqrt(kmax) + 19/delta)^2, kmax + 60)
+    so that the dominant solution has died out (by exp(-38) for large k, by (k/delta^2)^60 for
+    large delta), and R_k = R_0 prod rho_j (all positive).
     """
     out = np.empty(delta.shape + (kmax + 1,))
     log_r0 = _log_mills(delta)
     out[..., 0] = log_r0
-    small = delta < 2.0
+    if kmax == 0:
+        return out
+    small = 2.0 * delta * np.sqrt(kmax) <= 4.0
     if np.any(small):
+        # scaled by c_k = R_k(0) = 2^((k-1)/2) Gamma((k+1)/2) (c_(k+1) = k c_(k-1)) against overflow:
+        # Rs_(k+1) = Rs_(k-1) - delta (c_k / c_(k+1)) Rs_k, Rs_k = R_k / c_k in (0, 1]
+        k_all = np.arange(kmax + 2, dtype=float)
+        log_c = 0.5 * (k_all - 1.0) * np.log(2.0) + special.gammaln(0.5 * (k_all + 1.0))
+        ratio = np.exp(log_c[:-1] - log_c[1:])
         d = delta[small]
-        r_prev = np.exp(log_r0[small])
-        vals = [r_prev]
-        if kmax >= 1:
-            r_cur = 1.0 - d * r_prev
-            vals.append(r_cur)
-            for k in range(1, kmax):
-                r_next = k * r_prev - d * r_cur
-                vals.append(r_next)
-                r_prev, r_cur = r_cur, r_next
-        out[small] = np.log(np.stack(vals, axis=-1))
+        s_prev = np.exp(log_r0[small] - log_c[0])
+        s_cur = (1.0 - d * np.exp(log_r0[small])) / np.exp(log_c[1])
+        vals = [s_prev, s_cur]
+        for k in range(1, kmax):
+            s_next = s_prev - d * ratio[k] * s_cur
+            vals.append(s_next)
+            s_prev, s_cur = s_cur, s_next
+        out[small] = np.log(np.stack(vals, axis=-1)) + log_c[: kmax + 1]
     big = ~small
-    if np.any(big) and kmax >= 1:
+    if np.any(big):
         d = delta[big]
-        start = kmax + 60 + int(np.ceil(np.max(d) ** 0.5))
+        # large k: dominance exp(-2 delta sqrt(k)); large delta: a factor ~k/delta^2 per step
+        start = np.maximum(np.ceil((np.sqrt(kmax) + 19.0 / d) ** 2), kmax + 60).astype(np.int64)
         rho = np.zeros(d.shape)
         log_rho = np.empty(d.shape + (kmax + 1,))
-        for k in range(start, 0, -1):
-            rho = k / (d + rho)
+        for k in range(int(start.max()), 0, -1):
+            rho = np.where(k <= start, k / (d + rho), 0.0)
             if k <= kmax:
                 log_rho[..., k] = np.log(rho)
         log_rho[..., 0] = log_r0[big]
