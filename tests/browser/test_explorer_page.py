@@ -5,12 +5,16 @@ import re
 
 import pytest
 from playwright.sync_api import Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from pagetools import TITLES_JS, plot_titles, title_starting
 
 pytestmark = pytest.mark.browser
 
 TIMEOUT_MS = 30_000
+#: The error message the page shows ('' if none), read from the Bokeh model of the alert pane.
+ALERT_JS = """() => [...Bokeh.documents[0].all_models]
+    .filter(m => (m.css_classes || []).includes('qpviz-error') && m.visible).map(m => m.text).join(' ')"""
 
 
 @pytest.fixture
@@ -33,7 +37,11 @@ def explorer(page: Page, app_url: str, console_errors) -> Page:
 
 
 def wait_for_title(page: Page, prefix: str, timeout_ms: int = TIMEOUT_MS) -> str:
-    page.wait_for_function(f"prefix => ({TITLES_JS})().some(text => text.startsWith(prefix))", arg=prefix, timeout=timeout_ms)
+    try:
+        page.wait_for_function(f"prefix => ({TITLES_JS})().some(text => text.startsWith(prefix))", arg=prefix, timeout=timeout_ms)
+    except PlaywrightTimeoutError:
+        shown = page.evaluate(ALERT_JS)
+        raise AssertionError(f"no plot title starts with {prefix!r}; titles: {plot_titles(page)}; alert: {shown!r}") from None
     return title_starting(page, prefix)
 
 
@@ -62,7 +70,7 @@ def test_likelihood_and_slider_update_numbers_and_plots(explorer: Page):
     handle.press("ArrowRight")
     wait_for_title(explorer, "(a) densities: step, y = 1, m = 0.55")
     expect(explorer.locator(".qpviz-numbers table").first).not_to_have_text(after_likelihood)
-    assert re.search(r"lik=step", explorer.url) and re.search(r"m=0.55", explorer.url)
+    explorer.wait_for_url(re.compile(r"lik=step.*m=0\.55|m=0\.55.*lik=step"), timeout=TIMEOUT_MS)
 
 
 def test_shared_link_reopens_the_same_view(explorer: Page, app_url: str):
@@ -72,6 +80,7 @@ def test_shared_link_reopens_the_same_view(explorer: Page, app_url: str):
     handle.focus()
     handle.press("ArrowLeft")
     wait_for_title(explorer, "(a) densities: poisson_exp, y = 1, m = 0.50, s = 1.45")
+    explorer.wait_for_url(re.compile(r"[?&]s=1\.45"), timeout=TIMEOUT_MS)  # the URL follows the view
     shared = explorer.url
     assert shared.startswith(app_url + "?")
     explorer.goto(shared)
@@ -114,4 +123,4 @@ def test_projector_mode_enlarges_the_plot_titles(explorer: Page):
         "() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title' && m.text_font_size === '22px')",
         timeout=TIMEOUT_MS,
     )  # the page is loaded (fixture), so Bokeh.documents[0] exists
-    assert "projector=true" in explorer.url
+    explorer.wait_for_url(re.compile(r"projector=true"), timeout=TIMEOUT_MS)
