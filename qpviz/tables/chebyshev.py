@@ -21,10 +21,14 @@ Storage (two float64 arrays, so numba kernels take them as plain arguments):
 * ``nodes``: a header ``[a0, a1, b0, b1, ga, gb, 0, 0]``, then 4 floats per node; node
   ``ib * ga + ia`` is the root of cell (ia, ib). Interior node ``[dim, first, split, 0]``:
   dim 0 splits a, 1 splits b; the children are nodes ``first`` (below ``split``) and
-  ``first + 1``. Leaf ``[-1, offset, na, nb]`` with the patch at ``coef[offset:]`` laid out as
-  ``[a0, a1, b0, b1, c_00 .. c_0(na-1), c_10, ...]`` (row j = degree in b). A leaf with
-  ``na == 0`` is a patch that could not be fitted to ``tol``: it evaluates to NaN and callers
-  compute directly there.
+  ``first + 1``. Leaf ``[-1, offset, nb, n_coef]`` with the patch at ``coef[offset:]`` laid
+  out as ``[a_mid, 2/(a1-a0), b_mid, 2/(b1-b0), L_0 .. L_(nb-1), row 0, row 1, ...]``: row j
+  (degree j in b) holds its first L_j coefficients c_j0 .. c_j(L_j - 1), with L_0 >= L_1 >= ...
+  (Chebyshev coefficients of a smooth function decay in i + j, so the kept set is roughly a
+  triangle: about half the storage and work of a square). The evaluator sums rows in blocks
+  of four from the top (rows nb-1..nb-4, then nb-5..nb-8, ...; the last nb mod 4 rows one by
+  one), so rows of one block are zero-padded to a common length. A leaf with ``nb == 0`` is a patch that
+  could not be fitted to ``tol``: it evaluates to NaN and callers compute directly there.
 
 This module knows nothing about likelihoods: :mod:`qpviz.tables.families` maps cavity
 parameters to (a, b), and :mod:`qpviz.tables` evaluates the trees.
@@ -44,7 +48,7 @@ __all__ = ["PatchTree", "fit_tree", "tree_eval", "lobatto_points", "chebyshev_co
 LEAF = -1.0
 NODE_WIDTH = 4
 TREE_HEADER = 8  # a0, a1, b0, b1, ga, gb, 0, 0
-PATCH_HEADER = 4  # a0, a1, b0, b1
+PATCH_HEADER = 4  # a_mid, 2 / (a1 - a0), b_mid, 2 / (b1 - b0); then the nb row lengths
 #: Kept coefficients are rounded to multiples of 2^-40 (~9e-13; at most ~1e-10 summed over a
 #: patch, 100x below the fitting tolerance) so that the files can store most of them as small
 #: integers (:mod:`qpviz.tables.store`). The acceptance test sees the rounded coefficients.
@@ -94,14 +98,21 @@ class PatchTree:
     max_depth_used: int
 
 
-def _truncation(coef: np.ndarray, budget: float) -> tuple[int, int]:
-    """Smallest (na, nb) whose dropped coefficients sum to <= budget along each direction."""
+def _row_lengths(coef: np.ndarray, budget: float) -> np.ndarray:
+    """Non-increasing row lengths L_j dropping at most ``budget`` of sum |c| in total.
+
+    Each row may drop a tail summing to budget / (number of rows); rows that keep nothing
+    at the top are removed; L_j = max(L_j, L_(j+1), ...) keeps the lengths non-increasing.
+    """
     mag = np.abs(coef)
-    col_tail = np.append(np.cumsum(mag.sum(axis=0)[::-1])[::-1], 0.0)  # [i] = sum of columns >= i
-    row_tail = np.append(np.cumsum(mag.sum(axis=1)[::-1])[::-1], 0.0)
-    na = int(np.argmax(col_tail <= budget))
-    nb = int(np.argmax(row_tail <= budget))
-    return max(na, 1), max(nb, 1)
+    share = budget / coef.shape[0]
+    tails = np.concatenate([np.cumsum(mag[:, ::-1], axis=1)[:, ::-1], np.zeros((coef.shape[0], 1))], axis=1)
+    lengths = np.argmax(tails <= share, axis=1)  # first i whose tail (columns >= i) fits the share
+    lengths = np.maximum.accumulate(lengths[::-1])[::-1]
+    keep_rows = max(int(np.count_nonzero(lengths)), 1)
+    lengths = lengths[:keep_rows]
+    lengths[0] = max(lengths[0], 1)
+    return lengths
 
 
 class _PatchFitter:
@@ -131,8 +142,10 @@ class _PatchFitter:
         coef = chebyshev_coefficients_2d(values[: fa.size].reshape(fa.shape))
         tail_a = float(np.abs(coef[:, -2:]).sum())
         tail_b = float(np.abs(coef[-2:, :]).sum())
-        na, nb = _truncation(coef, self.tol / 8)
-        kept = np.round(coef[:nb, :na] / QUANTUM) * QUANTUM
+        lengths = _row_lengths(coef, self.tol / 8)
+        kept = np.zeros((lengths.size, lengths[0]))
+        for j, n in enumerate(lengths):
+            kept[j, :n] = np.round(coef[j, :n] / QUANTUM) * QUANTUM + 0.0  # + 0.0: no negative zeros
         err = float(np.max(np.abs(_clenshaw_2d_numpy(kept, self.check[0], self.check[1]) - values[fa.size:])))
         if max(tail_a, tail_b) <= self.tol / 4 and err <= self.tol:
             return kept, err, tail_a, tail_b
@@ -161,7 +174,7 @@ def fit_tree(func, box, *, grid=(8, 4), degree: int = 12, tol: float = 1e-8, max
     ea = np.linspace(a0, a1, ga + 1)
     eb = np.linspace(b0, b1, gb + 1)
     nodes: list[list[float]] = [[] for _ in range(ga * gb)]
-    leaves: list[tuple] = []  # (box, kept coefficients or None)
+    leaves: list[np.ndarray] = []  # each leaf's stored patch
     stack = [(ib * ga + ia, (ea[ia], ea[ia + 1], eb[ib], eb[ib + 1]), 0)
              for ib in range(gb - 1, -1, -1) for ia in range(ga - 1, -1, -1)]
     max_err, n_failed, deepest = 0.0, 0, 0
@@ -174,8 +187,9 @@ def fit_tree(func, box, *, grid=(8, 4), degree: int = 12, tol: float = 1e-8, max
                 n_failed += 1
             else:
                 max_err = max(max_err, err)
-            nodes[index] = [LEAF, len(leaves), 0 if kept is None else kept.shape[1], 0 if kept is None else kept.shape[0]]
-            leaves.append((bx, kept))
+            chunk, nb = _patch_chunk(bx, kept)
+            leaves.append(chunk)
+            nodes[index] = [LEAF, len(leaves) - 1, nb, chunk.size]
             continue
         pa0, pa1, pb0, pb1 = bx
         dim = 0 if tail_a >= tail_b else 1  # split where the series converges slowest
@@ -187,18 +201,31 @@ def fit_tree(func, box, *, grid=(8, 4), degree: int = 12, tol: float = 1e-8, max
         stack.append((first + 1, hi, depth + 1))
         stack.append((first, lo, depth + 1))
 
-    chunks, leaf_offset, offset = [], [], 0
-    for bx, kept in leaves:
-        chunk = np.asarray(bx, float) if kept is None else np.concatenate([np.asarray(bx, float), kept.ravel()])
-        leaf_offset.append(offset)
-        chunks.append(chunk)
-        offset += chunk.size
+    leaf_offset = np.concatenate([[0], np.cumsum([chunk.size for chunk in leaves])[:-1]])
     node_arr = np.asarray(nodes, float)
     is_leaf = node_arr[:, 0] == LEAF
-    node_arr[is_leaf, 1] = np.asarray(leaf_offset, float)[node_arr[is_leaf, 1].astype(int)]
+    node_arr[is_leaf, 1] = leaf_offset.astype(float)[node_arr[is_leaf, 1].astype(int)]
     header = np.array([a0, a1, b0, b1, ga, gb, 0.0, 0.0])
-    return PatchTree(np.concatenate([header, node_arr.ravel()]), np.concatenate(chunks), len(leaves),
+    return PatchTree(np.concatenate([header, node_arr.ravel()]), np.concatenate(leaves), len(leaves),
                      n_failed, max_err, fitter.n_eval, deepest)
+
+
+def _patch_chunk(box, kept) -> tuple[np.ndarray, int]:
+    """(stored form of one patch, its number of rows nb); nb = 0 for an uncovered patch."""
+    a0, a1, b0, b1 = box
+    head = [0.5 * (a0 + a1), 2.0 / (a1 - a0), 0.5 * (b0 + b1), 2.0 / (b1 - b0)]
+    if kept is None:
+        return np.asarray(head, float), 0
+    # row lengths up to the last non-zero coefficient, non-increasing, empty top rows dropped
+    last = np.array([np.flatnonzero(row)[-1] + 1 if np.any(row) else 0 for row in kept])
+    lengths = np.maximum.accumulate(last[::-1])[::-1]
+    lengths = lengths[: max(int(np.count_nonzero(lengths)), 1)]
+    lengths[0] = max(lengths[0], 1)
+    nb = lengths.size
+    for top in range(nb - 1, 2, -4):  # blocks of the evaluator: rows top-3 .. top share a length
+        lengths[top - 3: top + 1] = lengths[top - 3]
+    rows = [kept[j, :n] for j, n in enumerate(lengths)]
+    return np.concatenate([np.asarray(head + lengths.tolist(), float)] + rows), int(lengths.size)
 
 
 @njit(**NUMBA_OPTIONS)
@@ -207,8 +234,8 @@ def tree_eval(nodes, node0, coef, coef0, a, b):
     ``coef0``). NaN inside an uncovered patch. (a, b) must lie in the box (clamped to it).
 
     Cell by index arithmetic, a short kd descent, then sum_j g_j T_j(y) by Clenshaw with
-    g_j = sum_i c_ji T_i(x) summed four rows at a time (independent chains, so the CPU
-    overlaps them; about 1.5x faster than one row at a time, measured).
+    g_j = sum_i c_ji T_i(x); the g_j are summed four rows at a time, sharing one T_i(x)
+    recurrence (independent chains the CPU overlaps; ~1.5x faster than row by row, measured).
     """
     a0 = nodes[node0]
     a1 = nodes[node0 + 1]
@@ -224,34 +251,32 @@ def tree_eval(nodes, node0, coef, coef0, a, b):
         k = int(nodes[base + 1]) + (1 if value >= nodes[base + 2] else 0)
         base = node0 + TREE_HEADER + NODE_WIDTH * k
     off = coef0 + int(nodes[base + 1])
-    na = int(nodes[base + 2])
-    nb = int(nodes[base + 3])
-    if na == 0:
+    nb = int(nodes[base + 2])
+    if nb == 0:
         return np.nan
-    pa0 = coef[off]
-    pa1 = coef[off + 1]
-    pb0 = coef[off + 2]
-    pb1 = coef[off + 3]
-    x = (2.0 * a - pa0 - pa1) / (pa1 - pa0)
-    y = (2.0 * b - pb0 - pb1) / (pb1 - pb0)
+    end = off + int(nodes[base + 3])
+    x = (a - coef[off]) * coef[off + 1]
+    y = (b - coef[off + 2]) * coef[off + 3]
     x2 = 2.0 * x
     y2 = 2.0 * y
-    start = off + PATCH_HEADER
+    lens = off + PATCH_HEADER
     u1 = 0.0
     u2 = 0.0
     j = nb - 1
-    while j >= 3:  # rows j, j-1, j-2, j-3 together
-        r0 = start + j * na
-        r1 = r0 - na
-        r2 = r1 - na
-        r3 = r2 - na
+    while j >= 3:  # rows j, j-1, j-2, j-3: one length n
+        n = int(coef[lens + j])
+        r0 = end - n
+        r1 = r0 - n
+        r2 = r1 - n
+        r3 = r2 - n
+        end = r3
         s0 = coef[r0]
         s1 = coef[r1]
         s2 = coef[r2]
         s3 = coef[r3]
         t0 = 1.0
         t1 = x
-        for i in range(1, na):
+        for i in range(1, n):
             s0 += coef[r0 + i] * t1
             s1 += coef[r1 + i] * t1
             s2 += coef[r2 + i] * t1
@@ -259,25 +284,19 @@ def tree_eval(nodes, node0, coef, coef0, a, b):
             t2 = x2 * t1 - t0
             t0 = t1
             t1 = t2
-        u0 = s0 + y2 * u1 - u2
-        u2 = u1
-        u1 = u0
-        u0 = s1 + y2 * u1 - u2
-        u2 = u1
-        u1 = u0
-        u0 = s2 + y2 * u1 - u2
-        u2 = u1
-        u1 = u0
-        u0 = s3 + y2 * u1 - u2
-        u2 = u1
-        u1 = u0
+        for s in (s0, s1, s2, s3):
+            u0 = s + y2 * u1 - u2
+            u2 = u1
+            u1 = u0
         j -= 4
-    while j >= 0:  # remaining rows
-        r0 = start + j * na
+    while j >= 0:  # remaining rows one at a time
+        n0 = int(coef[lens + j])
+        r0 = end - n0
+        end = r0
         s0 = coef[r0]
         t0 = 1.0
         t1 = x
-        for i in range(1, na):
+        for i in range(1, n0):
             s0 += coef[r0 + i] * t1
             t2 = x2 * t1 - t0
             t0 = t1

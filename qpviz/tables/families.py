@@ -71,7 +71,7 @@ class TableFamily:
     t_lo: float
     t_hi: float
     n_tables: int  # 1, or MAX_TABLE_COUNT + 1 for the Poisson likelihoods (counts 0..MAX)
-    degree: int = 12
+    degree: int = 14
     grid: tuple = (2, 2)
     tol: float = 1e-8
 

@@ -85,7 +85,7 @@ def save(path: Path, family: TableFamily, coef: np.ndarray, meta: np.ndarray, st
 def _encode(coef: np.ndarray) -> dict[str, np.ndarray]:
     """coef as {int mask bits, int32 byte planes, float64 rest} (lossless; see module docstring)."""
     quanta = coef / QUANTUM
-    is_int = (quanta == np.round(quanta)) & (np.abs(quanta) < 2.0**31)
+    is_int = (quanta == np.round(quanta)) & (np.abs(quanta) < 2.0**31) & ~((coef == 0) & np.signbit(coef))  # -0.0 stays a float
     ints = quanta[is_int].astype("<i4")
     planes = ints.view(np.uint8).reshape(-1, 4).T.copy()
     return {"coef_n": np.array(coef.size), "coef_is_int": np.packbits(is_int), "coef_int_planes": planes,

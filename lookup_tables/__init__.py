@@ -1,0 +1,1 @@
+"""QP lookup tables of qpviz: the table files and their builder (``python -m lookup_tables.build``)."""
