@@ -190,11 +190,19 @@ def _domain(kind, p0, p1, y, m, v, breaks):
         breaks[n] = kink
         n += 1
     breaks[:n] = np.sort(breaks[:n])
-    return n, peak, w_min
+    # merge break points closer than a tiny fraction of the narrowest width (modes found from
+    # several starts coincide to rounding): panels of zero or rounding-level width would
+    # otherwise tie in the sorted panel list
+    kept = 1
+    for i in range(1, n):
+        if breaks[i] - breaks[kept - 1] > 1e-9 * w_min:
+            breaks[kept] = breaks[i]
+            kept += 1
+    return kept, peak, w_min
 
 
 @njit(**NUMBA_OPTIONS)
-def _pass_one(kind, p0, p1, y, m, v, peak, breaks, n_breaks, rel_tol, pa, pb, pval, pmass):
+def _pass_one(kind, p0, p1, y, m, v, peak, breaks, n_breaks, rel_tol, width, pa, pb, pval, pmass):
     """Adaptive panels for the mass. Fills panel arrays; returns (n_panels, ok)."""
     n_nodes = GL_X.size
     tmp = np.empty(n_nodes)
@@ -228,7 +236,7 @@ def _pass_one(kind, p0, p1, y, m, v, peak, breaks, n_breaks, rel_tol, pa, pb, pv
         mid = 0.5 * (a + b)
         mass_l = _panel_values(kind, p0, p1, y, m, v, peak, a, mid, left_vals)
         mass_r = _panel_values(kind, p0, p1, y, m, v, peak, mid, b, right_vals)
-        tiny = (b - a) <= 1e-13 * (abs(a) + abs(b) + 1e-300)
+        tiny = (b - a) <= 1e-10 * width  # halves stay far above rounding level
         if abs(mass_l + mass_r - whole) <= tol or tiny or top + 2 >= _MAX_PANELS or n_panels + 2 >= _MAX_PANELS:
             if not (abs(mass_l + mass_r - whole) <= tol or tiny):
                 ok = False
@@ -266,7 +274,7 @@ def _build_panels(kind, p0, p1, y, m, v, rel_tol):
     pmass = np.empty(_MAX_PANELS)
     if n_breaks == 0:
         return pa, pb, pval, pmass, 0, peak, width, False
-    n, ok = _pass_one(kind, p0, p1, y, m, v, peak, breaks, n_breaks, rel_tol, pa, pb, pval, pmass)
+    n, ok = _pass_one(kind, p0, p1, y, m, v, peak, breaks, n_breaks, rel_tol, width, pa, pb, pval, pmass)
     order = np.argsort(pa[:n])
     return pa[:n][order], pb[:n][order], pval[:n][order], pmass[:n][order], n, peak, width, ok
 
@@ -596,8 +604,8 @@ def _quantiles(kind, p0, p1, y, m, v, us):
         for _ in range(100):
             part = _partial_mass(kind, p0, p1, y, m, v, peak, pa[k], x)
             if use_upper:
-                resid = target - ((total - prefix[k + 1]) + (pmass[k] - part))  # S(x) decreasing
-                resid = -resid
+                # target - S(x): increasing in x like F(x) - u, so one bisection/Newton rule serves
+                resid = target - ((total - prefix[k + 1]) + (pmass[k] - part))
             else:
                 resid = prefix[k] + part - target
             if resid > 0.0:

@@ -18,6 +18,7 @@ __all__ = [
     "starts_scalar",
     "kink_scalar",
     "closed_moments_scalar",
+    "closed_moments_batch",
     "tilted_moments_scalar",
 ]
 
@@ -104,6 +105,15 @@ def closed_moments_scalar(kind, p0, p1, y, m, v):
     if kind == 4:
         return poisson_square.closed_moments_kernel(p0, p1, y, m, v)
     return False, np.nan, np.nan, np.nan
+
+
+@njit(**NUMBA_OPTIONS)
+def closed_moments_batch(kind, p0, p1, y, m, v):
+    """closed_moments_scalar over 1-D arrays: rows log Z, mean, var."""
+    out = np.empty((3, y.size))
+    for i in range(y.size):
+        _, out[0, i], out[1, i], out[2, i] = closed_moments_scalar(kind, p0, p1, y[i], m[i], v[i])
+    return out
 
 
 def __getattr__(name):

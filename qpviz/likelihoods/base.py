@@ -24,9 +24,6 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
-from numba import njit
-
-from qpviz.config import NUMBA_OPTIONS
 
 __all__ = ["Likelihood", "TiltedMoments", "InvalidObservation"]
 
@@ -199,17 +196,12 @@ class Likelihood:
         return self.tilted_moments(y, mean, var).log_z
 
 
-@njit(**NUMBA_OPTIONS)
-def _closed_moments_loop(kernel, p0, p1, y, m, v):
-    out = np.empty((3, y.size))
-    for i in range(y.size):
-        _, out[0, i], out[1, i], out[2, i] = kernel(p0, p1, y[i], m[i], v[i])
-    return out
+def _vectorised_closed_moments(lik: "Likelihood", y, m, v):
+    """The likelihood's jitted closed-form moments, elementwise over broadcast arrays."""
+    from qpviz.likelihoods._dispatch import closed_moments_batch
 
-
-def _vectorised_closed_moments(kernel, p0, p1, y, m, v):
-    """Apply a jitted closed-form moments kernel elementwise to broadcast arrays."""
-    out = _closed_moments_loop(kernel, p0, p1, *(np.ravel(a).astype(float) for a in (y, m, v)))
+    p0, p1 = lik._param_pair()
+    out = closed_moments_batch(lik.kind, p0, p1, *(np.ravel(a).astype(float) for a in (y, m, v)))
     return tuple(out[j].reshape(np.shape(y)) for j in range(3))
 
 

@@ -4,9 +4,8 @@ With tau2 = v / (1 + 2 v) and beta = m / (1 + 2 v) (paper eq. 55: alpha = 2 tau2
 
     p(y|f) N(f|m, v) = f^(2y) N(f | beta, tau2) (tau / sqrt v) exp(-h) / y!,
 
-so the tilted distribution is f^(2y) N(f | beta, tau2) normalised, and its moments are ratios of
-Gaussian raw moments E[f^n] = sum_j C(n, 2j) beta^(n-2j) tau^(2j) (2j-1)!!, a sum of positive terms
-for beta >= 0 (reflect f -> -f otherwise). This is the terminating series of eqs. 53-60's 1F1.
+so the tilted distribution is f^(2y) N(f | beta, tau2) normalised; its moments are ratios of sums of
+positive terms for beta >= 0 (reflect f -> -f otherwise): the terminating series of eqs. 53-60's 1F1.
 """
 from __future__ import annotations
 
@@ -40,19 +39,22 @@ def dlog_prob_kernel(p0, p1, y, f):
 
 
 @njit(**NUMBA_OPTIONS)
-def log_gauss_raw_moment(n, beta, log_tau):
-    """log E[f^n], f ~ N(beta, tau^2), beta >= 0, n a non-negative integer (a positive sum)."""
+def log_shifted_moment(n, k, beta, log_tau):
+    """log A_k = log E[f^n t^k] with f = beta + tau t, t ~ N(0, 1), beta >= 0, k in {0, 1, 2}:
+
+    A_k = sum_j C(n, j) beta^(n-j) tau^j E[t^(j+k)], E[t^i] = (i-1)!! for even i (else 0),
+    a sum of positive terms (log-sum-exp). A_0 = E[f^n] is the Gaussian raw moment.
+    """
     total = -np.inf
-    if beta == 0.0:
-        if n % 2 == 1:
-            return -np.inf
-        j = n // 2
-        return math.lgamma(n + 1.0) - j * LOG2 - math.lgamma(j + 1.0) + 2.0 * j * log_tau
-    log_beta = math.log(beta)
     lg_n1 = math.lgamma(n + 1.0)
-    for j in range(n // 2 + 1):
-        term = (lg_n1 - math.lgamma(n - 2.0 * j + 1.0) - j * LOG2 - math.lgamma(j + 1.0)
-                + (n - 2.0 * j) * log_beta + 2.0 * j * log_tau)
+    log_beta = math.log(beta) if beta > 0.0 else -np.inf
+    for j in range(n + 1):
+        i = j + k
+        if i % 2 == 1 or (beta == 0.0 and j < n):
+            continue
+        power = (n - j) * log_beta if j < n else 0.0
+        term = (lg_n1 - math.lgamma(j + 1.0) - math.lgamma(n - j + 1.0) + power + j * log_tau
+                + math.lgamma(i + 1.0) - 0.5 * i * LOG2 - math.lgamma(0.5 * i + 1.0))
         if term > total:  # log-sum-exp, one term at a time (exp(-inf) = 0)
             total = term + math.log1p(math.exp(total - term))
         else:
@@ -62,19 +64,20 @@ def log_gauss_raw_moment(n, beta, log_tau):
 
 @njit(**NUMBA_OPTIONS)
 def closed_moments_kernel(p0, p1, y, m, v):
-    """log Z = log(tau/sqrt v) - h - log y! + log E[f^2y]; mean = sign(m) E[f^(2y+1)]/E[f^2y];
-    var = E[f^(2y+2)]/E[f^2y] - mean^2 (paper eqs. 53-60)."""
+    """Paper eqs. 53-60 as positive sums around beta (f = beta + tau t):
+    log Z = log(tau/sqrt v) - h - log y! + log A_0, mean = sign(m) (beta + tau A_1/A_0),
+    var = tau^2 (A_2/A_0 - (A_1/A_0)^2) (no E[f^2] - mean^2 cancellation)."""
     n = int(y)
     tau2 = v / (1.0 + 2.0 * v)
     beta = abs(m) / (1.0 + 2.0 * v)
     log_tau = 0.5 * math.log(tau2)
     h = m * m / (1.0 + 2.0 * v)
-    l0 = log_gauss_raw_moment(2 * n, beta, log_tau)
-    l1 = log_gauss_raw_moment(2 * n + 1, beta, log_tau)
-    l2 = log_gauss_raw_moment(2 * n + 2, beta, log_tau)
-    log_z = 0.5 * math.log(tau2 / v) - h - math.lgamma(y + 1.0) + l0
-    mean = math.exp(l1 - l0)
-    var = math.exp(l2 - l0) - mean * mean
+    a0 = log_shifted_moment(2 * n, 0, beta, log_tau)
+    ratio1 = math.exp(log_shifted_moment(2 * n, 1, beta, log_tau) - a0)
+    ratio2 = math.exp(log_shifted_moment(2 * n, 2, beta, log_tau) - a0)
+    log_z = 0.5 * math.log(tau2 / v) - h - math.lgamma(y + 1.0) + a0
+    mean = beta + math.sqrt(tau2) * ratio1
+    var = tau2 * (ratio2 - ratio1 * ratio1)
     if m < 0.0:
         mean = -mean
     return True, log_z, mean, var
@@ -112,7 +115,7 @@ class PoissonSquare(Likelihood):
         return d1, d2
 
     def _tilted_moments(self, y, m, v):
-        return _vectorised_closed_moments(closed_moments_kernel, 0.0, 0.0, y, m, v)
+        return _vectorised_closed_moments(self, y, m, v)
 
     def tilted_cdf(self, x, y, cavity_mean, cavity_var):
         """Incomplete-gamma sum, QP paper eqs. 61-67 (see :mod:`.tilted_cdfs`)."""

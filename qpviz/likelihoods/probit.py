@@ -61,7 +61,7 @@ class Probit(Likelihood):
         return y * r, -r * (z + r)
 
     def _tilted_moments(self, y, m, v):
-        return _vectorised_closed_moments(closed_moments_kernel, 0.0, 0.0, y, m, v)
+        return _vectorised_closed_moments(self, y, m, v)
 
     def tilted_cdf(self, x, y, cavity_mean, cavity_var):
         """Owen's T closed form, QP paper eqs. 45-49 (see :mod:`.tilted_cdfs`)."""

@@ -95,7 +95,7 @@ class Step(Likelihood):
 
     def _tilted_moments(self, y, m, v):
         if self.eps == 0.0:  # the numba kernel holds the stable far-tail form
-            return _vectorised_closed_moments(closed_moments_kernel, 0.0, 0.0, y, m, v)
+            return _vectorised_closed_moments(self, y, m, v)
         s = np.sqrt(v)
         z = y * m / s
         with np.errstate(divide="ignore"):
