@@ -113,3 +113,17 @@ def test_vb_on_student_t_and_laplace_likelihoods(rng):
         assert post.converged, lik
         assert np.all(post.var > 0)
         assert np.max(np.abs(post.mean - np.sin(X[:, 0]))) < 0.5
+
+
+def test_vb_converges_with_large_kernel_variance(rng):
+    """Nearly separable data and a large kernel variance: the undamped iteration oscillates, the adaptive one not."""
+    X = rng.normal(size=(60, 3))
+    y = np.where(X[:, 0] + X[:, 1] > 0, 1.0, -1.0)
+    lik = qpviz.likelihood("probit")
+    k = kernels.RBF(400.0, 2.0)
+    post = fit(X, y, lik, k, method="vb", tol=1e-9)
+    assert post.converged
+    K = k(X) + qpviz.config.JITTER * np.eye(60)
+    _, g, h = gauss_hermite_expectations(lik, y, post.mean, post.var)
+    np.testing.assert_allclose(post.mean, K @ g, rtol=0, atol=2e-5)  # K amplifies the 1e-9 residual (||K|| ~ 1e4)
+    np.testing.assert_allclose(post.site_precision, -h, rtol=1e-6, atol=1e-9)

@@ -8,11 +8,11 @@ site form (tau = lambda, nu = Sigma^-1 m = alpha + lambda m) the stationarity co
 
     tau_i = -E[d2_i],  nu_i = E[d1_i] - E[d2_i] m_i,
 
-and we iterate them with damping d (the conjugate-computation / natural-gradient update with
-step d: tau <- (1 - d) tau + d (-E[d2]), likewise nu). The expectations use Gauss-Hermite
+and iterate them with an adaptive damping step d (the conjugate-computation / natural-gradient
+update with step d; :func:`run_vb`). The expectations use Gauss-Hermite
 quadrature with :data:`qpviz.config.GH_NODES` nodes (closed forms for the kinked step and
 Laplace likelihoods, :func:`expected_log_lik`) (starting sites: :func:`.ep.default_sites`) and ``likelihood.dlog_prob``. Convergence:
-max(RMS change of tau, of nu) < ``tol``. The ELBO (reported as ``log_marginal_likelihood``):
+the distance to the fixed point max(RMS(tau* - tau), RMS(nu* - nu)) < ``tol``. The ELBO (reported as ``log_marginal_likelihood``):
 
     KL = 1/2 (-sum_i tau_i Sigma_ii + m^T alpha) + 1/2 log|I + K T|,
 using tr(K^-1 Sigma) = N - sum_i tau_i Sigma_ii and log|K| - log|Sigma| = log|I + K T|.
@@ -101,18 +101,28 @@ def gauss_hermite_expectations(likelihood, y, mean, var, n_nodes: int | None = N
     return logp @ w, d1 @ w, d2 @ w
 
 
-def run_vb(prior, likelihood, y, *, tol: float = 1e-8, damping: float | None = None, max_iter: int = 500,
+def run_vb(prior, likelihood, y, *, tol: float = 1e-6, damping: float | None = None, max_iter: int = 2000,
            warn: bool = True):
-    """Iterate the stationarity conditions; return (state, elbo, converged, n_iter, history)."""
+    """Damped fixed-point iteration with an adaptive step; return (state, elbo, converged, n_iter, history).
+
+    Sites move towards their fixed-point targets, tau <- tau + d (tau* - tau), nu likewise, with
+    tau* = -E[d2], nu* = E[d1] - E[d2] m. The step d starts at ``damping``; when the distance to
+    the fixed point r = max(RMS(tau* - tau), RMS(nu* - nu)) grows, d is halved (the undamped
+    iteration oscillates with period 2 when the kernel variance is large); while r shrinks, d
+    grows by 10% up to ``damping``. A step that makes K^-1 + T indefinite is halved and retried.
+    Convergence: r < ``tol``; ``history`` holds r per iteration.
+    """
+    from qpviz.inference.prior import IndefinitePosterior
+
     if damping is None:
         damping = 1.0 if likelihood.log_concave else 0.5
     if not (0.0 < damping <= 1.0):
         raise ValueError(f"damping must be in (0, 1]; got {damping!r}")
-    n = prior.n
     tau, nu = default_sites(likelihood, y)
     state = prior.condition(tau, nu)
     history: list[float] = []
     converged = False
+    step = damping
     it = 0
     for it in range(1, int(max_iter) + 1):
         _, g, h = expected_log_lik(likelihood, y, state.mean, state.var)
@@ -121,19 +131,31 @@ def run_vb(prior, likelihood, y, *, tol: float = 1e-8, damping: float | None = N
                 f"E[d log p/df] is not finite for the {likelihood.name} likelihood: VB needs log p(y|f) finite "
                 "everywhere (e.g. step with eps > 0)"
             )
-        tau_new = (1.0 - damping) * tau + damping * (-h)
-        nu_new = (1.0 - damping) * nu + damping * (g - h * state.mean)
-        change = max(float(np.sqrt(np.mean((tau_new - tau) ** 2))), float(np.sqrt(np.mean((nu_new - nu) ** 2))))
-        tau, nu = tau_new, nu_new
-        state = prior.condition(tau, nu)
-        history.append(change)
-        if change < tol:
+        tau_target, nu_target = -h, g - h * state.mean
+        residual = max(float(np.sqrt(np.mean((tau_target - tau) ** 2))), float(np.sqrt(np.mean((nu_target - nu) ** 2))))
+        if history and residual > history[-1]:
+            step *= 0.5
+        elif history:
+            step = min(damping, 1.1 * step)
+        history.append(residual)
+        if residual < tol:
             converged = True
             break
+        for _ in range(40):
+            tau_try = tau + step * (tau_target - tau)
+            nu_try = nu + step * (nu_target - nu)
+            try:
+                state = prior.condition(tau_try, nu_try)
+                break
+            except (IndefinitePosterior, np.linalg.LinAlgError):
+                step *= 0.5
+        else:
+            break  # no admissible step: reported as non-convergence below
+        tau, nu = tau_try, nu_try
     if not converged and warn:
         warnings.warn(
-            f"VB did not converge in {it} iterations (last RMS site change {history[-1]:.3g}); increase max_iter or "
-            "add damping",
+            f"VB did not converge in {it} iterations (last distance to the fixed point {history[-1]:.3g}); increase "
+            "max_iter or loosen tol",
             ConvergenceWarning,
             stacklevel=2,
         )
