@@ -1,0 +1,112 @@
+"""Every likelihood: numba kernels vs NumPy references, derivatives, validation, registry."""
+import numpy as np
+import pytest
+
+import qpviz
+from qpviz.likelihoods import REGISTRY, InvalidObservation
+from qpviz.likelihoods._dispatch import dlog_prob_scalar, log_prob_scalar
+
+CASES = {
+    "gaussian": ({"variance": 0.5}, [-3.0, 0.0, 2.5]),
+    "probit": ({}, [-1.0, 1.0]),
+    "logistic": ({}, [-1.0, 1.0]),
+    "step": ({"eps": 0.1}, [-1.0, 1.0]),
+    "poisson_square": ({}, [0.0, 1.0, 7.0]),
+    "poisson_exp": ({}, [0.0, 1.0, 7.0]),
+    "student_t": ({"nu": 3.0, "scale": 0.7}, [-3.0, 0.0, 2.5]),
+    "laplace": ({"scale": 0.5}, [-3.0, 0.0, 2.5]),
+}
+
+
+def test_every_registered_likelihood_is_tested_here():
+    assert set(CASES) == set(REGISTRY)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_numba_log_prob_matches_numpy_reference(name):
+    params, ys = CASES[name]
+    lik = qpviz.likelihood(name, **params)
+    p0, p1 = lik._param_pair()
+    fs = np.linspace(-6, 6, 121) + 0.013  # avoid the kinks exactly
+    for y in ys:
+        ref = lik.log_prob(y, fs)
+        got = np.array([log_prob_scalar(lik.kind, p0, p1, y, f) for f in fs])
+        np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_derivatives_match_finite_differences(name):
+    params, ys = CASES[name]
+    lik = qpviz.likelihood(name, **params)
+    p0, p1 = lik._param_pair()
+    fs = np.linspace(-3, 3, 25) + 0.0137
+    h = 1e-5
+    for y in ys:
+        d1, d2 = lik.dlog_prob(y, fs)
+        fd1 = (lik.log_prob(y, fs + h) - lik.log_prob(y, fs - h)) / (2 * h)
+        fd2 = (lik.log_prob(y, fs + h) - 2 * lik.log_prob(y, fs) + lik.log_prob(y, fs - h)) / h**2
+        np.testing.assert_allclose(d1, fd1, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(d2, fd2, rtol=1e-3, atol=1e-3)
+        got = np.array([dlog_prob_scalar(lik.kind, p0, p1, y, f) for f in fs])
+        np.testing.assert_allclose(got[:, 0], d1, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(got[:, 1], d2, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_predictive_is_a_normalised_distribution_for_discrete_y(name):
+    params, ys = CASES[name]
+    lik = qpviz.likelihood(name, **params)
+    if lik.support == "binary":
+        total = lik.predictive(1.0, 0.3, 2.0) + lik.predictive(-1.0, 0.3, 2.0)
+        assert total == pytest.approx(1.0, abs=1e-12)
+    elif lik.support == "count":
+        counts = np.arange(0, 80.0)
+        assert lik.predictive(counts, 0.8, 0.3).sum() == pytest.approx(1.0, abs=1e-10)
+
+
+def test_probit_predictive_closed_form():
+    from scipy import special
+
+    lik = qpviz.likelihood("probit")
+    assert lik.predictive(1.0, 0.7, 2.0) == pytest.approx(special.ndtr(0.7 / np.sqrt(3.0)), rel=1e-14)
+
+
+def test_poisson_square_negative_binomial_predictive_sums_to_one_and_matches_moments():
+    lik = qpviz.likelihood("poisson_square")
+    counts = np.arange(0, 400.0)
+    p = lik.negative_binomial_predictive(counts, 1.5, 0.2)
+    assert p.sum() == pytest.approx(1.0, abs=1e-10)
+    # the Gamma matched to g = f^2 has mean E[f^2] = mean^2 + var, so does the count
+    assert (counts * p).sum() == pytest.approx(1.5**2 + 0.2, rel=1e-10)
+
+
+@pytest.mark.parametrize(
+    "name,y,message",
+    [("probit", 0.5, "{-1, +1}"), ("step", 2, "{-1, +1}"), ("poisson_square", -1, "counts"),
+     ("poisson_exp", 1.5, "counts"), ("gaussian", np.nan, "finite")],
+)
+def test_bad_observations_say_what_is_allowed(name, y, message):
+    lik = qpviz.likelihood(name)
+    with pytest.raises(InvalidObservation, match=message.replace("{", r"\{").replace("}", r"\}").replace("+", r"\+")):
+        qpviz.project(lik, y, 0.0, 1.0)
+
+
+@pytest.mark.parametrize(
+    "name,params,message",
+    [("step", {"eps": 0.5}, "eps"), ("step", {"eps": -0.1}, "eps"), ("gaussian", {"variance": 0}, "variance"),
+     ("student_t", {"nu": -1}, "nu"), ("laplace", {"scale": "big"}, "scale")],
+)
+def test_bad_parameters_name_the_parameter(name, params, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        qpviz.likelihood(name, **params)
+
+
+def test_unknown_name_lists_the_choices():
+    with pytest.raises(ValueError, match="probit"):
+        qpviz.likelihood("probitt")
+
+
+def test_likelihoods_compare_and_print_by_value():
+    assert qpviz.likelihood("step", eps=0.1) == qpviz.likelihood("step", eps=0.1)
+    assert qpviz.likelihood("step", eps=0.1) != qpviz.likelihood("step", eps=0.2)
+    assert repr(qpviz.likelihood("laplace", scale=2.0)) == "qpviz.likelihood('laplace', scale=2.0)"
