@@ -5,13 +5,16 @@ Public API (stable; documented in the README):
 * ``qpviz.likelihood(name, **params)`` -> a likelihood object (:mod:`qpviz.likelihoods`)
 * ``qpviz.project(likelihood, y, cavity_mean, cavity_var, method="ep"|"qp")`` -> a
   :class:`~qpviz.projection.Projection` with ``.mean`` and ``.var`` (:mod:`qpviz.projection`)
-* ``qpviz.fit(X, y, likelihood, kernel, method=...)`` -> a GP posterior (:mod:`qpviz.inference`)
-* ``qpviz.kernels`` -> covariance functions (:mod:`qpviz.kernels`)
+* ``qpviz.fit(X, y, likelihood, kernel, method="ep"|"qp"|"vb"|"laplace"|"mcmc")`` -> a GP
+  posterior with ``predict_f`` (:mod:`qpviz.inference`)
+* ``qpviz.kernels`` -> covariance functions, e.g. ``qpviz.kernels.RBF(variance=2.0, lengthscale=0.7)``
 """
 from __future__ import annotations
 
+from qpviz import kernels
+from qpviz.inference import fit
 from qpviz.likelihoods import likelihood
 from qpviz.projection import project
 
-__all__ = ["likelihood", "project", "__version__"]
+__all__ = ["likelihood", "project", "fit", "kernels", "__version__"]
 __version__ = "0.1.0"
