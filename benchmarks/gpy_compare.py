@@ -6,7 +6,8 @@ Output recorded in benchmarks/results/gpy_compare.txt.
 Agreement: tight tolerances on both sides (ours: RMS site change < 1e-12; GPy: mean squared
 change < 1e-24), max abs differences of sites, marginals, predictions and log evidence.
 Speed: both to the paper's tolerance (ours RMS < tol; GPy mean squared < tol^2, its criterion),
-sequential updates, wall time of the whole EP run (ours after a warm-up run that compiles numba).
+sequential updates, wall time of the whole EP run (ours after a warm-up run that compiles numba),
+best of ``--repeats`` interleaved runs.
 """
 from __future__ import annotations
 
@@ -67,6 +68,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=500)
     parser.add_argument("--tol", type=float, default=1e-6)
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     print(f"# qpviz EP vs GPy {GPy.__version__} EP, probit, RBF ARD (1.7, [0.8, 1.4]), python {platform.python_version()}, "
           f"OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}")
@@ -80,10 +82,14 @@ def main():
         print(f"max |ours - GPy| {key:<10} {np.max(np.abs(np.asarray(ours[key]) - np.asarray(ref[key]))):.2e}")
 
     print(f"\n## speed at N = {args.n}, tol = {args.tol:g} (GPy epsilon = tol^2, its mean-squared criterion)")
-    t_ours, post, _ = run_ours(X, y, X_new, args.tol)
-    t_gpy, _ = run_gpy(X, y, X_new, args.tol**2)
-    print(f"qpviz EP: {t_ours:8.3f} s  ({post.n_sweeps} sweeps)")
-    print(f"GPy EP:   {t_gpy:8.3f} s")
+    t_ours, t_gpy = [], []
+    for _ in range(args.repeats):  # interleaved, best of each: the machine is shared
+        elapsed, post, _ = run_ours(X, y, X_new, args.tol)
+        t_ours.append(elapsed)
+        t_gpy.append(run_gpy(X, y, X_new, args.tol**2)[0])
+    t_ours, t_gpy = min(t_ours), min(t_gpy)
+    print(f"qpviz EP: {t_ours:8.3f} s  ({post.n_sweeps} sweeps; best of {args.repeats})")
+    print(f"GPy EP:   {t_gpy:8.3f} s  (best of {args.repeats})")
     print(f"speed-up: {t_gpy / t_ours:8.1f}x")
 
 
