@@ -86,3 +86,183 @@ def test_mean_map_round_trip_and_ends(rng):
     t = mean_unmap(a, s, t_lo, t_hi, t_c, w)
     np.testing.assert_allclose(mean_map(t, s, t_lo, t_hi, t_c, w), a, atol=1e-12)
     np.testing.assert_allclose(mean_map(np.array([t_lo, t_hi]), 1.0, t_lo, t_hi, t_c, w), [0.0, 1.0], atol=1e-15)
+
+
+# -- shipped tables against direct computation -------------------------------------------------
+def _queries(family, rng, n=150):
+    """Random (y, m, v) over a family's table domain, plus its corners."""
+    s_lo, s_hi = STD_RANGE
+    s = np.exp(rng.uniform(math.log(s_lo), math.log(s_hi), n))
+    if family.likelihood in ("student_t", "laplace"):
+        y = rng.uniform(-5.0, 5.0, n)
+        m = y + rng.uniform(-family.t_hi, family.t_hi, n)
+        corners_y, corners_m = [0.0] * 4, [-family.t_hi, family.t_hi, 0.0, family.t_hi]
+    elif family.n_tables > 1:
+        y = rng.integers(0, family.n_tables, n).astype(float)
+        m = rng.uniform(-family.t_hi, family.t_hi, n)
+        corners_y, corners_m = [0.0, family.n_tables - 1.0] * 2, [-family.t_hi, family.t_hi] * 2
+    else:
+        y = rng.choice([-1.0, 1.0], n)
+        m = rng.uniform(family.t_lo, family.t_hi, n)
+        corners_y, corners_m = [1.0, -1.0, 1.0, -1.0], [family.t_lo, family.t_hi] * 2
+    y = np.concatenate([y, corners_y])
+    m = np.concatenate([m, corners_m])
+    s = np.concatenate([s, [s_lo, s_lo, s_hi, s_hi]])
+    return y, m, s * s
+
+
+def _covered(lik, y, m, v):
+    coef, meta = tables.jit_data(lik)
+    return np.array([not math.isnan(table_log_ratio(coef, meta, *q)) for q in zip(y, m, v)])
+
+
+@pytest.mark.parametrize("family", all_families(), ids=lambda f: f.file_name)
+def test_shipped_table_matches_direct_computation(family, rng):
+    lik = family.make_likelihood()
+    y, m, v = _queries(family, rng)
+    covered = _covered(lik, y, m, v)
+    # the table really answers (else this test would only compare direct with direct)
+    assert covered.mean() > 0.97, f"only {covered.mean():.0%} of the domain is tabulated"
+    got = tables.qp_variance(lik, y, m, v)
+    direct = tilted.qp_std(lik, y, m, v)
+    rel = np.abs(np.sqrt(got) / direct - 1.0)
+    assert rel.max() <= TOL_STD, f"max relative error {rel.max():.2e} at y={y[rel.argmax()]}, m={m[rel.argmax()]}, v={v[rel.argmax()]}"
+
+
+def test_binary_tables_use_the_label_symmetry(rng):
+    lik = qpviz.likelihood("logistic")
+    m = rng.uniform(-9, 9, 50)
+    v = np.exp(rng.uniform(-5, 5, 50))
+    np.testing.assert_array_equal(tables.qp_variance(lik, -1.0, m, v), tables.qp_variance(lik, 1.0, -m, v))
+    # and the label really matters: for m != 0 the two labels give different variances
+    assert np.all(tables.qp_variance(lik, -1.0, m, v) != tables.qp_variance(lik, 1.0, m, v))
+
+
+@pytest.mark.parametrize("name, params, y, m, v", [
+    ("probit", {}, 1.0, 10.5, 1.0),          # mean outside +-10
+    ("probit", {}, -1.0, 0.3, 0.04**2),      # std below 0.05
+    ("step", {"eps": 0.1}, 1.0, 2.0, 25.0**2),  # std above 20
+    ("poisson_exp", {}, config.MAX_TABLE_COUNT + 3.0, 1.0, 0.5),  # count above the tables
+    ("laplace", {"scale": 1.0}, 3.0, 3.0 + 20.5, 1.0),  # |m - y| above 20
+    ("student_t", {"nu": 5.0, "scale": 1.0}, 0.0, 0.5, 1.0),  # a parameter set without a table
+])
+def test_outside_the_tables_the_value_is_computed_directly(name, params, y, m, v):
+    lik = qpviz.likelihood(name, **params)
+    coef, meta = tables.jit_data(lik)
+    assert math.isnan(table_log_ratio(coef, meta, y, m, v))
+    np.testing.assert_allclose(tables.qp_variance(lik, y, m, v), tilted.qp_std(lik, y, m, v) ** 2, rtol=1e-15)
+
+
+def test_project_uses_tables_by_default_and_direct_on_request(rng):
+    lik = qpviz.likelihood("probit")
+    y, m, v = _queries(all_families()[0], rng, n=40)
+    with_table = qpviz.project(lik, y, m, v, method="qp")
+    assert tables.loaded_families() == {"probit.npz": True}
+    direct = qpviz.project(lik, y, m, v, method="qp", use_table=False)
+    np.testing.assert_allclose(with_table.var, direct.var, rtol=2 * TOL_STD)
+    np.testing.assert_array_equal(with_table.mean, direct.mean)
+    assert np.all(with_table.var <= qpviz.project(lik, y, m, v, method="ep").var * (1 + 1e-12))
+
+
+def test_scalar_kernel_matches_vectorised_lookup_inside_numba(rng):
+    from numba import njit
+
+    lik = qpviz.likelihood("poisson_square")
+    coef, meta = tables.jit_data(lik)
+    p0, p1 = lik._param_pair()
+
+    @njit
+    def loop(coef, meta, kind, p0, p1, y, m, v):
+        return np.array([tables.qp_var_scalar(coef, meta, kind, p0, p1, y[i], m[i], v[i]) for i in range(y.size)])
+
+    y = rng.integers(0, 60, 30).astype(float)
+    m = rng.uniform(-12, 12, 30)
+    v = np.exp(rng.uniform(-6, 6, 30))
+    np.testing.assert_array_equal(loop(coef, meta, lik.kind, p0, p1, y, m, v), tables.qp_variance(lik, y, m, v))
+
+
+def test_likelihoods_without_tables_get_empty_arrays():
+    for lik in (qpviz.likelihood("gaussian", variance=0.5), qpviz.likelihood("laplace", scale=3.0)):
+        coef, meta = tables.jit_data(lik)
+        assert coef.size == 0 and meta.size == 0
+
+
+# -- missing, corrupt and stale files ------------------------------------------------------------
+def _check_direct_with_warning(tmp_path, monkeypatch, match):
+    monkeypatch.setattr(config, "TABLE_DIR", tmp_path)
+    lik = qpviz.likelihood("probit")
+    y, m, v = np.array([1.0, -1.0]), np.array([0.5, 2.0]), np.array([1.0, 3.0])
+    with pytest.warns(tables.TableWarning, match=match):
+        got = tables.qp_variance(lik, y, m, v)
+    np.testing.assert_allclose(got, tilted.qp_std(lik, y, m, v) ** 2, rtol=1e-15)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one warning per family, not per call
+        tables.qp_variance(lik, y, m, v)
+    assert tables.loaded_families() == {"probit.npz": False}
+
+
+def test_missing_file_warns_and_computes_directly(tmp_path, monkeypatch):
+    _check_direct_with_warning(tmp_path, monkeypatch, "missing")
+
+
+def test_corrupt_coefficients_fail_the_checksum(tmp_path, monkeypatch):
+    src = config.TABLE_DIR / "probit.npz"
+    with np.load(src) as data:
+        arrays = {k: data[k] for k in data.files}
+    arrays["coef_rest"] = arrays["coef_rest"].copy()
+    arrays["coef_rest"][-1] += 1e-6  # a tiny change a wrong table could hide
+    np.savez_compressed(tmp_path / "probit.npz", **arrays)
+    _check_direct_with_warning(tmp_path, monkeypatch, "checksum")
+
+
+def test_unreadable_file_warns(tmp_path, monkeypatch):
+    (tmp_path / "probit.npz").write_bytes((config.TABLE_DIR / "probit.npz").read_bytes()[:500])
+    _check_direct_with_warning(tmp_path, monkeypatch, "unreadable")
+
+
+def test_stale_file_is_not_used(tmp_path, monkeypatch):
+    src = config.TABLE_DIR / "probit.npz"
+    with np.load(src) as data:
+        arrays = {k: data[k] for k in data.files}
+    header = json.loads(str(arrays["header"]))
+    header["spec"]["mean_domain"] = [-12.0, 12.0]  # built for another domain
+    arrays["header"] = np.array(json.dumps(header))
+    np.savez_compressed(tmp_path / "probit.npz", **arrays)
+    _check_direct_with_warning(tmp_path, monkeypatch, "stale")
+
+
+def test_store_encoding_is_lossless(tmp_path, rng):
+    fam = all_families()[0]
+    coef = np.concatenate([np.round(rng.normal(size=500) / chebyshev.QUANTUM) * chebyshev.QUANTUM,
+                           [-0.0, 0.0, 0.1, math.pi, 1e300, -3.0]])
+    meta = rng.normal(size=40)
+    store.save(tmp_path / fam.file_name, fam, coef, meta, {})
+    got_coef, got_meta = store.load(tmp_path / fam.file_name, fam)
+    assert got_coef.tobytes() == coef.tobytes() and got_meta.tobytes() == meta.tobytes()
+
+
+# -- the builder ------------------------------------------------------------------------------------
+def test_builder_is_deterministic_and_its_tables_load(tmp_path):
+    from dataclasses import replace
+
+    from lookup_tables.build import build_family
+
+    # a cheap variant of a real family: low degree, loose tolerance, one cell
+    fam = replace(family_for(qpviz.likelihood("step", eps=0.0)), degree=6, tol=1e-4, grid=(1, 1))
+    first = build_family(fam, tmp_path / "a")
+    second = build_family(fam, tmp_path / "b")
+    assert first["sha256"] == second["sha256"]
+    assert first["spec"] == second["spec"] and first["spec"]["tol"] == 1e-4
+    coef, meta = store.load(tmp_path / "a" / fam.file_name, fam)
+    y, m, v = np.array([1.0, -1.0, 1.0]), np.array([0.3, 4.0, -7.0]), np.array([0.2, 9.0, 100.0])
+    lik = fam.make_likelihood()
+    h = np.array([table_log_ratio(coef, meta, *q) for q in zip(y, m, v)])
+    np.testing.assert_allclose(np.exp(h) * np.sqrt(v), tilted.qp_std(lik, y, m, v), rtol=1e-4)
+
+
+def test_builder_check_accepts_the_shipped_files(capsys):
+    from lookup_tables.build import main
+
+    assert main(["--check"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("ok ") == len(all_families())
