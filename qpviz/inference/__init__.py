@@ -11,14 +11,16 @@ Modules:
 * :mod:`.ep`: the shared EP/QP loop (sequential rank-one or parallel) and the evidence, eq. 4;
 * :mod:`.vb`, :mod:`.laplace`, :mod:`.mcmc`: the other methods;
 * :mod:`.posterior`: the posterior objects and predictions (probabilities, App. H counts);
-* :mod:`.metrics`: test error and negative test log-likelihood (QP paper sec. 6).
+* :mod:`.metrics`: test error and negative test log-likelihood (QP paper sec. 6);
+* :mod:`.compare`: every method on the same data, side by side (``compare_methods``).
 """
 from __future__ import annotations
 
+from qpviz.inference.compare import Comparison, compare_methods
 from qpviz.inference.ep import ConvergenceWarning
 from qpviz.inference.fit import METHODS, fit, optimise_hyperparameters
 from qpviz.inference.posterior import GPPosterior, SamplePosterior
 from qpviz.inference.prior import DensePrior
 
 __all__ = ["fit", "optimise_hyperparameters", "METHODS", "GPPosterior", "SamplePosterior", "DensePrior",
-           "ConvergenceWarning"]
+           "ConvergenceWarning", "compare_methods", "Comparison"]
