@@ -33,13 +33,12 @@ from qpviz.explorer import LIKELIHOOD_NAMES  # noqa: E402
 
 #: Arms window.__latency, a promise of {numbers, plots} in ms after the next keydown.
 ARM_JS = """() => { window.__latency = new Promise((resolve, reject) => {
-    const models = () => [...Bokeh.documents[0].all_models];
-    const title = () => { const t = models().filter(m => m.constructor.__name__ === 'Title'
-                                                      && (m.text || '').startsWith('(a) densities'));
-                          return t.length ? t[t.length - 1].text : null; };
-    const numbers = () => { const n = models().filter(m => (m.css_classes || []).includes('qpviz-numbers'));
-                            return n.length ? n[0].text : null; };
-    const title0 = title(), numbers0 = numbers();
+    // find the two watched models once: scanning all models every frame would itself cost frames
+    const models = [...Bokeh.documents[0].all_models];
+    const titles = models.filter(m => m.constructor.__name__ === 'Title' && (m.text || '').startsWith('(a) densities'));
+    const title = titles[titles.length - 1];
+    const numbers = models.find(m => (m.css_classes || []).includes('qpviz-numbers'));
+    const title0 = title.text, numbers0 = numbers.text;
     let t0 = null, tNumbers = null;
     window.addEventListener('keydown', () => { t0 = performance.now(); }, {once: true, capture: true});
     const deadline = performance.now() + 20000;
@@ -47,8 +46,8 @@ ARM_JS = """() => { window.__latency = new Promise((resolve, reject) => {
         const now = performance.now();
         if (now > deadline) { reject(new Error('no update within 20 s')); return; }
         if (t0 !== null) {
-            if (tNumbers === null && numbers() !== numbers0) tNumbers = now;
-            if (tNumbers !== null && title() !== title0) {
+            if (tNumbers === null && numbers.text !== numbers0) tNumbers = now;
+            if (tNumbers !== null && title.text !== title0) {
                 requestAnimationFrame(() => resolve({numbers: tNumbers - t0, plots: performance.now() - t0}));
                 return;
             }
