@@ -114,7 +114,7 @@ def numbers_markdown(summary: dict, show_ep: bool, show_qp: bool) -> str:
         for key, label in (
             ("var", "variance"),
             ("w2", "W2 to tilted"),
-            ("kl", "KL(tilted, .)"),
+            ("kl", "KL(tilted ‖ ·)"),
             ("site_mean", "site mean"),
             ("site_var", "site variance"),
         ):
@@ -193,9 +193,8 @@ class ProjectionExplorer(pn.viewable.Viewer):
                 ok = self.state.update(**changes)
             except Exception as exc:  # never let a callback error reach the browser console
                 self.state.error = f"unexpected error: {exc}"
-                return False
-            if ok:
-                self._refresh_widgets()
+                ok = False
+            self._refresh_widgets()  # sliders and selects show the last good (or adjusted) input
         return ok
 
     def _on_likelihood(self, event) -> None:
@@ -237,8 +236,8 @@ class ProjectionExplorer(pn.viewable.Viewer):
         self.alert.object = self.state.error
         self.alert.visible = bool(self.state.error)
 
-
     def _on_tap(self, x=None, y=None) -> None:
+        """Tap stream subscriber: move the cavity to the clicked (mean, std), clipped to the map."""
         if x is None or y is None:
             return
         lo, hi = explorer.STD_RANGE
