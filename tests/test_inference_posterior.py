@@ -108,3 +108,17 @@ def test_every_likelihood_with_every_method(name, params, kind, method, rng):
     assert np.all(np.isfinite(m)) and np.all(v > 0)
     if method != "mcmc":
         assert np.isfinite(post.log_marginal_likelihood)
+
+
+def test_evaluate_counts_and_real_values(rng):
+    X = np.linspace(0, 4, 30)[:, None]
+    counts = rng.poisson(np.exp(0.5 + 0.5 * np.sin(X[:, 0]))).astype(float)
+    post = fit(X, counts, "poisson_exp", kernels.RBF(1.0, 1.0))
+    m, v = post.predict_f(X[:5])
+    scores = evaluate(post, X[:5], counts[:5])
+    assert scores["test_error"] == pytest.approx(np.mean(np.abs(counts[:5] - np.exp(m + v / 2)) / 2))
+    real = np.sin(X[:, 0]) + 0.1 * rng.normal(size=30)
+    post = fit(X, real, qpviz.likelihood("gaussian", variance=0.01), kernels.RBF(1.0, 1.0))
+    m, v = post.predict_f(X[:5])
+    scores = evaluate(post, X[:5], real[:5])
+    assert scores["ntll"] == pytest.approx(-np.mean(stats.norm.logpdf(real[:5], m, np.sqrt(v + 0.01))), rel=1e-10)

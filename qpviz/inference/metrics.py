@@ -3,7 +3,8 @@
 * test error TE = (sum_i |y_*i - yhat_*i| / 2) / m, with yhat the predicted label (predictive
   probability thresholded at 1/2) for classification, and the mode of the negative binomial of
   App. H for Poisson-square counts (the paper does not spell out TE for counts; this is the
-  same formula applied to the predicted count);
+  same formula applied to the predicted count); for Poisson-exp counts yhat is the predictive
+  mean exp(m + v/2) and for real-valued y the latent predictive mean;
 * negative test log-likelihood NTLL = -(sum_i log q(y_*i | x_*i)) / m;
 * ``marginal_distances``: how far a Gaussian approximation's latent marginals are from a
   reference (the MCMC posterior): RMS differences of means and of standard deviations, and the
@@ -46,8 +47,11 @@ def evaluate(posterior, X_test, y_test) -> dict:
         y_hat = predicted_labels(posterior.predict_proba(X_test))
     elif lik.name == "poisson_square":
         y_hat = posterior.predict_count_mode(X_test)
+    elif lik.name == "poisson_exp":
+        mean, var = posterior.predict_f(X_test)
+        y_hat = np.exp(mean + 0.5 * var)  # predictive mean count E[exp(f)]
     else:
-        y_hat = posterior.predict_f(X_test)[0]
+        y_hat = posterior.predict_f(X_test)[0]  # real-valued y: the predictive mean
     return {
         "test_error": test_error(y_test, y_hat),
         "ntll": negative_test_log_likelihood(posterior.predictive_log_density(X_test, y_test)),
