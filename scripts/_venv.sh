@@ -1,6 +1,6 @@
 # Shared by scripts/serve and scripts/test (sourced, not run): make sure ./.venv exists with
 # Python >= 3.11 and holds qpviz installed in editable mode with the extras in $QPVIZ_EXTRAS.
-# Re-runs are fast: pip runs again only when pyproject.toml or the extras change.
+# Re-runs are fast: pip runs again only when pyproject.toml changed since the last install.
 # Usage: QPVIZ_EXTRAS="test" source scripts/_venv.sh   (run from the repository root)
 
 find_python() {
@@ -38,12 +38,15 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import sys; sys.exit(sys.
     make_venv
 fi
 
-stamp=".venv/.qpviz-install-stamp"
-want="$(cat pyproject.toml) extras=${QPVIZ_EXTRAS:-}"
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+# One stamp per install kind, holding the pyproject.toml it was made from. The test install
+# (qpviz[test]) also satisfies the runtime one, so serve after test does not reinstall.
+want="$(cat pyproject.toml)"
+kind="${QPVIZ_EXTRAS:-runtime}"
+installed() { [ -f ".venv/.qpviz-installed-$1" ] && [ "$(cat ".venv/.qpviz-installed-$1")" = "$want" ]; }
+if ! installed "$kind" && ! { [ "$kind" = runtime ] && installed test; }; then
     spec="."
     [ -z "${QPVIZ_EXTRAS:-}" ] || spec=".[${QPVIZ_EXTRAS}]"
     .venv/bin/python -m pip install --disable-pip-version-check -q --upgrade pip
     .venv/bin/python -m pip install --disable-pip-version-check -q -e "$spec"
-    printf '%s' "$want" >"$stamp"
+    printf '%s' "$want" >".venv/.qpviz-installed-$kind"
 fi
