@@ -11,6 +11,7 @@ its marker. Clicking the map moves the cavity (HoloViews Tap stream).
 from __future__ import annotations
 
 import holoviews as hv
+import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh backend that .opts() needs)
 import numpy as np
 import panel as pn
 import param
@@ -342,9 +343,14 @@ class ProjectionExplorer(pn.viewable.Viewer):
 
     def map_image(self, likelihood, gaussian_variance, step_eps, student_t, laplace_scale, y) -> hv.Image:
         """View (d): the var_QP/var_EP map for the current likelihood and y (not the cavity)."""
-        data = cached_ratio_map(likelihood, gaussian_variance, step_eps, student_t, laplace_scale, float(y))
+        try:
+            data = cached_ratio_map(likelihood, gaussian_variance, step_eps, student_t, laplace_scale, float(y))
+            title = f"(d) var_QP / var_EP for {likelihood}, y = {float(y):g} (click to move the cavity)"
+        except Exception as exc:  # shown on the page, never raised into the browser
+            self.state.error = f"the var_QP/var_EP map could not be computed: {exc}"
+            data = {"means": np.array(explorer.MEAN_RANGE), "stds": np.array(explorer.STD_RANGE), "ratio": np.full((2, 2), np.nan)}
+            title = f"(d) var_QP / var_EP for {likelihood}, y = {float(y):g}: not available"
         image = hv.Image((data["means"], data["stds"], data["ratio"]), ["cavity mean m", "cavity std s"], "var_QP / var_EP")
-        title = f"(d) var_QP / var_EP for {likelihood}, y = {float(y):g} (click to move the cavity)"
         return image.opts(
             cmap="cividis", colorbar=True, tools=["hover", "tap"], title=title, height=330, responsive=True,
             min_width=360, toolbar="above", hooks=[self._add_marker],

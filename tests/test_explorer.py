@@ -297,3 +297,16 @@ def test_page_projector_mode_enlarges_fonts(explorer_page):
     assert explorer_page._controls.styles["font-size"] == "150%"
     explorer_page.projector_toggle.value = False
     assert explorer_page.figures["densities"].title.text_font_size == "13px"
+
+
+def test_page_map_failure_is_shown_not_raised(explorer_page, monkeypatch):
+    projection_explorer = pytest.importorskip("projection_explorer")
+
+    def broken(*args):
+        raise ValueError("table file damaged")
+
+    monkeypatch.setattr(projection_explorer, "cached_ratio_map", broken)
+    image = explorer_page.map_image("probit", 1.0, 0.1, "nu=3, scale=1", 1.0, 1.0)
+    assert "not available" in image.opts.get().kwargs["title"]
+    assert np.isnan(image.dimension_values(2)).all()
+    assert "table file damaged" in explorer_page.alert.object and explorer_page.alert.visible
