@@ -66,13 +66,15 @@ class Step(Likelihood):
     name = "step"
     kind = KIND
     support = "binary"
-    log_concave = True  # piecewise constant: never gives negative EP site precisions
 
     def __init__(self, eps: float = 0.0):
         eps = float(as_float_array(eps, "eps"))
         if not (0.0 <= eps < 0.5):
             raise ValueError(f"eps (label-noise probability) must be in [0, 0.5); got {eps!r}")
         self.eps = eps
+        # eps = 0 is a truncation (log-concave); eps > 0 mixes two levels, and its tilted
+        # distribution can be wider than the cavity (negative EP site precision)
+        self.log_concave = eps == 0.0
 
     @property
     def params(self):
