@@ -80,12 +80,18 @@ def test_shared_link_reopens_the_same_view(explorer: Page, app_url: str):
     handle.focus()
     handle.press("ArrowLeft")
     wait_for_title(explorer, "(a) densities: poisson_exp, y = 1, m = 0.50, s = 1.45")
+    explorer.get_by_role("button", name="EP", exact=True).click()  # hide EP
+    method_table = explorer.locator(".qpviz-numbers table").nth(1)
+    expect(method_table).not_to_contain_text("EP", timeout=TIMEOUT_MS)
     explorer.wait_for_url(re.compile(r"[?&]s=1\.45"), timeout=TIMEOUT_MS)  # the URL follows the view
+    explorer.wait_for_url(re.compile(r"[?&]show="), timeout=TIMEOUT_MS)
     shared = explorer.url
     assert shared.startswith(app_url + "?")
     explorer.goto(shared)
     wait_for_title(explorer, "(a) densities: poisson_exp, y = 1, m = 0.50, s = 1.45")
     wait_for_title(explorer, "(d) var_QP / var_EP for poisson_exp")
+    expect(method_table).to_contain_text("QP", timeout=TIMEOUT_MS)
+    expect(method_table).not_to_contain_text("EP")
 
 
 def test_bad_typed_value_shows_a_message_and_keeps_the_view(explorer: Page):
