@@ -27,7 +27,7 @@ from qpviz.tables.families import (
     mean_unmap,
 )
 
-__all__ = ["LAYOUT", "fit_table", "pack", "table_log_ratio"]
+__all__ = ["LAYOUT", "fit_table", "pack", "table_coordinates", "table_value", "table_log_ratio"]
 
 LAYOUT = 1.0
 META_HEADER = 8
@@ -83,10 +83,10 @@ def _g(u):
 
 
 @njit(**NUMBA_OPTIONS)
-def table_log_ratio(coef, meta, y, m, v):
-    """log(sigma_QP / sqrt(v)) from the packed tables, or NaN where they do not cover (y, m, v)."""
+def table_coordinates(meta, y, m, v):
+    """(k, A, b): the table index and mapped coordinates of (y, m, v); k = -1 if not covered."""
     if meta.size < META_HEADER or meta[0] != LAYOUT:
-        return np.nan
+        return -1, 0.0, 0.0
     fold = int(meta[1])
     k = 0
     if fold == FOLD_BINARY:
@@ -95,18 +95,38 @@ def table_log_ratio(coef, meta, y, m, v):
         t = abs(m - y)
     else:
         if not (y >= 0.0 and y < meta[2]):  # counts 0 .. n_tables - 1
-            return np.nan
+            return -1, 0.0, 0.0
         k = int(y)
         t = abs(m) if fold == FOLD_COUNT_EVEN else m  # FOLD_COUNT: t = m
     b = 0.5 * math.log(v)
     if not (t >= meta[3] and t <= meta[4] and b >= meta[5] - B_SLACK and b <= meta[6] + B_SLACK):
-        return np.nan
+        return -1, 0.0, 0.0
     block = META_HEADER + TABLE_BLOCK * k
     t_c = meta[block]
     w = meta[block + 1]
-    d = math.sqrt(v + w * w)
-    g_lo = _g((meta[3] - t_c) / d)
-    g_hi = _g((meta[4] - t_c) / d)
-    a = (_g((t - t_c) / d) - g_lo) / (g_hi - g_lo)
+    inv_d = 1.0 / math.sqrt(v + w * w)
+    g_hi = _g((meta[4] - t_c) * inv_d)
+    # g is odd (exactly, in floating point too): skip its evaluation on symmetric domains
+    if meta[3] == t_c:
+        g_lo = 0.0
+    elif meta[3] - t_c == t_c - meta[4]:
+        g_lo = -g_hi
+    else:
+        g_lo = _g((meta[3] - t_c) * inv_d)
+    return k, (_g((t - t_c) * inv_d) - g_lo) / (g_hi - g_lo), b
+
+
+@njit(**NUMBA_OPTIONS)
+def table_value(coef, meta, k, a, b):
+    """h = log(sigma_QP / s) of table k at mapped coordinates (A, b) (NaN: uncovered patch)."""
+    block = META_HEADER + TABLE_BLOCK * k
     return tree_eval(meta, int(meta[block + 2]), coef, int(meta[block + 3]), a, b)
 
+
+@njit(**NUMBA_OPTIONS)
+def table_log_ratio(coef, meta, y, m, v):
+    """log(sigma_QP / sqrt(v)) from the packed tables, or NaN where they do not cover (y, m, v)."""
+    k, a, b = table_coordinates(meta, y, m, v)
+    if k < 0:
+        return np.nan
+    return table_value(coef, meta, k, a, b)

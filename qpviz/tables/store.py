@@ -75,6 +75,7 @@ def save(path: Path, family: TableFamily, coef: np.ndarray, meta: np.ndarray, st
         "stats": stats,
     }
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as fh:
         np.savez_compressed(fh, meta=meta, header=np.array(json.dumps(header, sort_keys=True)), **_encode(coef))
@@ -84,7 +85,8 @@ def save(path: Path, family: TableFamily, coef: np.ndarray, meta: np.ndarray, st
 
 def _encode(coef: np.ndarray) -> dict[str, np.ndarray]:
     """coef as {int mask bits, int32 byte planes, float64 rest} (lossless; see module docstring)."""
-    quanta = coef / QUANTUM
+    with np.errstate(over="ignore"):  # huge values become inf quanta: stored as floats
+        quanta = coef / QUANTUM
     is_int = (quanta == np.round(quanta)) & (np.abs(quanta) < 2.0**31) & ~((coef == 0) & np.signbit(coef))  # -0.0 stays a float
     ints = quanta[is_int].astype("<i4")
     planes = ints.view(np.uint8).reshape(-1, 4).T.copy()
