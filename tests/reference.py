@@ -192,6 +192,28 @@ def _gauss_legendre(n):
     return nodes, weights, smat
 
 
+def _antiderivative_row(t):
+    """[int_-1^t L_j(s) ds for each Gauss-Legendre node j] at any t in [-1, 1] (L_j: Lagrange basis)."""
+    nodes, weights, _ = _gauss_legendre(GL_NODES)
+    p_nodes = _legendre_at_nodes(GL_NODES)
+    p_t = [mp.mpf(1), t]
+    for k in range(1, GL_NODES):  # Bonnet's recurrence
+        p_t.append(((2 * k + 1) * t * p_t[k] - k * p_t[k - 1]) / (k + 1))
+    row = []
+    for j in range(GL_NODES):
+        acc = (t + 1) / 2
+        for k in range(1, GL_NODES):
+            acc += p_nodes[j][k] * (p_t[k + 1] - p_t[k - 1]) / 2
+        row.append(weights[j] * acc)
+    return row
+
+
+@lru_cache(maxsize=None)
+def _legendre_at_nodes(n):
+    nodes, _, _ = _gauss_legendre(n)
+    return [[mp.legendre(k, t) for k in range(n + 1)] for t in nodes]
+
+
 def _panel(func, a, b):
     nodes, weights, _ = _gauss_legendre(GL_NODES)
     half = (b - a) / 2
@@ -286,6 +308,7 @@ class TiltedReference:
         lo_i = max(keep[0] - 1, 0)
         hi_i = min(keep[-1] + 1, len(grid) - 1)
         self.lower, self.upper = mp.mpf(grid[lo_i]), mp.mpf(grid[hi_i])
+        self.grid, self.grid_logs = grid, logs
         self.log_peak = top
         brk = {grid[lo_i], grid[hi_i], grid[ipeak], self.m}
         brk.update(k for k in kinks(self.name, self.params, self.y))
@@ -310,17 +333,79 @@ class TiltedReference:
         mean = mp.fsum(w * q * x for x, w, q, _ in cum) / z_scaled
         var = mp.fsum(w * q * (x - mean) ** 2 for x, w, q, _ in cum) / z_scaled
         self.mean, self.var = mean, var
+        # sigma_QP by both forms of eq. 7; panels that start (end) where the density jumps from 0
+        # (step with eps = 0) have F ~ c (x - a) there, and phi(Phi^-1(F)) ~ F sqrt(2 log 1/F) is not
+        # polynomial; panels beside a kink have a singularity just beyond it (_truncated_panels):
+        # those panels are re-integrated on sub-panels graded geometrically towards those ends
+        graded = self._truncated_panels()
         qp_cdf = mp.mpf(0)
         qp_u = mp.mpf(0)
-        for x, w, q, fu in cum:
-            u = fu / z_scaled
-            if not 0 < u < 1:  # beyond 40 digits from 0 or 1: q here is < 1e-40 of its peak
+        for k, (x, w, q, fu) in enumerate(cum):
+            if k // GL_NODES in graded:
                 continue
-            zq = _ndtri(u)
-            qp_cdf += w * mp.npdf(zq)
-            qp_u += w * q / z_scaled * (x - mean) * zq
+            dc, du = self._qp_terms(x, w, q, fu / z_scaled)
+            qp_cdf += dc
+            qp_u += du
+        for i, ends in graded.items():
+            dc, du = self._graded_qp(i, ends)
+            qp_cdf += dc
+            qp_u += du
         self.sigma_qp_cdf_form = qp_cdf
         self.sigma_qp_quantile_form = qp_u
+
+    def _qp_terms(self, x, w, q, u):
+        """Contributions of one node to int phi(Phi^-1(F)) df and int (f - mean) Phi^-1(F) q df."""
+        if not 0 < u < 1:  # beyond 40 digits from 0 or 1: q here is < 1e-40 of its peak
+            return mp.mpf(0), mp.mpf(0)
+        zq = _ndtri(u)
+        return w * mp.npdf(zq), w * q / self.z_scaled * (x - self.mean) * zq
+
+    def _truncated_panels(self):
+        """{panel index: set of ends ("left"/"right") to grade towards}: ends where the density
+        jumps from 0 (step with eps = 0), and the likelihood's kinks. At a kink F has a corner,
+        and the analytic continuation of F from one side reaches 0 or 1 just beyond it (e.g. step
+        eps = 0.05: F = 0.95 at the kink, continued to 1 at 0.07), a log singularity of Phi^-1(F)
+        that spoils the convergence of one Gauss-Legendre rule over the whole panel."""
+        out = {}
+        masses = self.panel_mass
+        kink_set = {mp.mpf(k) for k in kinks(self.name, self.params, self.y)}
+        for i, (lo, hi, _, _) in enumerate(self.panels):
+            if masses[i] == 0:
+                continue
+            ends = set()
+            if lo in kink_set or (mp.fsum(masses[:i]) == 0 and self._density(lo) > mp.mpf(10) ** (-30)):
+                ends.add("left")
+            if hi in kink_set or (mp.fsum(masses[i + 1:]) == 0 and self._density(hi) > mp.mpf(10) ** (-30)):
+                ends.add("right")
+            if ends:
+                out[i] = ends
+        return out
+
+    def _graded_qp(self, i, ends, levels=40, order=12):
+        """QP contributions of panel i on sub-panels graded by halving towards the given ends
+        (each sub-panel is as wide as its distance from the end: ``order`` nodes suffice)."""
+        lo, hi, xs, vals = self.panels[i]
+        nodes, weights, _ = _gauss_legendre(order)
+        half, mid = (hi - lo) / 2, (hi + lo) / 2
+        before = mp.fsum(self.panel_mass[:i])
+        if ends == {"left", "right"}:
+            ranges = [(lo, mid, "left"), (mid, hi, "right")]
+        else:
+            ranges = [(lo, hi, next(iter(ends)))]
+        dc_total, du_total = mp.mpf(0), mp.mpf(0)
+        fractions = sorted({mp.mpf(0)} | {mp.mpf(2) ** (-k) for k in range(levels + 1)})
+        for start, stop, toward in ranges:
+            width = stop - start
+            for a, b in zip(fractions[:-1], fractions[1:]):
+                sub_half = (b - a) * width / 2
+                for t, w in zip(nodes, weights):
+                    frac = a + (b - a) * (t + 1) / 2  # distance from the graded end, in widths
+                    x = start + width * frac if toward == "left" else stop - width * frac
+                    inside = half * mp.fsum(r * q for r, q in zip(_antiderivative_row((x - mid) / half), vals))
+                    dc, du = self._qp_terms(x, sub_half * w, self._density(x), (before + inside) / self.z_scaled)
+                    dc_total += dc
+                    du_total += du
+        return dc_total, du_total
 
     # -- CDF at arbitrary points, with relative accuracy in the tails ----------------------
     def _tail(self, x, lower):
@@ -331,6 +416,23 @@ class TiltedReference:
         return self._tails[key]
 
     def _tail_integral(self, x, lower):
+        """Tail beyond x; a further mode beyond x (poisson_square's mirror mode, outside the
+        support when its mass is below 1e-48 of Z) is integrated on panels up to its far side."""
+        x = mp.mpf(x)
+        base = self.log_q_unnormalised(x)
+        beyond = [(g, lq) for g, lq in zip(self.grid, self.grid_logs) if (g < x if lower else g > x)]
+        if beyond:
+            g_best, l_best = max(beyond, key=lambda p: p[1])
+            if l_best > base + 1 and l_best - self.log_peak > -800:
+                far = [g for g, lq in beyond if lq >= l_best - LOG_DROP]
+                end = mp.mpf(min(far) if lower else max(far))
+                pts = sorted({x, mp.mpf(g_best), end})
+                pts += [k for k in map(mp.mpf, kinks(self.name, self.params, self.y)) if pts[0] < k < pts[-1]]
+                middle = _integrate(self._density, sorted(set(pts)))
+                return middle + self._monotone_tail(end, lower)
+        return self._monotone_tail(x, lower)
+
+    def _monotone_tail(self, x, lower):
         sign = -1 if lower else 1
         slope = mp.diff(lambda f: self.log_q_unnormalised(f), x)
         rate = -sign * slope  # > 0 when the density decays away from x

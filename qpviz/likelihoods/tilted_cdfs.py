@@ -132,12 +132,21 @@ def _log_norm_interval(lo, hi, width):
     tail = special.log_ndtr(-a) + _log_diff_exp(0.0, np.minimum(delta, 0.0))
     with np.errstate(divide="ignore"):
         straddle = np.log1p(-(special.ndtr(np.minimum(lo, 0.0)) + special.ndtr(-np.maximum(hi, 0.0))))
-    # a narrow interval (anywhere): Phi(hi) - Phi(lo) = phi(c) w sum_k He_2k(c) (w/2)^2k / (2k+1)!,
-    # c the midpoint (Hermite generating function); 5 terms are exact to rounding when
-    # (w/2)(|c| + 3) < 0.1, where the differences above would cancel
+    # a narrow interval (anywhere): see _log_narrow_interval
     half = 0.5 * np.where(np.isfinite(width), width, 0.0)
     c = np.where(np.isfinite(lo), lo, 0.0) + half
     narrow = np.isfinite(width) & (half * (np.abs(c) + 3.0) < 0.1)
+    series = -0.5 * c * c - 0.5 * _LOG_2PI + _log_narrow_interval(c, half)
+    return np.where(narrow, series, np.where(upper_tail | lower_tail, tail, straddle))
+
+
+def _log_narrow_interval(c, half):
+    """log[(Phi(c + half) - Phi(c - half)) / phi(c)] = log(2 half sum_k He_2k(c) half^2k / (2k+1)!).
+
+    The Hermite generating function exp(-c t - t^2/2) = sum_n He_n(-c) t^n / n! integrated over
+    [-half, half]; five terms are exact to rounding where half (|c| + 3) < 0.1, where a
+    difference of two CDF values would cancel.
+    """
     c2, h2 = c * c, half * half
     hermite = (
         1.0
@@ -146,9 +155,27 @@ def _log_norm_interval(lo, hi, width):
         + (((c2 - 15.0) * c2 + 45.0) * c2 - 15.0) * h2**3 / 5040.0
         + ((((c2 - 28.0) * c2 + 210.0) * c2 - 420.0) * c2 + 105.0) * h2**4 / 362880.0
     )
-    with np.errstate(divide="ignore", invalid="ignore"):  # (only the narrow entries are used)
-        series = -0.5 * c2 - 0.5 * _LOG_2PI + np.log(2.0 * half) + np.log(hermite)
-    return np.where(narrow, series, np.where(upper_tail | lower_tail, tail, straddle))
+    with np.errstate(divide="ignore", invalid="ignore"):  # (callers use only the narrow entries)
+        return np.log(2.0 * half) + np.log(hermite)
+
+
+def _log_interval_over_tail(a, d):
+    """log[(Phi(a + d) - Phi(a)) / Phi(-a)] for a >= 0, d >= 0, without forming either tail.
+
+    With Mills(t) = Phi(-t)/phi(t): = log(1 - exp(Delta)), Delta = log Phi(-a-d) - log Phi(-a)
+    = -d (2a + d)/2 + log Mills(a + d) - log Mills(a); for a narrow interval the Hermite series
+    around the midpoint c = a + d/2 instead: phi(c)/Phi(-a) = exp(-(d/2)(2a + d/2)/2)/Mills(a).
+    """
+    half = 0.5 * d
+    c = a + half
+    narrow = half * (c + 3.0) < 0.1
+    with np.errstate(invalid="ignore", over="ignore"):
+        delta = -0.5 * d * (2.0 * a + d) + _log_mills(a + d) - _log_mills(a)
+    delta = np.where(np.isinf(d), -np.inf, delta)
+    wide = _log_diff_exp(0.0, np.minimum(delta, 0.0))
+    with np.errstate(invalid="ignore", over="ignore"):  # (d = inf only reaches the wide branch)
+        series = -0.5 * half * (2.0 * a + half) - _log_mills(a) + _log_narrow_interval(c, half)
+    return np.where(narrow, series, wide)
 
 
 # -- probit --------------------------------------------------------------------------------
@@ -283,8 +310,9 @@ def step_tilted_cdf(x, y, m, v, eps, upper: bool = False) -> np.ndarray:
         Z (1 - F(x)) = (1 - eps) Phi(-a) + eps [Phi(a) - Phi(h)]   (x < 0).
 
     y = -1 follows from f -> -f: F(x; -1, m) = 1 - F(-x; +1, -m). All sums are of positive
-    terms, formed in log space (Z can be as small as Phi(-200) when eps = 0), and
-    Phi(h) - Phi(a) is formed without cancellation by ``_log_norm_interval``.
+    terms, formed in log space and, where a >= 0, relative to Phi(-a) (Z can be as small as
+    Phi(-200) when eps = 0): Phi(-h)/Phi(-a) and (Phi(h) - Phi(a))/Phi(-a) come from Mills
+    ratios and a Hermite series (``_log_interval_over_tail``), never from differences of logs.
     """
     what = "step_tilted_cdf"
     x, y, m, v = _prepare(x, y, m, v, what)
@@ -304,20 +332,34 @@ def step_tilted_cdf(x, y, m, v, eps, upper: bool = False) -> np.ndarray:
     a = -ms / s
     with np.errstate(invalid="ignore", over="ignore"):
         h = (xs - ms) / s
-    log_z = np.logaddexp(log_eps + special.log_ndtr(a), log_keep + special.log_ndtr(-a))
     xa = np.where(np.isfinite(xs), xs, 0.0)
+    d = xa / s  # = h - a, formed without cancellation
+    # where (1 - eps) Phi(-a) dominates Z and a >= 0, every term is scaled by Phi(-a) (Z can be as
+    # small as Phi(-200) when eps = 0): tails at h and a are then compared through their Mills
+    # ratios, never through their logs
+    a_pos = (a >= 0) & (log_keep + special.log_ndtr(-a) >= log_eps + special.log_ndtr(a))
+    ref = np.where(a_pos, special.log_ndtr(-a), 0.0)
+    tail_a = np.where(a_pos, 0.0, special.log_ndtr(-a))  # log Phi(-a) - ref
+    head_a = special.log_ndtr(a) - ref  # log Phi(a) - ref
+    with np.errstate(invalid="ignore", over="ignore"):
+        ratio = -0.5 * d * (h + a) + _log_mills(h) - _log_mills(a)  # log Phi(-h)/Phi(-a), h, a >= 0
+    tail_h = np.where(a_pos & (h >= 0), np.where(np.isposinf(h), -np.inf, ratio), special.log_ndtr(-h) - ref)
+    log_z = np.logaddexp(log_eps + head_a, log_keep + tail_a)
     # lower: x <= 0 -> eps Phi(h); x > 0 -> eps Phi(a) + (1-eps) (Phi(h) - Phi(a))
-    low_left = log_eps + special.log_ndtr(h)
-    low_right = np.logaddexp(
-        log_eps + special.log_ndtr(a),
-        log_keep + _log_norm_interval(a, np.maximum(h, a), np.maximum(xa, 0.0) / s),
+    low_left = log_eps + special.log_ndtr(h) - ref
+    d_pos = np.maximum(np.where(np.isfinite(xs), d, np.inf), 0.0)
+    interval = np.where(
+        a_pos,
+        _log_interval_over_tail(np.maximum(a, 0.0), d_pos),
+        _log_norm_interval(a, np.maximum(h, a), d_pos),
     )
+    low_right = np.logaddexp(log_eps + head_a, log_keep + interval)
     log_lower = np.where(xs <= 0, low_left, low_right)
     # upper: x >= 0 -> (1-eps) Phi(-h); x < 0 -> (1-eps) Phi(-a) + eps (Phi(a) - Phi(h))
-    up_right = log_keep + special.log_ndtr(-h)
+    up_right = log_keep + tail_h
     up_left = np.logaddexp(
-        log_keep + special.log_ndtr(-a),
-        log_eps + _log_norm_interval(np.minimum(h, a), a, np.maximum(-xa, 0.0) / s),
+        log_keep + tail_a,
+        log_eps + _log_norm_interval(np.minimum(h, a), a, np.maximum(-d, 0.0)) - ref,
     )
     log_upper = np.where(xs >= 0, up_right, up_left)
     with np.errstate(invalid="ignore"):
