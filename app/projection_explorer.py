@@ -35,6 +35,9 @@ COLOURS = {
 DASHES = {"cavity": "dashed", "likelihood": "dotted", "tilted": "solid", "ep": "dashdot", "qp": "solid"}
 LABELS = {"cavity": "cavity", "likelihood": "likelihood (scaled)", "tilted": "tilted", "ep": "EP (KL)", "qp": "QP (W2)"}
 
+#: The real-y slider spans +-Y_SLIDER_LIMIT; typed values may go up to +-explorer.MAX_ABS_REAL_Y.
+Y_SLIDER_LIMIT = 10.0
+
 PARAMETER_WIDGETS = {"gaussian": "gaussian_variance", "step": "step_eps", "student_t": "student_t", "laplace": "laplace_scale"}
 PARAMETER_LABELS = {
     "gaussian_variance": "noise variance",
@@ -145,9 +148,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
         }
         self.y_label = pn.widgets.RadioButtonGroup(label="label y", options={"-1": -1.0, "+1": 1.0}, value=1.0)
         self.y_count = PromptIntSlider(label="count y", start=0, end=config.MAX_TABLE_COUNT, value=1)
-        self.y_real = PromptFloatSlider(
-            label="observation y", start=-explorer.MAX_ABS_REAL_Y, end=explorer.MAX_ABS_REAL_Y, step=0.05, value=0.0
-        )
+        self.y_real = PromptFloatSlider(label="observation y", start=-Y_SLIDER_LIMIT, end=Y_SLIDER_LIMIT, step=0.05, value=0.0)
         self.y_text = pn.widgets.TextInput(label="type y (Enter)", placeholder="e.g. 2.5")
         self.mean_slider = PromptFloatSlider(
             label="cavity mean m", start=explorer.MEAN_RANGE[0], end=explorer.MEAN_RANGE[1], step=0.05, value=s.cavity_mean,
@@ -226,7 +227,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
                 self.y_label.value = s.y
             elif support == "count" and s.y <= self.y_count.end:
                 self.y_count.value = int(s.y)
-            elif support == "real":
+            elif support == "real" and abs(s.y) <= Y_SLIDER_LIMIT:
                 self.y_real.value = float(s.y)
             self.mean_slider.value = s.cavity_mean
             self.std_slider.value = s.cavity_std

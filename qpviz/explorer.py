@@ -74,19 +74,12 @@ MAP_SHAPE = (41, 40)
 
 def parse_number(value, name: str) -> float:
     """``value`` (a number or typed text) as a finite float, or a message saying what to type."""
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be a number, got {value!r}")
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            number = float(text)
-        except ValueError:
-            raise TypeError(f"{name} must be a number such as 1.5; got {value!r}") from None
-    else:
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            raise TypeError(f"{name} must be a number such as 1.5; got {value!r}") from None
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        number = float(value)  # also parses text such as " -1.25 "
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a number such as 1.5; got {value!r}") from None
     if not math.isfinite(number):
         raise ValueError(f"{name} must be finite; got {value!r}")
     return number

@@ -204,6 +204,17 @@ def test_typed_text_is_parsed():
     state = ExplorerState()
     assert state.update(cavity_mean=" -1.25 ", cavity_std="0.8")
     assert (state.cavity_mean, state.cavity_std) == (-1.25, 0.8)
+    with pytest.raises(TypeError, match="must be a number"):
+        explorer.parse_number(True, "y")
+
+
+def test_page_typed_y_beyond_the_slider_is_accepted(explorer_page):
+    explorer_page.likelihood.value = "laplace"
+    explorer_page.y_text.value = "25"
+    assert explorer_page.state.y == 25.0 and not explorer_page.alert.visible
+    assert "y = 25" in explorer_page.figures["densities"].title.text
+    explorer_page.y_text.value = "60"
+    assert "y must be in [-50, 50]" in explorer_page.alert.object and explorer_page.state.y == 25.0
 
 
 @pytest.mark.parametrize(
