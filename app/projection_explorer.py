@@ -35,6 +35,9 @@ COLOURS = {
 DASHES = {"cavity": "dashed", "likelihood": "dotted", "tilted": "solid", "ep": "dashdot", "qp": "solid"}
 LABELS = {"cavity": "cavity", "likelihood": "likelihood (scaled)", "tilted": "tilted", "ep": "EP (KL)", "qp": "QP (W2)"}
 
+#: Projector mode: larger text inside every control (labels, inputs, options, buttons) and the numbers.
+PROJECTOR_WIDGET_CSS = ":host, :host * { font-size: 20px !important; line-height: 1.3 !important; }"
+
 #: The real-y slider spans +-Y_SLIDER_LIMIT; typed values may go up to +-explorer.MAX_ABS_REAL_Y.
 Y_SLIDER_LIMIT = 10.0
 
@@ -299,7 +302,8 @@ class ProjectionExplorer(pn.viewable.Viewer):
             fig.legend.location = "top_left"
             fig.legend.click_policy = "hide"
             fig.legend.background_fill_alpha = 0.7
-        self.figures["densities"].legend.location = "top_right"
+        densities = self.figures["densities"]
+        densities.add_layout(densities.legend[0], "right")  # five entries: beside the curves, not over them
 
     def _refresh_views(self, *events) -> None:
         """Push the state's current result into the numbers and the figures (views a, b, b', c)."""
@@ -317,7 +321,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
             )
             self.figures["quantiles"].title.text = f"(b) quantile functions: mean = {summary['mean']:.4f}"
             self.figures["qq"].title.text = (
-                f"(b') Q-Q view: sigma_EP = {np.sqrt(summary['var_ep']):.4f}, sigma_QP = {np.sqrt(summary['var_qp']):.4f}"
+                f"(b') Q-Q: σ_EP = {np.sqrt(summary['var_ep']):.4f}, σ_QP = {np.sqrt(summary['var_qp']):.4f}"
             )
             for name, renderers in self.renderers.items():
                 for key, shown in (("ep", s.show_ep), ("qp", s.show_qp)):
@@ -346,7 +350,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
         """View (d): the var_QP/var_EP map for the current likelihood and y (not the cavity)."""
         try:
             data = cached_ratio_map(likelihood, gaussian_variance, step_eps, student_t, laplace_scale, float(y))
-            title = f"(d) var_QP / var_EP for {likelihood}, y = {float(y):g} (click to move the cavity)"
+            title = f"(d) var_QP / var_EP for {likelihood}, y = {float(y):g}"
         except Exception as exc:  # shown on the page, never raised into the browser
             self.state.error = f"the var_QP/var_EP map could not be computed: {exc}"
             data = {"means": np.array(explorer.MEAN_RANGE), "stds": np.array(explorer.STD_RANGE), "ratio": np.full((2, 2), np.nan)}
@@ -402,9 +406,11 @@ class ProjectionExplorer(pn.viewable.Viewer):
     @param.depends("projector", watch=True)
     def _apply_projector_mode(self) -> None:
         size = {"font-size": "150%" if self.projector else "100%"}
-        self._controls.styles = size
         for text in self._texts:
             text.styles = size
+        # widgets draw inside their own shadow DOM: only a stylesheet of their own reaches it
+        for widget in (*self._controls.objects, self.numbers):
+            widget.stylesheets = [PROJECTOR_WIDGET_CSS] if self.projector else []
         self._style_figures()
 
     def _build_controls(self) -> pn.Column:

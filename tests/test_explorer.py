@@ -303,11 +303,14 @@ def test_page_map_tap_moves_the_cavity(explorer_page):
 
 
 def test_page_projector_mode_enlarges_fonts(explorer_page):
+    import projection_explorer
+
     explorer_page.projector_toggle.value = True
     assert explorer_page.figures["densities"].title.text_font_size == "22px"
-    assert explorer_page._controls.styles["font-size"] == "150%"
+    assert explorer_page.mean_slider.stylesheets == [projection_explorer.PROJECTOR_WIDGET_CSS]
     explorer_page.projector_toggle.value = False
     assert explorer_page.figures["densities"].title.text_font_size == "13px"
+    assert explorer_page.mean_slider.stylesheets == []
 
 
 def test_page_map_failure_is_shown_not_raised(explorer_page, monkeypatch):

@@ -51,7 +51,7 @@ def numbers_text(page: Page) -> str:
 
 def test_page_loads_with_every_view(explorer: Page):
     titles = plot_titles(explorer)
-    for prefix in ("(a) densities", "(b) quantile functions", "(b') Q-Q view", "(d) var_QP / var_EP for probit"):
+    for prefix in ("(a) densities", "(b) quantile functions", "(b') Q-Q: σ_EP", "(d) var_QP / var_EP for probit"):
         assert any(t.startswith(prefix) for t in titles), (prefix, titles)
     assert "var_QP / var_EP" in numbers_text(explorer)
     expect(explorer.locator(".katex").first).to_be_visible()  # the formulas are typeset
