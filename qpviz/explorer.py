@@ -24,6 +24,7 @@ import qpviz
 from qpviz import config
 from qpviz.likelihoods.base import Likelihood
 from qpviz.projection import Projection, kl_to_gaussian, qp_variance, w2_to_gaussian
+from qpviz.tilted import tilted_quantile
 
 __all__ = [
     "LIKELIHOOD_NAMES",
@@ -39,7 +40,6 @@ __all__ = [
     "quantiles",
     "summary",
     "ratio_map",
-    "tilted_quantile",
 ]
 
 LIKELIHOOD_NAMES = (
@@ -132,43 +132,6 @@ def normal_pdf(x, mean, var) -> np.ndarray:
     return np.exp(-0.5 * (x - mean) ** 2 / var) / np.sqrt(2.0 * np.pi * var)
 
 
-def tilted_quantile(lik: Likelihood, u, y, cavity_mean, cavity_var, *, mean=None, std=None, points: int = 2001) -> np.ndarray:
-    """F^-1(u) of the tilted distribution for u in (0, 1).
-
-    F is first approximated by the cumulative trapezoid rule of the tilted density q =
-    exp(``lik.tilted_logpdf``) on ``points`` nodes over ``mean`` +- 10 ``std`` (the tilted mean and
-    standard deviation; computed if not given) plus both sides of every kink of p(y|f), and
-    inverted by monotone linear interpolation. Each result is then polished by one Newton step
-    on the exact CDF, x <- x - (F(x) - u) / q(x) with F = ``lik.tilted_cdf``, kept only if it stays
-    within the grid cells around x (so a jump of q, e.g. the step likelihood's, is safe). The
-    first guess is within ~1e-5 std, so one step leaves ~1e-10 std.
-
-    (Written here, not taken from ``qpviz.tilted.tilted_quantile``: that one returned wrong,
-    non-monotone values for u > 1/2 when this page was written; the explorer's tests check
-    F(F^-1(u)) = u.)
-    """
-    u = np.asarray(u, float)
-    if mean is None or std is None:
-        moments = lik.tilted_moments(y, cavity_mean, cavity_var)
-        mean, std = float(moments.mean), math.sqrt(float(moments.var))
-    lo, hi = mean - 10.0 * std, mean + 10.0 * std
-    grid = _with_kinks(np.linspace(lo, hi, points), lik.kinks(y))
-    with np.errstate(under="ignore"):
-        density = np.exp(lik.tilted_logpdf(grid, y, cavity_mean, cavity_var))
-    cdf = np.concatenate(([0.0], np.cumsum(0.5 * (density[1:] + density[:-1]) * np.diff(grid))))
-    cdf /= cdf[-1]
-    # np.interp needs increasing abscissae: keep the first node of every run of equal F values
-    keep = np.concatenate(([True], np.diff(cdf) > 0))
-    cdf, grid = cdf[keep], grid[keep]
-    x = np.interp(u, cdf, grid)
-    k = np.searchsorted(cdf, u)
-    cell_lo, cell_hi = grid[np.clip(k - 2, 0, grid.size - 1)], grid[np.clip(k + 1, 0, grid.size - 1)]
-    with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
-        step = (lik.tilted_cdf(x, y, cavity_mean, cavity_var) - u) / np.exp(lik.tilted_logpdf(x, y, cavity_mean, cavity_var))
-    polished = x - step
-    return np.where(np.isfinite(polished) & (polished >= cell_lo) & (polished <= cell_hi), polished, x)
-
-
 def _with_kinks(x: np.ndarray, kinks) -> np.ndarray:
     """``x`` plus both one-sided neighbours of every kink inside it (a jump stays a jump)."""
     kinks = np.asarray(kinks, float)
@@ -222,7 +185,8 @@ def densities(lik: Likelihood, y, cavity_mean, cavity_std, ep: Projection, qp: P
 def quantiles(lik: Likelihood, y, cavity_mean, cavity_std, ep: Projection, qp: Projection, points: int = QUANTILE_POINTS) -> dict:
     """Panel (b): quantile functions on u = Phi(z), z in [-3.5, 3.5].
 
-    ``tilted`` = F^-1(u); ``ep`` = mu + sigma_EP z; ``qp`` = mu + sigma_QP z. Against z = Phi^-1(u)
+    ``tilted`` = F^-1(u) (``qpviz.tilted.tilted_quantile``); ``ep`` = mu + sigma_EP z;
+    ``qp`` = mu + sigma_QP z. Against z = Phi^-1(u)
     (the Q-Q view) the QP line is the least-squares line through the tilted quantiles, since
     W2^2 = int_0^1 (F^-1(u) - mu - sigma Phi^-1(u))^2 du (QP paper eq. 11) is minimised by
     sigma_QP (eq. 20); the EP line has slope sigma_EP.
@@ -232,7 +196,7 @@ def quantiles(lik: Likelihood, y, cavity_mean, cavity_std, ep: Projection, qp: P
     mean = float(ep.mean)
     ep_std = float(np.sqrt(ep.var))
     qp_std = float(np.sqrt(qp.var))
-    tilted = tilted_quantile(lik, u, y, cavity_mean, cavity_std**2, mean=mean, std=ep_std)
+    tilted = tilted_quantile(lik, u, y, cavity_mean, cavity_std**2)
     return {"u": u, "z": z, "tilted": tilted, "ep": mean + ep_std * z, "qp": mean + qp_std * z}
 
 

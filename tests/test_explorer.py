@@ -148,16 +148,17 @@ def test_qq_view_lines_use_the_tilted_mean_and_each_sigma():
     assert slope == pytest.approx(math.sqrt(s["var_qp"]), rel=1e-2)
 
 
-def test_tilted_quantile_of_a_gaussian_tilted_distribution_is_exact():
-    """Gaussian likelihood: the tilted distribution is N(mu, sigma^2) with the closed-form
-    product of Gaussians, so F^-1(u) = mu + sigma Phi^-1(u)."""
-    lik = qpviz.likelihood("gaussian", variance=0.5)
-    m, v, y = 0.3, 2.0, -1.1
-    var = 1.0 / (1.0 / v + 1.0 / 0.5)
-    mu = var * (m / v + y / 0.5)
-    u = np.array([1e-6, 0.01, 0.3, 0.5, 0.77, 0.99, 1 - 1e-6])
-    expected = mu + math.sqrt(var) * special.ndtri(u)
-    np.testing.assert_allclose(explorer.tilted_quantile(lik, u, y, m, v), expected, rtol=1e-8, atol=1e-9)
+def test_quantiles_of_a_gaussian_tilted_distribution_are_exact():
+    """Gaussian likelihood: the tilted distribution is the product-of-Gaussians N(mu, sigma^2),
+    so F^-1(u) = mu + sigma Phi^-1(u), and the EP and QP lines coincide with it."""
+    state = ExplorerState()
+    assert state.update(likelihood="gaussian", gaussian_variance=0.5, y=-1.1, cavity_mean=0.3, cavity_std=math.sqrt(2.0))
+    var = 1.0 / (1.0 / 2.0 + 1.0 / 0.5)
+    mu = var * (0.3 / 2.0 + -1.1 / 0.5)
+    q = state.result.quantiles
+    expected = mu + math.sqrt(var) * q["z"]
+    for key in ("tilted", "ep", "qp"):
+        np.testing.assert_allclose(q[key], expected, rtol=1e-8, atol=1e-9, err_msg=key)
 
 
 def test_ratio_map_is_at_most_one_and_matches_pointwise_projections():
