@@ -41,6 +41,13 @@ PROJECTOR_WIDGET_CSS = ":host, :host * { font-size: 20px !important; line-height
 #: The real-y slider spans +-Y_SLIDER_LIMIT; typed values may go up to +-explorer.MAX_ABS_REAL_Y.
 Y_SLIDER_LIMIT = 10.0
 
+#: The lines of each Bokeh figure (the Q-Q view draws the tilted quantiles as points).
+CURVES = {
+    "densities": ("cavity", "likelihood", "tilted", "ep", "qp"),
+    "quantiles": ("tilted", "ep", "qp"),
+    "qq": ("ep", "qp"),
+}
+
 PARAMETER_WIDGETS = {"gaussian": "gaussian_variance", "step": "step_eps", "student_t": "student_t", "laplace": "laplace_scale"}
 PARAMETER_LABELS = {
     "gaussian_variance": "noise variance",
@@ -125,8 +132,7 @@ def numbers_markdown(summary: dict, show_ep: bool, show_qp: bool) -> str:
             ("site_mean", "site mean"),
             ("site_var", "site variance"),
         ):
-            source = {"var": "var_{}"}.get(key, key + "_{}")
-            lines.append(f"| {label} | " + " | ".join(_fmt(summary[source.format(m)]) for m, _ in methods) + " |")
+            lines.append(f"| {label} | " + " | ".join(_fmt(summary[f"{key}_{m}"]) for m, _ in methods) + " |")
         positive = [("yes" if summary[f"site_positive_{m}"] else "**no**") for m, _ in methods]
         lines.append("| site precision > 0 | " + " | ".join(positive) + " |")
     return "\n".join(lines)
@@ -268,11 +274,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
     def _build_figures(self) -> None:
         """Bokeh figures for views (a), (b) and (b'), fed by ColumnDataSources that each update
         replaces in place (no re-render: only the new arrays travel to the browser)."""
-        self.sources = {name: ColumnDataSource(data={"x": [], **{k: [] for k in keys}}) for name, keys in (
-            ("densities", ("cavity", "likelihood", "tilted", "ep", "qp")),
-            ("quantiles", ("tilted", "ep", "qp")),
-            ("qq", ("tilted", "ep", "qp")),
-        )}
+        self.sources = {name: ColumnDataSource(data={"x": [], **{k: [] for k in keys}}) for name, keys in CURVES.items()}
         self.qq_points = ColumnDataSource(data={"x": [], "tilted": []})
         self.figures = {
             "densities": figure(x_axis_label="f", y_axis_label="density"),
@@ -280,11 +282,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
             "qq": figure(x_axis_label="Phi^-1(u) (standard normal quantile)", y_axis_label="tilted quantile F^-1(u)"),
         }
         self.renderers = {name: {} for name in self.figures}
-        for name, keys in (
-            ("densities", ("cavity", "likelihood", "tilted", "ep", "qp")),
-            ("quantiles", ("tilted", "ep", "qp")),
-            ("qq", ("ep", "qp")),
-        ):
+        for name, keys in CURVES.items():
             fig = self.figures[name]
             for key in keys:
                 self.renderers[name][key] = fig.line(
@@ -312,9 +310,9 @@ class ProjectionExplorer(pn.viewable.Viewer):
         d, q, summary = result.densities, result.quantiles, result.summary
         with pn.io.hold():
             self.numbers.object = numbers_markdown(summary, s.show_ep, s.show_qp)
-            self.sources["densities"].data = {"x": d["x"], **{k: d[k] for k in ("cavity", "likelihood", "tilted", "ep", "qp")}}
-            self.sources["quantiles"].data = {"x": q["u"], "tilted": q["tilted"], "ep": q["ep"], "qp": q["qp"]}
-            self.sources["qq"].data = {"x": q["z"], "tilted": q["tilted"], "ep": q["ep"], "qp": q["qp"]}
+            self.sources["densities"].data = {"x": d["x"], **{k: d[k] for k in CURVES["densities"]}}
+            self.sources["quantiles"].data = {"x": q["u"], **{k: q[k] for k in CURVES["quantiles"]}}
+            self.sources["qq"].data = {"x": q["z"], **{k: q[k] for k in CURVES["qq"]}}
             self.qq_points.data = {"x": q["z"][::3], "tilted": q["tilted"][::3]}
             self.figures["densities"].title.text = (
                 f"(a) densities: {s.likelihood}, y = {s.y:g}, m = {s.cavity_mean:.2f}, s = {s.cavity_std:.2f}"
