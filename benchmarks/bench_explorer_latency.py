@@ -5,7 +5,10 @@ for every likelihood, presses ArrowRight/ArrowLeft on the cavity-mean slider ``-
 In the page, a capturing keydown listener stamps the press; then every animation frame checks
 the Bokeh document until (1) the numbers pane's text and (2) the density plot's title (which
 changes in the same server message as the curves' data) have changed; one more animation frame
-is waited so the new frame is painted. Prints the median and maximum per likelihood, in ms.
+is waited so the new frame is painted. Prints the median and maximum per likelihood, in ms,
+with the in-process compute time of one update beside them, and the same measurement of a
+minimal Panel page (one slider, one Markdown table, one line plot): this machine's floor at its
+current load.
 
 With ``--startup`` it first measures the app's cold start (every __pycache__ of this checkout
 removed, so numba recompiles its cached kernels) and warm start: time from `panel serve` launch
@@ -16,6 +19,7 @@ Usage: .venv/bin/python benchmarks/bench_explorer_latency.py [--presses 12] [--s
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import sys
@@ -29,7 +33,7 @@ sys.path.insert(0, str(ROOT / "tests" / "browser"))
 from pagetools import CHROMIUM_ARGS, chromium_path, serve_app, stop  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
-from qpviz.explorer import LIKELIHOOD_NAMES  # noqa: E402
+from qpviz.explorer import LIKELIHOOD_NAMES, ExplorerState, compute  # noqa: E402
 
 #: Arms window.__latency, a promise of {numbers, plots} in ms after the next keydown.
 ARM_JS = """() => { window.__latency = new Promise((resolve, reject) => {
@@ -56,6 +60,39 @@ ARM_JS = """() => { window.__latency = new Promise((resolve, reject) => {
     };
     requestAnimationFrame(frame);
 }); }"""
+
+
+#: A minimal Panel app (one slider -> one Markdown table and one 400-point Bokeh line, same page
+#: hooks as the explorer): its latency is this machine's floor for any Panel page.
+BASELINE_APP = """
+import numpy as np
+import panel as pn
+from bokeh.models import ColumnDataSource
+from bokeh.plotting import figure
+
+
+class Slider(pn.widgets.FloatSlider):
+    _debounce = 0
+
+
+slider = Slider(start=-8, end=8, step=0.05, value=0.5, css_classes=["qpviz-mean"])
+numbers = pn.pane.Markdown("| m |\\n|---|\\n| 0.5 |", css_classes=["qpviz-numbers"])
+x = np.linspace(-5, 5, 400)
+source = ColumnDataSource(data={"x": x, "y": np.exp(-(x - 0.5) ** 2)})
+fig = figure(height=330, sizing_mode="stretch_width", title="(a) densities: baseline, m = 0.50")
+fig.line("x", "y", source=source)
+
+
+def move(event):
+    with pn.io.hold():
+        source.data = {"x": x, "y": np.exp(-(x - event.new) ** 2)}
+        numbers.object = f"| m |\\n|---|\\n| {event.new:.2f} |"
+        fig.title.text = f"(a) densities: baseline, m = {event.new:.2f}"
+
+
+slider.param.watch(move, "value")
+pn.Row(slider, pn.Column(numbers, fig, sizing_mode="stretch_width")).servable()
+"""
 
 
 def wait_loaded(page, timeout_ms: int = 300_000) -> None:
@@ -89,7 +126,58 @@ def clear_pycache() -> int:
     return removed
 
 
-def measure_latency(playwright, presses: int) -> None:
+def compute_ms(name: str, repeats: int = 10) -> float:
+    """Median in-process time of one cavity move's computation (explorer.compute), in ms."""
+    state = ExplorerState(likelihood=name)
+    lik = state.likelihood_object()
+    compute(lik, state.y, state.cavity_mean, state.cavity_std)  # compile / warm up
+    times = []
+    for i in range(repeats):
+        start = time.perf_counter()
+        compute(lik, state.y, state.cavity_mean + 0.05 * (i % 2), state.cavity_std)
+        times.append(1000 * (time.perf_counter() - start))
+    return statistics.median(times)
+
+
+def press_and_measure(page, presses: int) -> tuple[list[float], list[float]]:
+    """Latencies (numbers, plots) in ms of ``presses`` alternating arrow presses on the mean slider."""
+    handle = page.locator(".qpviz-mean .noUi-handle")
+    handle.focus()
+    numbers, plots = [], []
+    for i in range(presses):
+        page.evaluate(ARM_JS)
+        handle.press("ArrowRight" if i % 2 == 0 else "ArrowLeft")
+        result = page.evaluate("() => window.__latency")
+        numbers.append(result["numbers"])
+        plots.append(result["plots"])
+    return numbers, plots
+
+
+def row(name: str, numbers: list[float], plots: list[float], compute: str) -> str:
+    return (f"{name:16s} {statistics.median(numbers):15.1f} {max(numbers):12.1f} "
+            f"{statistics.median(plots):13.1f} {max(plots):10.1f} {compute:>8s}")
+
+
+def measure_baseline(playwright, presses: int) -> str:
+    """The same measurement on BASELINE_APP (served from a temporary folder)."""
+    folder = Path(tempfile.mkdtemp())
+    (folder / "app").mkdir()
+    (folder / "app" / "main.py").write_text(BASELINE_APP)
+    process, url = serve_app(folder / "serve.log", cwd=folder)
+    try:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1500, "height": 1200})
+        page.goto(url)
+        wait_loaded(page)
+        numbers, plots = press_and_measure(page, presses)
+        browser.close()
+    finally:
+        stop(process)
+        shutil.rmtree(folder, ignore_errors=True)
+    return row("(minimal page)", numbers, plots, "-")
+
+
+def measure_latency(playwright, presses: int, baseline: bool) -> None:
     log = Path(tempfile.mkdtemp()) / "serve.log"
     process, url = serve_app(log)
     try:
@@ -99,7 +187,8 @@ def measure_latency(playwright, presses: int) -> None:
         page.on("pageerror", lambda error: errors.append(str(error)))
         page.goto(url)
         wait_loaded(page)
-        print(f"{'likelihood':16s} {'numbers median':>15s} {'numbers max':>12s} {'plots median':>13s} {'plots max':>10s}  (ms, {presses} presses)")
+        print(f"{'likelihood':16s} {'numbers median':>15s} {'numbers max':>12s} {'plots median':>13s} {'plots max':>10s}"
+              f" {'compute':>8s}  (ms; {presses} presses; compute = server-side explorer.compute, in-process)")
         for name in LIKELIHOOD_NAMES:
             page.locator(".qpviz-likelihood select").select_option(name)
             page.wait_for_function(
@@ -108,37 +197,34 @@ def measure_latency(playwright, presses: int) -> None:
                 arg=name, timeout=120_000,
             )
             page.wait_for_timeout(300)  # let the map finish
-            handle = page.locator(".qpviz-mean .noUi-handle")
-            handle.focus()
-            numbers, plots = [], []
-            for i in range(presses):
-                page.evaluate(ARM_JS)
-                handle.press("ArrowRight" if i % 2 == 0 else "ArrowLeft")
-                result = page.evaluate("() => window.__latency")
-                numbers.append(result["numbers"])
-                plots.append(result["plots"])
-            print(f"{name:16s} {statistics.median(numbers):15.1f} {max(numbers):12.1f} "
-                  f"{statistics.median(plots):13.1f} {max(plots):10.1f}")
+            numbers, plots = press_and_measure(page, presses)
+            print(row(name, numbers, plots, f"{compute_ms(name):.1f}"))
         browser.close()
         if errors:
             print("page errors:", *errors, sep="\n  ")
     finally:
         stop(process)
+    if baseline:
+        print(measure_baseline(playwright, presses))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--presses", type=int, default=12, help="key presses per likelihood")
     parser.add_argument("--startup", action="store_true", help="also measure cold and warm start")
+    parser.add_argument("--no-baseline", action="store_true", help="skip the minimal-page comparison row")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
+
+    load = os.getloadavg()[0]
+    print(f"{os.cpu_count()} CPUs, load average {load:.1f} (latencies grow with the load)")
 
     with sync_playwright() as playwright:
         if args.startup:
             print(f"removed {clear_pycache()} __pycache__ folders under {ROOT}")
             measure_startup(playwright, "cold")
             measure_startup(playwright, "warm")
-        measure_latency(playwright, args.presses)
+        measure_latency(playwright, args.presses, baseline=not args.no_baseline)
 
 
 if __name__ == "__main__":

@@ -49,14 +49,15 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def serve_app(log_path: Path) -> tuple[subprocess.Popen, str]:
-    """Start `python -m panel serve app` on a free port; return the process and the app URL once it answers."""
+def serve_app(log_path: Path, cwd: Path = ROOT) -> tuple[subprocess.Popen, str]:
+    """Start `python -m panel serve app` in ``cwd`` on a free port; return the process and the
+    app URL once it answers."""
     port = free_port()
     with open(log_path, "w") as log:  # the child keeps its own copy of the file descriptor
         process = subprocess.Popen(
             [sys.executable, "-m", "panel", "serve", "app", "--port", str(port), "--address", "127.0.0.1",
              f"--allow-websocket-origin=127.0.0.1:{port}"],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=cwd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
     url = f"http://127.0.0.1:{port}/app"
     deadline = time.monotonic() + STARTUP_SECONDS
