@@ -143,13 +143,18 @@ def all_families() -> list[TableFamily]:
     return fams
 
 
+_BY_KEY: dict[tuple, dict[tuple, TableFamily]] = {}
+
+
 def family_for(lik) -> TableFamily | None:
     """The shipped family of a likelihood object, or None (gaussian, other parameters)."""
-    params = tuple(sorted((k, float(v)) for k, v in lik.params.items()))
-    for fam in all_families():
-        if fam.likelihood == lik.name and fam.params == params:
-            return fam
-    return None
+    config_key = (config.APP_STEP_EPS, config.APP_STUDENT_T, config.APP_LAPLACE_SCALE, config.MAX_TABLE_COUNT)
+    index = _BY_KEY.get(config_key)
+    if index is None:  # built once per set of app parameters (lookups are per call)
+        index = {(fam.likelihood, fam.params): fam for fam in all_families()}
+        _BY_KEY.clear()
+        _BY_KEY[config_key] = index
+    return index.get((lik.name, tuple(sorted((k, float(v)) for k, v in lik.params.items()))))
 
 
 def _g(u):
