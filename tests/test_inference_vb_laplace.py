@@ -127,3 +127,18 @@ def test_vb_converges_with_large_kernel_variance(rng):
     _, g, h = gauss_hermite_expectations(lik, y, post.mean, post.var)
     np.testing.assert_allclose(post.mean, K @ g, rtol=0, atol=2e-5)  # K amplifies the 1e-9 residual (||K|| ~ 1e4)
     np.testing.assert_allclose(post.site_precision, -h, rtol=1e-6, atol=1e-9)
+
+
+def test_vb_step_likelihood_falls_back_to_elbo_ascent():
+    """For the step likelihood the fixed point repels the iteration; L-BFGS on the ELBO takes over."""
+    X = np.linspace(-2, 2, 12)[:, None]
+    y = np.where(np.sin(1.5 * X[:, 0]) > 0, 1.0, -1.0)
+    lik = qpviz.likelihood("step", eps=0.1)
+    post = fit(X, y, lik, kernels.RBF(1.0, 0.8), method="vb")
+    assert post.converged
+    assert post.history[-1] < 1e-4  # distance to the fixed point (ill-conditioned, see vb._maximise_elbo)
+    rng = np.random.default_rng(1)
+    for _ in range(4):
+        tau = post.site_precision * np.exp(0.02 * rng.normal(size=12))
+        nu = post.site_nu + 0.02 * rng.normal(size=12)
+        assert elbo(post.prior.condition(tau, nu), lik, y) < post.log_marginal_likelihood
