@@ -161,7 +161,8 @@ def test_project_uses_tables_by_default_and_direct_on_request(rng):
     direct = qpviz.project(lik, y, m, v, method="qp", use_table=False)
     np.testing.assert_allclose(with_table.var, direct.var, rtol=2 * TOL_STD)
     np.testing.assert_array_equal(with_table.mean, direct.mean)
-    assert np.all(with_table.var <= qpviz.project(lik, y, m, v, method="ep").var * (1 + 1e-12))
+    # Theorem 2 (var_QP <= var_EP) up to the table's error where the two are nearly equal
+    assert np.all(with_table.var <= qpviz.project(lik, y, m, v, method="ep").var * (1 + 2 * TOL_STD))
 
 
 def test_scalar_kernel_matches_vectorised_lookup_inside_numba(rng):

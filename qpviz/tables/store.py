@@ -108,7 +108,7 @@ def _decode(data) -> np.ndarray:
 def read_header(path: Path) -> dict:
     """The JSON header of a table file (TableError if unreadable)."""
     try:
-        with np.load(path, allow_pickle=False) as data:
+        with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as data:
             return json.loads(str(data["header"]))
     except FileNotFoundError:
         raise TableError(f"table file {path} is missing; {REBUILD_HINT}") from None
@@ -121,7 +121,7 @@ def load(path: Path, family: TableFamily) -> tuple[np.ndarray, np.ndarray]:
     path = Path(path)
     header = read_header(path)
     try:
-        with np.load(path, allow_pickle=False) as data:
+        with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as data:
             coef = _decode(data)
             meta = np.asarray(data["meta"], dtype=np.float64)
     except (OSError, ValueError, KeyError, IndexError, TypeError, zipfile.BadZipFile, EOFError) as exc:
