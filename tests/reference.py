@@ -2,7 +2,7 @@
 
 The computation never uses qpviz: the likelihoods are re-written from their formulas, and the
 integrals use this module's own adaptive Gauss-Legendre quadrature in mpmath. (qpviz is imported
-only for its config, i.e. the parameter sets the app offers, and by one test warm-up helper.)
+only for its config, i.e. the parameter sets the app offers.)
 
 For a likelihood (name, params), an observation y and a Gaussian cavity N(m, v), the tilted
 distribution is q(f) = p(y|f) N(f|m, v) / Z. :func:`tilted_reference` returns log Z, the mean,
@@ -64,21 +64,6 @@ def likelihood_settings():
     out += [("student_t", {"nu": float(nu), "scale": float(sc)}) for nu, sc in config.APP_STUDENT_T]
     out += [("laplace", {"scale": float(sc)}) for sc in config.APP_LAPLACE_SCALE]
     return out
-
-
-def work_around_first_call_bug():
-    """Work around a lead-owned bug (reported): in a fresh process the first closed-form
-    ``tilted_moments`` call (qpviz/likelihoods/base.py ``_closed_moments_loop``: cache=True with a
-    jitted kernel as argument) raises numba's ReferenceError while saving its cache; the compiled
-    code works from the second call on. Calling once per likelihood lets the numerical tests
-    check the numerics. (Only this test helper touches qpviz beyond its config.)"""
-    import qpviz
-
-    for name, params in likelihood_settings():
-        try:
-            qpviz.likelihood(name, **params).tilted_moments(observations(name)[-1], 0.0, 1.0)
-        except ReferenceError:
-            pass
 
 
 def observations(name):

@@ -26,11 +26,6 @@ TOL = 1e-9
 SETTINGS = reference.likelihood_settings()
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _compile_closed_moment_kernels():
-    reference.work_around_first_call_bug()
-
-
 def _setting_id(setting):
     name, params = setting
     return name + "".join(f"-{k}={v:g}" for k, v in params.items())
