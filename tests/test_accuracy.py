@@ -11,7 +11,8 @@ tests/data/reference_values.json). Points: every corner and edge midpoint of the
 the mean to max(|mean|, tilted std) (a tilted mean of 1e-40 has no meaningful relative error);
 for log Z to max(|log Z|, 1) (an absolute error in log Z is the relative error of Z).
 
-Run ``python tests/test_accuracy.py`` to print the worst errors per likelihood.
+Run ``PYTHONPATH=. python tests/test_accuracy.py`` (from the repository root) to print the worst
+errors per likelihood.
 """
 from __future__ import annotations
 
@@ -101,11 +102,7 @@ def test_points_cover_the_domain_edges():
     assert 50.0 in reference.observations("poisson_square") and 50.0 in reference.observations("poisson_exp")
 
 
-if __name__ == "__main__":  # python tests/test_accuracy.py: worst relative error per likelihood
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if __name__ == "__main__":  # PYTHONPATH=. python tests/test_accuracy.py: worst relative errors
     keys = None
     for setting in SETTINGS:
         errs = errors(setting)
