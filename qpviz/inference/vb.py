@@ -110,7 +110,8 @@ def run_vb(prior, likelihood, y, *, tol: float = 1e-6, damping: float | None = N
     the fixed point r = max(RMS(tau* - tau), RMS(nu* - nu)) grows, d is halved (the undamped
     iteration oscillates with period 2 when the kernel variance is large); while r shrinks, d
     grows by 10% up to ``damping``. A step that makes K^-1 + T indefinite is halved and retried.
-    If the step falls below 1e-3 the fixed point repels the iteration (the expected
+    If the step falls below 1e-3, or the distance has not halved in 100 iterations, the fixed
+    point repels the iteration (the expected
     log-likelihood is not concave, e.g. the step likelihood) and L-BFGS on the ELBO takes over
     (:func:`_maximise_elbo`; ``converged`` is then L-BFGS's own criterion).
     Convergence: r < ``tol``; ``history`` holds r per iteration.
@@ -126,6 +127,7 @@ def run_vb(prior, likelihood, y, *, tol: float = 1e-6, damping: float | None = N
     history: list[float] = []
     converged = False
     step = damping
+    checkpoint = np.inf
     it = 0
     for it in range(1, int(max_iter) + 1):
         _, g, h = expected_log_lik(likelihood, y, state.mean, state.var)
@@ -144,7 +146,12 @@ def run_vb(prior, likelihood, y, *, tol: float = 1e-6, damping: float | None = N
         if residual < tol:
             converged = True
             break
-        if step < _MIN_STEP:  # the fixed point repels the iteration (E not concave): ascend the ELBO instead
+        if it % _PROGRESS_WINDOW == 0:
+            stalled = residual > 0.5 * checkpoint
+            checkpoint = residual
+        else:
+            stalled = False
+        if step < _MIN_STEP or stalled:  # the fixed point repels the iteration (E not concave): ascend the ELBO
             state, lbfgs_iter, converged = _maximise_elbo(prior, likelihood, y, state, tol, int(max_iter) - it)
             _, g, h = expected_log_lik(likelihood, y, state.mean, state.var)
             residual = max(float(np.sqrt(np.mean((-h - state.tau) ** 2))),
@@ -175,6 +182,8 @@ def run_vb(prior, likelihood, y, *, tol: float = 1e-6, damping: float | None = N
 
 #: below this step the fixed-point iteration hands over to L-BFGS on the ELBO
 _MIN_STEP = 1e-3
+#: ... or when the distance to the fixed point has not halved over this many iterations
+_PROGRESS_WINDOW = 100
 #: L-BFGS's result counts as converged only if also max |dELBO/dparams| is below this
 _MAX_FINAL_GRADIENT = 1e-4
 #: fresh L-BFGS starts allowed after a stalled line search
