@@ -222,3 +222,26 @@ def test_likelihood_parameter_gradient_matches_finite_differences(rng):
     h = 1e-4
     fd = (evidence(0.4 * np.exp(h)).log_marginal_likelihood - evidence(0.4 * np.exp(-h)).log_marginal_likelihood) / (2 * h)
     assert grad[0] == pytest.approx(fd, rel=1e-4)
+
+
+def test_qp_with_lookup_tables_matches_direct_qp(probit_data):
+    """The numba sweep reads sigma_QP from qpviz.tables where they exist; the fixed point must not move."""
+    import warnings
+
+    from qpviz.inference.sites import SiteRule
+
+    lik = qpviz.likelihood("probit")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a missing table warns; then there is nothing to compare
+        if SiteRule.build("qp", lik, 1.0).coef.size == 0:
+            pytest.skip("no probit lookup table in qpviz.config.TABLE_DIR (build with python -m lookup_tables.build)")
+    X, y = probit_data
+    k = kernels.RBF(2.0, [0.7, 1.1])
+    direct = fit(X, y, lik, k, method="qp", tol=1e-10, use_table=False)
+    table = fit(X, y, lik, k, method="qp", tol=1e-10, use_table=True)
+    assert table.converged
+    np.testing.assert_allclose(table.var, direct.var, rtol=1e-6)
+    np.testing.assert_allclose(table.mean, direct.mean, rtol=0, atol=1e-6)
+    ep = fit(X, y, lik, k, method="ep", tol=1e-10)
+    X_new = X + 0.2
+    assert np.all(table.predict_f(X_new)[1] <= ep.predict_f(X_new)[1] * (1 + 1e-6))
