@@ -483,13 +483,15 @@ def _log_upper_power_integral(n, c, mu, tau):
 def _log_upper_about_mean(n, c, mu, tau):
     """mu >= 0: sum_k C(n,k) mu^(n-k) tau^k M_k(t0), t0 = (c - mu)/tau, all terms >= 0."""
     kmax = int(n.max()) if n.size else 0
-    t0 = (c - mu) / tau
-    log_m = _log_gauss_tail_moments(t0, kmax)  # (..., kmax + 1)
-    k = np.arange(kmax + 1, dtype=float)
-    n_, mu_, tau_ = (a[..., None] for a in (n.astype(float), mu, tau))
-    terms = _log_binom(n_, np.minimum(k, n_)) + _xlogy_power(n_ - k, mu_) + k * np.log(tau_) + log_m
-    terms = np.where(k <= n_, terms, -np.inf)
-    return _logsumexp_rows(terms)
+    return _log_binomial_sum(n, mu, tau, _log_gauss_tail_moments((c - mu) / tau, kmax))
+
+
+def _log_binomial_sum(n, base, tau, log_moments):
+    """log sum_(k <= n) C(n, k) base^(n-k) tau^k exp(log_moments[..., k]) (base >= 0)."""
+    k = np.arange(log_moments.shape[-1], dtype=float)
+    n_, base_, tau_ = (a[..., None] for a in (n.astype(float), base, tau))
+    terms = _log_binom(n_, np.minimum(k, n_)) + _xlogy_power(n_ - k, base_) + k * np.log(tau_) + log_moments
+    return _logsumexp_rows(np.where(k <= n_, terms, -np.inf))
 
 
 def _log_gauss_tail_moments(t0, kmax):
@@ -508,7 +510,7 @@ def _log_gauss_tail_moments(t0, kmax):
     if kmax >= 1:
         log_s[..., 1] = 0.0
     for k in range(2, kmax + 1):
-        log_s[..., k] = np.logaddexp((k - 1) * log_a if k > 1 else 0.0, np.log(k - 1.0) + log_s[..., k - 2])
+        log_s[..., k] = np.logaddexp((k - 1) * log_a, np.log(k - 1.0) + log_s[..., k - 2])
     log_tail = log_phi[..., None] + log_s
     k = np.arange(kmax + 1, dtype=float)
     log_dfact = special.gammaln(k + 1.0) - 0.5 * k * np.log(2.0) - special.gammaln(0.5 * k + 1.0)
@@ -522,11 +524,7 @@ def _log_upper_about_start(n, c, mu, tau):
     kmax = int(n.max()) if n.size else 0
     delta = (c - mu) / tau
     log_i = _log_shifted_moments(delta, kmax) + (-0.5 * delta**2 - 0.5 * _LOG_2PI)[..., None]
-    k = np.arange(kmax + 1, dtype=float)
-    n_, c_, tau_ = (a[..., None] for a in (n.astype(float), c, tau))
-    terms = _log_binom(n_, np.minimum(k, n_)) + _xlogy_power(n_ - k, c_) + k * np.log(tau_) + log_i
-    terms = np.where(k <= n_, terms, -np.inf)
-    return _logsumexp_rows(terms)
+    return _log_binomial_sum(n, c, tau, log_i)
 
 
 def _log_shifted_moments(delta, kmax):
