@@ -267,3 +267,24 @@ def test_builder_check_accepts_the_shipped_files(capsys):
     assert main(["--check"]) == 0
     out = capsys.readouterr().out
     assert out.count("ok ") == len(all_families())
+
+
+# -- interface ----------------------------------------------------------------------------------------
+def test_qp_variance_broadcasts_and_keeps_shapes():
+    lik = qpviz.likelihood("probit")
+    assert tables.qp_variance(lik, 1.0, 0.3, 2.0).shape == ()
+    out = tables.qp_variance(lik, np.array([[1.0], [-1.0]]), np.linspace(-2, 2, 5), 1.5)
+    assert out.shape == (2, 5)
+    np.testing.assert_allclose(out[1], tables.qp_variance(lik, 1.0, -np.linspace(-2, 2, 5), 1.5), rtol=0)
+
+
+def test_bad_input_gets_a_clear_error():
+    lik = qpviz.likelihood("probit")
+    with pytest.raises(ValueError, match=r"labels y in \{-1, \+1\}"):
+        tables.qp_variance(lik, 0.5, 0.0, 1.0)
+    with pytest.raises(ValueError, match="cavity_var must be > 0"):
+        tables.qp_variance(lik, 1.0, 0.0, -1.0)
+    with pytest.raises(ValueError, match="counts"):
+        tables.qp_variance(qpviz.likelihood("poisson_exp"), 2.5, 0.0, 1.0)
+    with pytest.raises(TypeError, match="qpviz likelihood"):
+        tables.jit_data("probit")
