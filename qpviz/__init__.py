@@ -11,10 +11,14 @@ Public API (stable; documented in the README):
 """
 from __future__ import annotations
 
-from qpviz import kernels
-from qpviz.inference import fit
-from qpviz.likelihoods import likelihood
-from qpviz.projection import project
+from qpviz._numba_cache import drop_stale_caches
+
+drop_stale_caches()  # before any jitted module loads: numba does not track cross-file callees
+
+from qpviz import kernels  # noqa: E402
+from qpviz.inference import fit  # noqa: E402
+from qpviz.likelihoods import likelihood  # noqa: E402
+from qpviz.projection import project  # noqa: E402
 
 __all__ = ["likelihood", "project", "fit", "kernels", "__version__"]
 __version__ = "0.1.0"

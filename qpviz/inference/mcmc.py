@@ -19,10 +19,8 @@ from numba import njit
 from scipy import linalg
 
 from qpviz.config import NUMBA_OPTIONS
-from qpviz.inference._numba_cache import invalidate_stale
 from qpviz.likelihoods._dispatch import log_prob_scalar
 
-invalidate_stale(__file__)  # numba does not notice edits to the likelihood kernels compiled in
 
 __all__ = ["elliptical_slice_chain", "run_mcmc"]
 

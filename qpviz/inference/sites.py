@@ -25,10 +25,7 @@ import numpy as np
 from numba import njit
 
 from qpviz.config import NUMBA_OPTIONS
-from qpviz.inference._numba_cache import invalidate_stale
 from qpviz.tilted import qp_std_scalar, tilted_moments_scalar
-
-invalidate_stale(__file__)  # numba does not notice edits to the engine our kernels compile in
 
 try:  # the lookup tables are optional: without them QP computes sigma_QP directly
     from qpviz.tables import jit_data as _table_jit_data
