@@ -21,7 +21,6 @@ from scipy import linalg
 from qpviz.config import NUMBA_OPTIONS
 from qpviz.likelihoods._dispatch import log_prob_scalar
 
-
 __all__ = ["elliptical_slice_chain", "run_mcmc"]
 
 
