@@ -19,7 +19,6 @@ from qpviz.inference.laplace import run_laplace
 from qpviz.inference.mcmc import run_mcmc
 from qpviz.inference.posterior import GPPosterior, SamplePosterior
 from qpviz.inference.prior import DensePrior
-from qpviz.inference.sites import log_predictive
 from qpviz.inference.vb import run_vb
 from qpviz.kernels import Kernel
 from qpviz.likelihoods import Likelihood
@@ -129,8 +128,8 @@ def likelihood_log_param_grad(likelihood, names, y, cavity_tau, cavity_nu, step:
         up, down = theta.copy(), theta.copy()
         up[j] += step
         down[j] -= step
-        diff = (log_predictive(_with_log_params(likelihood, names, up), y, m, v)
-                - log_predictive(_with_log_params(likelihood, names, down), y, m, v))
+        diff = (_with_log_params(likelihood, names, up).predictive_log_density(y, m, v)
+                - _with_log_params(likelihood, names, down).predictive_log_density(y, m, v))
         grad[j] = np.sum(diff) / (2.0 * step)
     return grad
 

@@ -17,24 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import special, stats
 
-from qpviz.inference.sites import log_predictive
 from qpviz.kernels import as_inputs
+from qpviz.likelihoods.poisson_square import negative_binomial_params
 
-__all__ = ["GPPosterior", "SamplePosterior", "negative_binomial_params"]
-
-
-def negative_binomial_params(mean, var) -> tuple[np.ndarray, np.ndarray]:
-    """Shape k_* and scale c_* of the Gamma matching g = f^2, f ~ N(mean, var) (QP paper App. H, eq. 119).
-
-    k = (mu^2 + s^2)^2 / (2 s^2 (2 mu^2 + s^2)),  c = 2 s^2 (2 mu^2 + s^2) / (mu^2 + s^2).
-    """
-    m2 = np.asarray(mean, float) ** 2
-    s2 = np.asarray(var, float)
-    k = (m2 + s2) ** 2 / (2.0 * s2 * (2.0 * m2 + s2))
-    c = 2.0 * s2 * (2.0 * m2 + s2) / (m2 + s2)
-    return k, c
+__all__ = ["GPPosterior", "SamplePosterior"]
 
 
 class _Predictions:
@@ -45,9 +32,7 @@ class _Predictions:
         if self.likelihood.support != "binary":
             raise ValueError(f"predict_proba needs a binary likelihood (labels -1/+1); this one is {self.likelihood.name!r}")
         mean, var = self.predict_f(X_new)
-        if self.likelihood.name == "probit":
-            return special.ndtr(mean / np.sqrt(1.0 + var))
-        return np.exp(log_predictive(self.likelihood, np.ones_like(mean), mean, var))
+        return self.likelihood.predictive(1.0, mean, var)  # probit: Phi(m / sqrt(1 + v)) in closed form
 
     def predictive_log_density(self, X_new, y_new, exact: bool = False) -> np.ndarray:
         """log q(y_* | x_*) per test point (QP paper sec. 6.1-6.2).
@@ -60,16 +45,8 @@ class _Predictions:
         if y_new.shape != mean.shape:
             raise ValueError(f"y_new must have one entry per row of X_new ({mean.shape[0]}); got shape {y_new.shape}")
         if self.likelihood.name == "poisson_square" and not exact:
-            return self.count_distribution(mean, var).logpmf(y_new)
-        if self.likelihood.name == "probit":
-            return special.log_ndtr(y_new * mean / np.sqrt(1.0 + var))
-        return log_predictive(self.likelihood, y_new, mean, var)
-
-    @staticmethod
-    def count_distribution(mean, var):
-        """scipy NB(y | k_*, c_*/(1 + c_*)) of App. H eq. 122 (scipy's p is 1/(1 + c_*))."""
-        k, c = negative_binomial_params(mean, var)
-        return stats.nbinom(k, 1.0 / (1.0 + c))
+            return self.likelihood.negative_binomial(mean, var).logpmf(y_new)
+        return self.likelihood.predictive_log_density(y_new, mean, var)
 
     def predict_counts(self, X_new, counts) -> np.ndarray:
         """p(y_* = count | x_*) for every test point and count (App. H; Poisson-square only), shape (M, C)."""
@@ -77,7 +54,7 @@ class _Predictions:
             raise ValueError("predict_counts implements App. H of the QP paper, for the 'poisson_square' likelihood")
         mean, var = self.predict_f(X_new)
         counts = np.asarray(counts, float)
-        return self.count_distribution(mean[:, None], var[:, None]).pmf(counts[None, :])
+        return self.likelihood.negative_binomial(mean[:, None], var[:, None]).pmf(counts[None, :])
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(method={self.method!r}, likelihood={self.likelihood!r}, kernel={self.kernel!r}, "
@@ -86,6 +63,8 @@ class _Predictions:
 
     def predict_count_mode(self, X_new) -> np.ndarray:
         """Mode of the App. H negative binomial: floor(c_* (k_* - 1)) if k_* > 1 else 0."""
+        if self.likelihood.name != "poisson_square":
+            raise ValueError("predict_count_mode implements App. H of the QP paper, for the 'poisson_square' likelihood")
         mean, var = self.predict_f(X_new)
         k, c = negative_binomial_params(mean, var)
         return np.where(k > 1, np.floor(c * (k - 1)), 0.0)

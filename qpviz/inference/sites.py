@@ -194,19 +194,3 @@ def cavity_log_z(mean, var, tau, nu, y, kind, p0, p1, tau_c, nu_c, log_z):
             log_z[i] = tilted_moments_scalar(kind, p0, p1, y[i], nu_c[i] / tau_c[i], 1.0 / tau_c[i])[0]
         else:
             log_z[i] = np.nan
-
-
-@njit(**NUMBA_OPTIONS)
-def log_z_batch(kind, p0, p1, y, m, v, out):
-    """out[i] = log int p(y_i | f) N(f | m_i, v_i) df (the predictive density of y_i)."""
-    for i in range(y.shape[0]):
-        out[i] = tilted_moments_scalar(kind, p0, p1, y[i], m[i], v[i])[0]
-
-
-def log_predictive(likelihood, y, mean, var) -> np.ndarray:
-    """Vectorised :func:`log_z_batch` for a likelihood object (1-D arrays of equal length)."""
-    y, mean, var = (np.ascontiguousarray(a, dtype=np.float64) for a in np.broadcast_arrays(y, mean, var))
-    out = np.empty(y.shape[0])
-    p0, p1 = likelihood._param_pair()
-    log_z_batch(int(likelihood.kind), float(p0), float(p1), y, mean, var, out)
-    return out

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 from numba import njit
-from scipy import special
+from scipy import special, stats
 
 from qpviz.config import NUMBA_OPTIONS
 from qpviz.likelihoods.base import Likelihood, _vectorised_closed_moments, check_cavity
@@ -128,18 +128,29 @@ class PoissonSquare(Likelihood):
 
         return tilted_cdfs.poisson_square_tilted_cdf(x, self.check_y(y), cavity_mean, cavity_var, upper=True)
 
-    def negative_binomial_predictive(self, y, mean, var) -> np.ndarray:
-        """The paper's predictive count distribution (App. H, eqs. 119-122).
+    def negative_binomial(self, mean, var):
+        """The paper's predictive count distribution (App. H, eqs. 119-122) as a frozen
+        ``scipy.stats.nbinom``: NB(y | k, c / (1 + c)) (SciPy's success probability is 1/(1 + c)).
 
-        g = f^2 with f ~ N(mean, var) is matched by Gamma(k, c), k = (mean^2 + var)^2 /
-        (2 var (2 mean^2 + var)), c = 2 var (2 mean^2 + var) / (mean^2 + var); then
-        p(y) = NB(y | k, c / (1 + c)) = c^y (1 + c)^(-k-y) Gamma(k + y) / (y! Gamma(k)).
+        g = f^2 with f ~ N(mean, var) is matched by Gamma(k, c) (eq. 119), so
+        p(y) = c^y (1 + c)^(-k-y) Gamma(k + y) / (y! Gamma(k)) (eq. 122).
         """
-        y = self.check_y(y)
         mean, var = check_cavity(mean, var)
-        second = mean**2 + var
-        k = second**2 / (2 * var * (2 * mean**2 + var))
-        c = 2 * var * (2 * mean**2 + var) / second
-        log_p = (y * np.log(c) - (k + y) * np.log1p(c) + special.gammaln(k + y)
-                 - special.gammaln(y + 1) - special.gammaln(k))
-        return np.exp(log_p)
+        k, c = negative_binomial_params(mean, var)
+        return stats.nbinom(k, 1.0 / (1.0 + c))
+
+    def negative_binomial_predictive(self, y, mean, var) -> np.ndarray:
+        """p(y) under the App. H negative binomial (see :meth:`negative_binomial`)."""
+        return self.negative_binomial(mean, var).pmf(self.check_y(y))
+
+
+def negative_binomial_params(mean, var) -> tuple[np.ndarray, np.ndarray]:
+    """Shape k and scale c of the Gamma matching g = f^2, f ~ N(mean, var) (QP paper eq. 119):
+
+    k = (mean^2 + var)^2 / (2 var (2 mean^2 + var)),  c = 2 var (2 mean^2 + var) / (mean^2 + var).
+    """
+    m2 = np.asarray(mean, float) ** 2
+    s2 = np.asarray(var, float)
+    k = (m2 + s2) ** 2 / (2.0 * s2 * (2.0 * m2 + s2))
+    c = 2.0 * s2 * (2.0 * m2 + s2) / (m2 + s2)
+    return k, c
