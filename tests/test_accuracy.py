@@ -93,6 +93,18 @@ def test_reference_forms_of_eq7_agree(setting):
     assert np.all(want["sigma_qp"] <= np.sqrt(want["var"]) * (1 + 1e-14))
 
 
+QUANTILE_CASES = reference.quantile_form_cases()
+
+
+@pytest.mark.parametrize("case", QUANTILE_CASES, ids=[_setting_id(c[:2]) + f"-y={c[2]:g}-m={c[3]:g}-v={c[4]:g}" for c in QUANTILE_CASES])
+def test_reference_quantile_space_form_agrees(case):
+    """The reference's sigma_QP integrated in quantile space, int_0^1 F^-1(u) Phi^-1(u) du with
+    F^-1 by root finding (reference.QuantileForm), equals its f-space value: the two sides of
+    eq. 7 are computed by different routes and agree."""
+    want = reference.cached_reference(*case)["sigma_qp"]
+    assert reference.cached_quantile_form(*case) == pytest.approx(want, rel=1e-13)
+
+
 def test_points_cover_the_domain_edges():
     pts = reference.cavity_points()
     means = {m for m, _ in pts}
