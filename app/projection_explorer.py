@@ -337,6 +337,10 @@ class ProjectionExplorer(pn.viewable.Viewer):
             for legend in fig.legend:
                 legend.label_text_font_size = f"{round(12 * scale)}px"
             fig.height = 430 if self.projector else 330
+        for fig in self.figures.values():
+            # a fixed room for the y tick labels: a cavity move that changes their width then
+            # repaints the figure without laying the page out again (~10 ms per move measured)
+            fig.min_border_left = 100 if self.projector else 70
 
     def _all_figures(self):
         figures = list(self.figures.values())
