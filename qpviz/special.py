@@ -72,17 +72,17 @@ def mills_ratio(x):
 
 @njit(**NUMBA_OPTIONS)
 def truncation_terms(z):
-    """(r, 1 - r (z + r)) with r = phi(z) / Phi(z): the mean shift and the variance factor of the
-    probit and step EP updates (QP paper eq. 36; paper 002 eqs. 47-48).
+    """(r, r + z, 1 - r (z + r)) with r = phi(z) / Phi(z): the mean shift, its sum with z and the
+    variance factor of the probit and step EP updates (QP paper eq. 36; paper 002 eqs. 47-48).
 
     For z > -5 directly. For z <= -5 both come from Laplace's continued fraction
     Phi(-t) / phi(t) = 1/(t + u1), u_k = k / (t + u_{k+1}) (t = -z), evaluated bottom-up: then
-    r = t + u1 and 1 - r (z + r) = u1 (u2 - u1), with no cancellation (at z = -200 the direct
-    form loses seven digits).
+    r = t + u1, r + z = u1 and 1 - r (z + r) = u1 (u2 - u1), with no cancellation (at z = -200
+    the direct form loses seven digits).
     """
     if z > -5.0:
         r = mills_ratio(z)
-        return r, 1.0 - r * (z + r)
+        return r, r + z, 1.0 - r * (z + r)
     t = -z
     u_next = 0.0
     u2 = 0.0
@@ -92,7 +92,7 @@ def truncation_terms(z):
             u2 = u
         u_next = u
     u1 = u_next
-    return t + u1, u1 * (u2 - u1)
+    return t + u1, u1, u1 * (u2 - u1)
 
 
 @njit(**NUMBA_OPTIONS)

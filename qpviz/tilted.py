@@ -82,10 +82,15 @@ _NEWTON_ITERS = 100
 
 
 @njit(**NUMBA_OPTIONS)
-def _log_q(kind, p0, p1, y, m, v, f):
-    """Unnormalised log tilted density: log p(y|f) - (f - m)^2 / (2 v)."""
-    d = f - m
-    return log_prob_scalar(kind, p0, p1, y, f) - 0.5 * d * d / v
+def _log_q(kind, p0, p1, y, m, v, anchor, f):
+    """Unnormalised log tilted density relative to an anchor point a:
+
+    log p(y|f) - [(f - m)^2 - (a - m)^2] / (2 v) = log p(y|f) - (f - a)(f + a - 2m) / (2 v).
+
+    The factored form has no cancellation when f and a lie many cavity widths from m (where
+    (f - m)^2 / 2v can be ~1e5 while the density varies on the scale of 1).
+    """
+    return log_prob_scalar(kind, p0, p1, y, f) - 0.5 * (f - anchor) * (f + anchor - 2.0 * m) / v
 
 
 @njit(**NUMBA_OPTIONS)
@@ -93,9 +98,9 @@ def _newton_mode(kind, p0, p1, y, m, v, f0):
     """A local mode of log q from f0 (safeguarded Newton with backtracking): (mode, log q, width)."""
     s = math.sqrt(v)
     f = f0
-    lq = _log_q(kind, p0, p1, y, m, v, f)
+    lq = log_prob_scalar(kind, p0, p1, y, f)  # log q(f) - log q(f) + log p(y|f), anchored at f
     if not (lq > -np.inf):
-        return f0, lq, s
+        return f0, -np.inf, s
     for _ in range(_NEWTON_ITERS):
         d1, d2 = dlog_prob_scalar(kind, p0, p1, y, f)
         grad = d1 - (f - m) / v
@@ -106,31 +111,32 @@ def _newton_mode(kind, p0, p1, y, m, v, f0):
         accepted = False
         for _ in range(60):
             f_new = f + step
-            lq_new = _log_q(kind, p0, p1, y, m, v, f_new)
-            if lq_new >= lq:
+            if _log_q(kind, p0, p1, y, m, v, f, f_new) >= lq:  # both anchored at f
                 accepted = True
                 break
             step *= 0.5
         if not accepted:
             break
         f = f_new
-        lq = lq_new
+        lq = log_prob_scalar(kind, p0, p1, y, f)
         if abs(step) <= 1e-14 * (abs(f) + s):
             break
     d1, d2 = dlog_prob_scalar(kind, p0, p1, y, f)
     hess = d2 - 1.0 / v
     width = 1.0 / math.sqrt(-hess) if hess < 0.0 else s
-    return f, lq, min(width, 10.0 * s)
+    # the absolute log q (only compared between modes; its rounding does not reach the integrals)
+    d = f - m
+    return f, lq - 0.5 * d * d / v, min(width, 10.0 * s)
 
 
 @njit(**NUMBA_OPTIONS)
-def _panel_values(kind, p0, p1, y, m, v, peak, a, b, out):
-    """exp(log q - peak) at the GL nodes of [a, b] into ``out``; returns the panel's mass."""
+def _panel_values(kind, p0, p1, y, m, v, anchor, peak, a, b, out):
+    """exp(log q - peak) (anchored, see _log_q) at the GL nodes of [a, b] into ``out``; returns the panel's mass."""
     half = 0.5 * (b - a)
     mid = 0.5 * (a + b)
     mass = 0.0
     for j in range(GL_X.size):
-        val = math.exp(_log_q(kind, p0, p1, y, m, v, mid + half * GL_X[j]) - peak)
+        val = math.exp(_log_q(kind, p0, p1, y, m, v, anchor, mid + half * GL_X[j]) - peak)
         out[j] = val
         mass += GL_W[j] * val
     return mass * half
@@ -138,7 +144,10 @@ def _panel_values(kind, p0, p1, y, m, v, peak, a, b, out):
 
 @njit(**NUMBA_OPTIONS)
 def _domain(kind, p0, p1, y, m, v, breaks):
-    """Modes, peak and break points of the tilted density. Returns (n_breaks, peak, width)."""
+    """Modes and break points of the tilted density.
+
+    Returns (n_breaks, anchor, peak, width): the anchor is the highest mode and peak its
+    anchored log density, log p(y | anchor) (see _log_q)."""
     s = math.sqrt(v)
     st0, st1, st2 = starts_scalar(kind, p0, p1, y, m, v)
     starts = np.array([st0, st1, st2, m])
@@ -155,7 +164,12 @@ def _domain(kind, p0, p1, y, m, v, breaks):
             peak = logs[i]
     n = 0
     if not (peak > -np.inf):
-        return n, peak, s
+        return n, m, peak, s
+    anchor = m
+    for i in range(4):
+        if logs[i] == peak:
+            anchor = modes[i]
+    peak_rel = log_prob_scalar(kind, p0, p1, y, anchor)
     kink = kink_scalar(kind, p0, p1, y)
     w_min = 10.0 * s
     lo = np.inf
@@ -170,16 +184,16 @@ def _domain(kind, p0, p1, y, m, v, breaks):
             n += 1
         lo = min(lo, modes[i] - 8.0 * w)
         hi = max(hi, modes[i] + 8.0 * w)
-    threshold = peak - TAIL_LOG_DROP
+    threshold = peak_rel - TAIL_LOG_DROP
     step = w_min
     for _ in range(200):
-        if not (_log_q(kind, p0, p1, y, m, v, lo) > threshold):
+        if not (_log_q(kind, p0, p1, y, m, v, anchor, lo) > threshold):
             break
         lo -= step
         step *= 2.0
     step = w_min
     for _ in range(200):
-        if not (_log_q(kind, p0, p1, y, m, v, hi) > threshold):
+        if not (_log_q(kind, p0, p1, y, m, v, anchor, hi) > threshold):
             break
         hi += step
         step *= 2.0
@@ -198,11 +212,11 @@ def _domain(kind, p0, p1, y, m, v, breaks):
         if breaks[i] - breaks[kept - 1] > 1e-9 * w_min:
             breaks[kept] = breaks[i]
             kept += 1
-    return kept, peak, w_min
+    return kept, anchor, peak_rel, w_min
 
 
 @njit(**NUMBA_OPTIONS)
-def _pass_one(kind, p0, p1, y, m, v, peak, breaks, n_breaks, rel_tol, width, pa, pb, pval, pmass):
+def _pass_one(kind, p0, p1, y, m, v, anchor, peak, breaks, n_breaks, rel_tol, width, pa, pb, pval, pmass):
     """Adaptive panels for the mass. Fills panel arrays; returns (n_panels, ok)."""
     n_nodes = GL_X.size
     tmp = np.empty(n_nodes)
@@ -219,7 +233,7 @@ def _pass_one(kind, p0, p1, y, m, v, peak, breaks, n_breaks, rel_tol, width, pa,
         b = breaks[i + 1]
         if not (b > a):
             continue
-        mass = _panel_values(kind, p0, p1, y, m, v, peak, a, b, tmp)
+        mass = _panel_values(kind, p0, p1, y, m, v, anchor, peak, a, b, tmp)
         stack_a[top] = a
         stack_b[top] = b
         stack_m[top] = mass
@@ -234,8 +248,8 @@ def _pass_one(kind, p0, p1, y, m, v, peak, breaks, n_breaks, rel_tol, width, pa,
         b = stack_b[top]
         whole = stack_m[top]
         mid = 0.5 * (a + b)
-        mass_l = _panel_values(kind, p0, p1, y, m, v, peak, a, mid, left_vals)
-        mass_r = _panel_values(kind, p0, p1, y, m, v, peak, mid, b, right_vals)
+        mass_l = _panel_values(kind, p0, p1, y, m, v, anchor, peak, a, mid, left_vals)
+        mass_r = _panel_values(kind, p0, p1, y, m, v, anchor, peak, mid, b, right_vals)
         tiny = (b - a) <= 1e-10 * width  # halves stay far above rounding level
         if abs(mass_l + mass_r - whole) <= tol or tiny or top + 2 >= _MAX_PANELS or n_panels + 2 >= _MAX_PANELS:
             if not (abs(mass_l + mass_r - whole) <= tol or tiny):
@@ -265,22 +279,22 @@ def _pass_one(kind, p0, p1, y, m, v, peak, breaks, n_breaks, rel_tol, width, pa,
 
 @njit(**NUMBA_OPTIONS)
 def _build_panels(kind, p0, p1, y, m, v, rel_tol):
-    """Sorted adaptive panels of the tilted density: (pa, pb, pval, pmass, n, peak, width, ok)."""
+    """Sorted adaptive panels of the tilted density: (pa, pb, pval, pmass, n, anchor, peak, width, ok)."""
     breaks = np.empty(64)
-    n_breaks, peak, width = _domain(kind, p0, p1, y, m, v, breaks)
+    n_breaks, anchor, peak, width = _domain(kind, p0, p1, y, m, v, breaks)
     pa = np.empty(_MAX_PANELS)
     pb = np.empty(_MAX_PANELS)
     pval = np.empty((_MAX_PANELS, GL_X.size))
     pmass = np.empty(_MAX_PANELS)
     if n_breaks == 0:
-        return pa, pb, pval, pmass, 0, peak, width, False
-    n, ok = _pass_one(kind, p0, p1, y, m, v, peak, breaks, n_breaks, rel_tol, width, pa, pb, pval, pmass)
+        return pa, pb, pval, pmass, 0, anchor, peak, width, False
+    n, ok = _pass_one(kind, p0, p1, y, m, v, anchor, peak, breaks, n_breaks, rel_tol, width, pa, pb, pval, pmass)
     order = np.argsort(pa[:n])
-    return pa[:n][order], pb[:n][order], pval[:n][order], pmass[:n][order], n, peak, width, ok
+    return pa[:n][order], pb[:n][order], pval[:n][order], pmass[:n][order], n, anchor, peak, width, ok
 
 
 @njit(**NUMBA_OPTIONS)
-def _moments_from_panels(kind, p0, p1, y, m, v, pa, pb, pval, pmass, n, peak):
+def _moments_from_panels(kind, p0, p1, y, m, v, pa, pb, pval, pmass, n, anchor, peak):
     """(log Z, mean, var, entropy) from the panels of pass 1."""
     total = 0.0
     for k in range(n):
@@ -309,14 +323,15 @@ def _moments_from_panels(kind, p0, p1, y, m, v, pa, pb, pval, pmass, n, peak):
                 acc_e += GL_W[j] * val * math.log(val)
         second += acc2 * half
         ent += acc_e * half
-    log_z = math.log(total) + peak - 0.5 * math.log(v) - LOG_SQRT_2PI
+    # undo the anchoring: log q_abs(f) = anchored log q(f) - (anchor - m)^2 / (2 v)
+    log_z = math.log(total) + peak - 0.5 * (anchor - m) ** 2 / v - 0.5 * math.log(v) - LOG_SQRT_2PI
     # q = val / total on the nodes, so -int q log q = log total - int val log val / total
     entropy = math.log(total) - ent / total
     return log_z, mean, second / total, entropy
 
 
 @njit(**NUMBA_OPTIONS)
-def _qp_piece(kind, p0, p1, y, m, v, peak, a, b, left_mass, right_mass, total, vals):
+def _qp_piece(kind, p0, p1, y, m, v, anchor, peak, a, b, left_mass, right_mass, total, vals):
     """int_a^b phi(Phi^-1(min(F, S))) df on GL nodes, given exp(log q - peak) ``vals`` there,
     the unnormalised mass left of a and right of b. Returns (integral, panel mass)."""
     half = 0.5 * (b - a)
@@ -337,7 +352,7 @@ def _qp_piece(kind, p0, p1, y, m, v, peak, a, b, left_mass, right_mass, total, v
 
 
 @njit(**NUMBA_OPTIONS)
-def _qp_from_panels(kind, p0, p1, y, m, v, pa, pb, pval, pmass, n, peak, abs_tol):
+def _qp_from_panels(kind, p0, p1, y, m, v, pa, pb, pval, pmass, n, anchor, peak, abs_tol):
     """sigma_QP (eq. 7) by pass 2 over the sorted panels; returns (sigma, ok)."""
     total = 0.0
     for k in range(n):
@@ -359,7 +374,7 @@ def _qp_from_panels(kind, p0, p1, y, m, v, pa, pb, pval, pmass, n, peak, abs_tol
     for k in range(n):
         suffix -= pmass[k]
         right_of_panel = max(suffix, 0.0)
-        whole, _ = _qp_piece(kind, p0, p1, y, m, v, peak, pa[k], pb[k], prefix, right_of_panel, total, pval[k])
+        whole, _ = _qp_piece(kind, p0, p1, y, m, v, anchor, peak, pa[k], pb[k], prefix, right_of_panel, total, pval[k])
         top = 0
         stack_a[0] = pa[k]
         stack_b[0] = pb[k]
@@ -377,10 +392,10 @@ def _qp_from_panels(kind, p0, p1, y, m, v, pa, pb, pval, pmass, n, peak, abs_tol
             whole = stack_i[top]
             depth = stack_d[top]
             mid = 0.5 * (a + b)
-            mass_l = _panel_values(kind, p0, p1, y, m, v, peak, a, mid, vals_l)
-            mass_r = _panel_values(kind, p0, p1, y, m, v, peak, mid, b, vals_r)
-            int_l, _ = _qp_piece(kind, p0, p1, y, m, v, peak, a, mid, lm, rm + mass_r, total, vals_l)
-            int_r, _ = _qp_piece(kind, p0, p1, y, m, v, peak, mid, b, lm + mass_l, rm, total, vals_r)
+            mass_l = _panel_values(kind, p0, p1, y, m, v, anchor, peak, a, mid, vals_l)
+            mass_r = _panel_values(kind, p0, p1, y, m, v, anchor, peak, mid, b, vals_r)
+            int_l, _ = _qp_piece(kind, p0, p1, y, m, v, anchor, peak, a, mid, lm, rm + mass_r, total, vals_l)
+            int_r, _ = _qp_piece(kind, p0, p1, y, m, v, anchor, peak, mid, b, lm + mass_l, rm, total, vals_r)
             tol = abs_tol * (0.5 ** min(depth, 30))
             if abs(int_l + int_r - whole) <= max(tol, 1e-300) or depth >= depth_cap:
                 if depth >= depth_cap and abs(int_l + int_r - whole) > abs_tol:
@@ -413,16 +428,16 @@ def summary_scalar(kind, p0, p1, y, m, v, want_qp, use_closed=True):
     log Z, mean and var use the likelihood's closed form where it has one (and ``use_closed``),
     else the quadrature. sigma_QP is NaN when ``want_qp`` is False.
     """
-    pa, pb, pval, pmass, n, peak, width, ok = _build_panels(kind, p0, p1, y, m, v, QP_REL_TOL * 1e-2)
+    pa, pb, pval, pmass, n, anchor, peak, width, ok = _build_panels(kind, p0, p1, y, m, v, QP_REL_TOL * 1e-2)
     if n == 0:
         return np.nan, np.nan, np.nan, np.nan, np.nan, False
-    log_z, mean, var, entropy = _moments_from_panels(kind, p0, p1, y, m, v, pa, pb, pval, pmass, n, peak)
+    log_z, mean, var, entropy = _moments_from_panels(kind, p0, p1, y, m, v, pa, pb, pval, pmass, n, anchor, peak)
     has_closed, c_log_z, c_mean, c_var = closed_moments_scalar(kind, p0, p1, y, m, v)
     if has_closed and use_closed:
         log_z, mean, var = c_log_z, c_mean, c_var
     sigma = np.nan
     if want_qp:
-        sigma, ok_qp = _qp_from_panels(kind, p0, p1, y, m, v, pa, pb, pval, pmass, n, peak,
+        sigma, ok_qp = _qp_from_panels(kind, p0, p1, y, m, v, pa, pb, pval, pmass, n, anchor, peak,
                                        QP_REL_TOL * math.sqrt(var) / 8.0)
         ok = ok and ok_qp
         # Theorem 2 holds exactly; quadrature noise may not exceed the EP std
@@ -509,19 +524,19 @@ def qp_std(lik: Likelihood, y, cavity_mean, cavity_var) -> np.ndarray:
 
 # -- CDF and quantiles -----------------------------------------------------------------------
 @njit(**NUMBA_OPTIONS)
-def _partial_mass(kind, p0, p1, y, m, v, peak, a, x):
+def _partial_mass(kind, p0, p1, y, m, v, anchor, peak, a, x):
     """int_a^x exp(log q - peak) df by one GL rule (x inside a converged panel)."""
     half = 0.5 * (x - a)
     mid = 0.5 * (x + a)
     acc = 0.0
     for j in range(GL_X.size):
-        acc += GL_W[j] * math.exp(_log_q(kind, p0, p1, y, m, v, mid + half * GL_X[j]) - peak)
+        acc += GL_W[j] * math.exp(_log_q(kind, p0, p1, y, m, v, anchor, mid + half * GL_X[j]) - peak)
     return acc * half
 
 
 @njit(**NUMBA_OPTIONS)
 def _cdf_many(kind, p0, p1, y, m, v, xs, upper):
-    pa, pb, pval, pmass, n, peak, width, ok = _build_panels(kind, p0, p1, y, m, v, QP_REL_TOL * 1e-2)
+    pa, pb, pval, pmass, n, anchor, peak, width, ok = _build_panels(kind, p0, p1, y, m, v, QP_REL_TOL * 1e-2)
     out = np.empty(xs.size)
     total = pmass[:n].sum()
     prefix = np.zeros(n + 1)
@@ -539,7 +554,7 @@ def _cdf_many(kind, p0, p1, y, m, v, xs, upper):
             out[i] = 0.0 if upper else 1.0
             continue
         k = np.searchsorted(pa, x, side="right") - 1
-        part = _partial_mass(kind, p0, p1, y, m, v, peak, pa[k], x)
+        part = _partial_mass(kind, p0, p1, y, m, v, anchor, peak, pa[k], x)
         if upper:
             out[i] = max((total - prefix[k + 1]) + (pmass[k] - part), 0.0) / total
         else:
@@ -575,7 +590,7 @@ def tilted_cdf(lik: Likelihood, x, y, cavity_mean, cavity_var, upper: bool = Fal
 def _quantiles(kind, p0, p1, y, m, v, us):
     """Tilted quantiles: bracket on the panel edges, then safeguarded Newton on F (or on 1 - F
     for u > 1/2, so the upper tail keeps its relative accuracy)."""
-    pa, pb, pval, pmass, n, peak, width, ok = _build_panels(kind, p0, p1, y, m, v, QP_REL_TOL * 1e-2)
+    pa, pb, pval, pmass, n, anchor, peak, width, ok = _build_panels(kind, p0, p1, y, m, v, QP_REL_TOL * 1e-2)
     total = pmass[:n].sum()
     prefix = np.zeros(n + 1)
     for k in range(n):
@@ -602,7 +617,7 @@ def _quantiles(kind, p0, p1, y, m, v, us):
         hi = pb[k]
         x = 0.5 * (lo + hi)
         for _ in range(100):
-            part = _partial_mass(kind, p0, p1, y, m, v, peak, pa[k], x)
+            part = _partial_mass(kind, p0, p1, y, m, v, anchor, peak, pa[k], x)
             if use_upper:
                 # target - S(x): increasing in x like F(x) - u, so one bisection/Newton rule serves
                 resid = target - ((total - prefix[k + 1]) + (pmass[k] - part))
@@ -612,7 +627,7 @@ def _quantiles(kind, p0, p1, y, m, v, us):
                 hi = x
             else:
                 lo = x
-            dens = math.exp(_log_q(kind, p0, p1, y, m, v, x) - log_norm) * total
+            dens = math.exp(_log_q(kind, p0, p1, y, m, v, anchor, x) - log_norm) * total
             x_new = x - resid / dens if dens > 0.0 else 0.5 * (lo + hi)
             if not (lo < x_new < hi):
                 x_new = 0.5 * (lo + hi)

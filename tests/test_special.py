@@ -46,8 +46,9 @@ def test_truncation_terms_against_mpmath(z):
     zz = mp.mpf(z)
     r = mp.npdf(zz) / mp.ncdf(zz)
     factor = 1 - r * (zz + r)
-    got_r, got_factor = qs.truncation_terms(z)
+    got_r, got_r_plus_z, got_factor = qs.truncation_terms(z)
     assert got_r == pytest.approx(float(r), rel=1e-14)
+    assert got_r_plus_z == pytest.approx(float(r + zz), rel=1e-12)
     assert got_factor == pytest.approx(float(factor), rel=1e-12)
 
 

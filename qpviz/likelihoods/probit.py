@@ -32,7 +32,7 @@ def closed_moments_kernel(p0, p1, y, m, v):
     mean = m + y v r / sqrt(1 + v), var = v - v^2 r (z + r) / (1 + v)."""
     root = math.sqrt(1.0 + v)
     z = y * m / root
-    r, var_factor = truncation_terms(z)
+    r, _, var_factor = truncation_terms(z)
     return True, log_ndtr(z), m + y * v * r / root, v - v * v * (1.0 - var_factor) / (1.0 + v)
 
 

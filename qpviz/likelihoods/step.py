@@ -41,8 +41,9 @@ def closed_moments_kernel(p0, p1, y, m, v):
     s = math.sqrt(v)
     z = y * m / s
     if p0 == 0.0:  # truncated Gaussian: the stable continued-fraction terms
-        r, var_factor = truncation_terms(z)
-        return True, log_ndtr(z), m + y * s * r, v * var_factor
+        r, r_plus_z, var_factor = truncation_terms(z)
+        # mean = m + y s r = y s (r + z) since y s z = m (y^2 = 1): no cancellation when m is far out
+        return True, log_ndtr(z), y * s * r_plus_z, v * var_factor
     log_noise = math.log(p0)
     log_z = logaddexp(log_noise, math.log1p(-2.0 * p0) + log_ndtr(z))
     gamma = (1.0 - 2.0 * p0) * math.exp(norm_logpdf(z) - log_z) / s
