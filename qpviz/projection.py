@@ -126,8 +126,16 @@ def project(likelihood: Likelihood, y, cavity_mean, cavity_var, method: str = "e
 
 
 def qp_variance(likelihood: Likelihood, y, cavity_mean, cavity_var, *, use_table: bool = True) -> np.ndarray:
-    """sigma_QP^2 for every (y, cavity_mean, cavity_var), from the tables where they cover it."""
+    """sigma_QP^2 for every (y, cavity_mean, cavity_var), from the tables where they cover it.
+
+    A Gaussian likelihood has a Gaussian tilted distribution, so QP = EP exactly (Theorem 2's
+    equality case): its variance is returned without quadrature.
+    """
     from qpviz import tilted
+    from qpviz.likelihoods.gaussian import Gaussian
+
+    if isinstance(likelihood, Gaussian):
+        return likelihood.tilted_moments(y, cavity_mean, cavity_var).var
 
     if use_table:
         try:

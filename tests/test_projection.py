@@ -94,3 +94,16 @@ def test_kl_formula_matches_quadrature_and_is_minimised_by_ep():
     for mean, var in [(ep.mean, ep.var), (qp.mean, qp.var), (0.0, 1.0)]:
         assert kl_to_gaussian(lik, y, m, v, mean, var) == pytest.approx(kl_numeric(mean, var), abs=1e-9)
     assert kl_to_gaussian(lik, y, m, v, ep.mean, ep.var) < kl_to_gaussian(lik, y, m, v, qp.mean, qp.var)
+
+
+def test_gaussian_qp_is_ep_without_quadrature_and_matches_the_engine():
+    lik = qpviz.likelihood("gaussian", variance=0.3)
+    m = np.linspace(-5, 5, 7)
+    qp = qpviz.project(lik, 1.2, m, 2.0, method="qp")
+    np.testing.assert_array_equal(qp.var, qpviz.project(lik, 1.2, m, 2.0, method="ep").var)
+    np.testing.assert_allclose(tilted.qp_std(lik, 1.2, m, 2.0) ** 2, qp.var, rtol=1e-12)
+
+
+def test_error_messages_show_plain_numbers():
+    with pytest.raises(ValueError, match=r"got 0\.5$"):
+        qpviz.likelihood("probit").check_y(0.5)

@@ -207,4 +207,4 @@ def _vectorised_closed_moments(lik: "Likelihood", y, m, v):
 
 def _show(arr: np.ndarray) -> str:
     flat = np.ravel(arr)
-    return repr(flat[0] if flat.size == 1 else flat[:6].tolist())
+    return repr(flat[0].item() if flat.size == 1 else flat[:6].tolist())
