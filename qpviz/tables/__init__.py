@@ -21,10 +21,8 @@ Tables load lazily from :data:`qpviz.config.TABLE_DIR` and are verified (format,
 parameters, checksum). A missing, corrupt or stale file gives one :class:`TableWarning` and
 direct computation for that likelihood: the answer is never wrong, only slower.
 
-Developer note: numba's on-disk cache (``cache=True``) does not notice edits to *other* modules
-whose jitted functions a cached kernel calls. After editing ``chebyshev.tree_eval`` or
-``lookup.py``, delete ``qpviz/tables/__pycache__/*.nb[ic]``, or stale machine code keeps running
-(the table-vs-direct tests catch it).
+numba caches of kernels that compile in functions from other files are dropped by
+``import qpviz`` whenever a package source changed (:mod:`qpviz._numba_cache`).
 """
 from __future__ import annotations
 
