@@ -24,7 +24,7 @@ import qpviz
 from qpviz import config
 from qpviz.likelihoods.base import Likelihood
 from qpviz.projection import Projection, kl_to_gaussian, qp_variance, w2_to_gaussian
-from qpviz.tilted import tilted_quantile
+from qpviz.tilted import tilted_quantile, tilted_summary
 
 __all__ = [
     "LIKELIHOOD_NAMES",
@@ -206,8 +206,9 @@ def summary(lik: Likelihood, y, cavity_mean, cavity_std, ep: Projection, qp: Pro
     var = cavity_std**2
     means = np.array([float(ep.mean), float(qp.mean)])
     variances = np.array([float(ep.var), float(qp.var)])
-    w2 = w2_to_gaussian(lik, y, cavity_mean, var, means, variances)
-    kl = kl_to_gaussian(lik, y, cavity_mean, var, means, variances)
+    tilted_dist = tilted_summary(lik, y, cavity_mean, var)  # one quadrature serves W2 and KL
+    w2 = w2_to_gaussian(lik, y, cavity_mean, var, means, variances, summary=tilted_dist)
+    kl = kl_to_gaussian(lik, y, cavity_mean, var, means, variances, summary=tilted_dist)
     out = {
         "Z": float(np.exp(ep.log_z)),
         "log_Z": float(ep.log_z),

@@ -147,23 +147,30 @@ def qp_variance(likelihood: Likelihood, y, cavity_mean, cavity_var, *, use_table
     return tilted.qp_std(likelihood, y, cavity_mean, cavity_var) ** 2
 
 
-def w2_to_gaussian(likelihood: Likelihood, y, cavity_mean, cavity_var, mean, var) -> np.ndarray:
+def w2_to_gaussian(likelihood: Likelihood, y, cavity_mean, cavity_var, mean, var, *, summary=None) -> np.ndarray:
     """W2(tilted, N(mean, var)), via Prop. 1 expanded with the tilted moments:
 
     W2^2 = var_t + (mean_t - mean)^2 + var - 2 sqrt(var) sigma_QP,
     since int (F^-1 - mean_t) Phi^-1 du = sigma_QP and int (Phi^-1)^2 du = 1.
+    ``summary``: the :class:`qpviz.tilted.TiltedSummary` of these inputs, if already computed.
     """
-    from qpviz import tilted
-
-    s = tilted.tilted_summary(likelihood, *np.broadcast_arrays(likelihood.check_y(y), *check_cavity(cavity_mean, cavity_var)))
+    s = _tilted_summary(likelihood, y, cavity_mean, cavity_var, summary)
     w2sq = s.var + (s.mean - mean) ** 2 + var - 2.0 * np.sqrt(var) * s.qp_std
     return np.sqrt(np.maximum(w2sq, 0.0))
 
 
-def kl_to_gaussian(likelihood: Likelihood, y, cavity_mean, cavity_var, mean, var) -> np.ndarray:
-    """KL(tilted || N(mean, var)) = -H(tilted) + 0.5 log(2 pi var) + (var_t + (mean_t - mean)^2) / (2 var)."""
-    from qpviz import tilted
+def kl_to_gaussian(likelihood: Likelihood, y, cavity_mean, cavity_var, mean, var, *, summary=None) -> np.ndarray:
+    """KL(tilted || N(mean, var)) = -H(tilted) + 0.5 log(2 pi var) + (var_t + (mean_t - mean)^2) / (2 var).
 
-    s = tilted.tilted_summary(likelihood, *np.broadcast_arrays(likelihood.check_y(y), *check_cavity(cavity_mean, cavity_var)))
+    ``summary``: the :class:`qpviz.tilted.TiltedSummary` of these inputs, if already computed.
+    """
+    s = _tilted_summary(likelihood, y, cavity_mean, cavity_var, summary)
     kl = -s.entropy + 0.5 * np.log(2 * np.pi * var) + (s.var + (s.mean - mean) ** 2) / (2 * var)
     return np.maximum(kl, 0.0)
+
+
+def _tilted_summary(likelihood, y, cavity_mean, cavity_var, summary):
+    """The given summary, or one computed (tilted_summary validates and broadcasts the inputs)."""
+    from qpviz import tilted
+
+    return summary if summary is not None else tilted.tilted_summary(likelihood, y, cavity_mean, cavity_var)
