@@ -176,15 +176,18 @@ class Likelihood:
 
     def tilted_cdf(self, x, y, cavity_mean, cavity_var) -> np.ndarray:
         """F(x) = int_{-inf}^x q(f) df of the tilted distribution."""
-        from qpviz import tilted
-
-        return tilted.tilted_cdf(self, x, y, cavity_mean, cavity_var, upper=False)
+        return self._tilted_cdf(x, self.check_y(y), cavity_mean, cavity_var, upper=False)
 
     def tilted_sf(self, x, y, cavity_mean, cavity_var) -> np.ndarray:
         """1 - F(x), computed directly (accurate where F is near 1)."""
+        return self._tilted_cdf(x, self.check_y(y), cavity_mean, cavity_var, upper=True)
+
+    def _tilted_cdf(self, x, y, cavity_mean, cavity_var, upper: bool) -> np.ndarray:
+        """CDF (or survival function with ``upper``) by the adaptive quadrature; subclasses with
+        a closed form override this one method."""
         from qpviz import tilted
 
-        return tilted.tilted_cdf(self, x, y, cavity_mean, cavity_var, upper=True)
+        return tilted.tilted_cdf(self, x, y, cavity_mean, cavity_var, upper=upper)
 
     # -- predictions -------------------------------------------------------------------
     def predictive(self, y, mean, var) -> np.ndarray:

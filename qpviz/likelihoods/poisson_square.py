@@ -117,16 +117,11 @@ class PoissonSquare(Likelihood):
     def _tilted_moments(self, y, m, v):
         return _vectorised_closed_moments(self, y, m, v)
 
-    def tilted_cdf(self, x, y, cavity_mean, cavity_var):
+    def _tilted_cdf(self, x, y, cavity_mean, cavity_var, upper):
         """Incomplete-gamma sum, QP paper eqs. 61-67 (see :mod:`.tilted_cdfs`)."""
         from qpviz.likelihoods import tilted_cdfs
 
-        return tilted_cdfs.poisson_square_tilted_cdf(x, self.check_y(y), cavity_mean, cavity_var, upper=False)
-
-    def tilted_sf(self, x, y, cavity_mean, cavity_var):
-        from qpviz.likelihoods import tilted_cdfs
-
-        return tilted_cdfs.poisson_square_tilted_cdf(x, self.check_y(y), cavity_mean, cavity_var, upper=True)
+        return tilted_cdfs.poisson_square_tilted_cdf(x, y, cavity_mean, cavity_var, upper=upper)
 
     def negative_binomial(self, mean, var):
         """The paper's predictive count distribution (App. H, eqs. 119-122) as a frozen

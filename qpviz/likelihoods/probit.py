@@ -63,13 +63,8 @@ class Probit(Likelihood):
     def _tilted_moments(self, y, m, v):
         return _vectorised_closed_moments(self, y, m, v)
 
-    def tilted_cdf(self, x, y, cavity_mean, cavity_var):
+    def _tilted_cdf(self, x, y, cavity_mean, cavity_var, upper):
         """Owen's T closed form, QP paper eqs. 45-49 (see :mod:`.tilted_cdfs`)."""
         from qpviz.likelihoods import tilted_cdfs
 
-        return tilted_cdfs.probit_tilted_cdf(x, self.check_y(y), cavity_mean, cavity_var, upper=False)
-
-    def tilted_sf(self, x, y, cavity_mean, cavity_var):
-        from qpviz.likelihoods import tilted_cdfs
-
-        return tilted_cdfs.probit_tilted_cdf(x, self.check_y(y), cavity_mean, cavity_var, upper=True)
+        return tilted_cdfs.probit_tilted_cdf(x, y, cavity_mean, cavity_var, upper=upper)

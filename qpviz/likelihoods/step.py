@@ -106,13 +106,8 @@ class Step(Likelihood):
         gamma = (1 - 2 * self.eps) * np.exp(-0.5 * z**2 - 0.5 * np.log(2 * np.pi) - log_z) / s
         return log_z, m + v * gamma * y, v - v * gamma * (y * m + v * gamma)
 
-    def tilted_cdf(self, x, y, cavity_mean, cavity_var):
+    def _tilted_cdf(self, x, y, cavity_mean, cavity_var, upper):
         """Two-piece truncated-normal closed form (see :mod:`.tilted_cdfs`)."""
         from qpviz.likelihoods import tilted_cdfs
 
-        return tilted_cdfs.step_tilted_cdf(x, self.check_y(y), cavity_mean, cavity_var, self.eps, upper=False)
-
-    def tilted_sf(self, x, y, cavity_mean, cavity_var):
-        from qpviz.likelihoods import tilted_cdfs
-
-        return tilted_cdfs.step_tilted_cdf(x, self.check_y(y), cavity_mean, cavity_var, self.eps, upper=True)
+        return tilted_cdfs.step_tilted_cdf(x, y, cavity_mean, cavity_var, self.eps, upper=upper)
