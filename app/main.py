@@ -7,10 +7,12 @@ modules.
 import panel as pn
 
 import projection_explorer
+import tcp_nodelay
 
 PAGES = [projection_explorer]
 
 pn.extension("katex", sizing_mode="stretch_width")
+tcp_nodelay.enable()  # the server's replies reach the browser without Nagle's 40 ms waits
 
 
 def build() -> pn.Column:

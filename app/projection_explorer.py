@@ -10,12 +10,14 @@ its marker. Clicking the map moves the cavity (HoloViews Tap stream).
 """
 from __future__ import annotations
 
+import time
+
 import holoviews as hv
 import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh backend that .opts() needs)
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource
+from bokeh.models import CDSView, ColumnDataSource, IndexFilter, Range1d
 from bokeh.plotting import figure
 
 from qpviz import config
@@ -87,6 +89,21 @@ EXPLANATIONS = {
 }
 
 
+#: The sliders reach the URL this long after their last move (see ProjectionExplorer._sync_url).
+URL_DELAY_MS = 300
+#: URL query keys of the sliders (SliderQuery's parameters).
+SLIDER_QUERY = ("count", "y", "m", "s")
+
+
+class SliderQuery(param.Parameterized):
+    """The slider values the URL shows (query keys count, y, m, s)."""
+
+    count = param.Integer(default=1, doc="Count observation y (count likelihoods).")
+    y = param.Number(default=0.0, doc="Real observation y (real likelihoods).")
+    m = param.Number(default=0.5, doc="Cavity mean.")
+    s = param.Number(default=1.5, doc="Cavity standard deviation.")
+
+
 class PromptFloatSlider(pn.widgets.FloatSlider):
     """A FloatSlider whose moves reach the server at once: Panel waits ``_debounce`` = 50 ms
     before processing a widget change, half of this page's 100 ms budget per update."""
@@ -113,29 +130,56 @@ def _fmt(value: float) -> str:
     return f"{value:.6g}"
 
 
-def numbers_markdown(summary: dict, show_ep: bool, show_qp: bool) -> str:
-    """The numbers view (c) as a Markdown table."""
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    cells = lambda tag, row: "".join(f"<{tag}>{cell}</{tag}>" for cell in row)  # noqa: E731
+    body = "".join(f"<tr>{cells('td', row)}</tr>" for row in rows)
+    return f"<table><thead><tr>{cells('th', header)}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def numbers_html(summary: dict, show_ep: bool, show_qp: bool) -> str:
+    """The numbers view (c) as HTML tables (built directly: rendering Markdown cost ~3 ms a move)."""
     rows = [
         ("Z (evidence)", summary["Z"]),
         ("log Z", summary["log_Z"]),
         ("mean (EP = QP)", summary["mean"]),
         ("var_QP / var_EP", summary["ratio"]),
     ]
-    lines = ["| quantity | value |", "|---|---|", *(f"| {name} | {_fmt(value)} |" for name, value in rows)]
+    tables = [_table(["quantity", "value"], [[name, _fmt(value)] for name, value in rows])]
     methods = [(m, label) for m, label, shown in (("ep", "EP", show_ep), ("qp", "QP", show_qp)) if shown]
     if methods:
-        lines += ["", "| | " + " | ".join(label for _, label in methods) + " |", "|---|" + "---|" * len(methods)]
-        for key, label in (
-            ("var", "variance"),
-            ("w2", "W2 to tilted"),
-            ("kl", "KL(tilted ‖ ·)"),
-            ("site_mean", "site mean"),
-            ("site_var", "site variance"),
-        ):
-            lines.append(f"| {label} | " + " | ".join(_fmt(summary[f"{key}_{m}"]) for m, _ in methods) + " |")
-        positive = [("yes" if summary[f"site_positive_{m}"] else "**no**") for m, _ in methods]
-        lines.append("| site precision > 0 | " + " | ".join(positive) + " |")
-    return "\n".join(lines)
+        method_rows = [
+            [label, *(_fmt(summary[f"{key}_{m}"]) for m, _ in methods)]
+            for key, label in (
+                ("var", "variance"),
+                ("w2", "W2 to tilted"),
+                ("kl", "KL(tilted ‖ ·)"),
+                ("site_mean", "site mean"),
+                ("site_var", "site variance"),
+            )
+        ]
+        positive = [("yes" if summary[f"site_positive_{m}"] else "<strong>no</strong>") for m, _ in methods]
+        method_rows.append(["site precision &gt; 0", *positive])
+        tables.append(_table(["", *(label for _, label in methods)], method_rows))
+    return "\n".join(tables)
+
+
+class NumbersPane(pn.pane.HTML):
+    """An HTML pane with the Markdown pane's table style."""
+
+    _stylesheets = [*pn.pane.HTML._stylesheets, *pn.pane.Markdown._stylesheets]
+
+
+def _span(columns: dict, keys) -> tuple[float, float]:
+    """Smallest and largest finite value of ``columns[key]`` over ``keys``."""
+    values = np.concatenate([np.asarray(columns[key], float) for key in keys])
+    values = values[np.isfinite(values)]
+    return (float(values.min()), float(values.max())) if values.size else (0.0, 1.0)
+
+
+def _set_range(axis_range: Range1d, lo: float, hi: float, pad: float = 0.05) -> None:
+    """Show [lo, hi] plus ``pad`` of its width on each side (what DataRange1d's default padding shows)."""
+    width = hi - lo if hi > lo else max(abs(hi), 1.0)
+    axis_range.update(start=lo - pad * width, end=hi + pad * width)
 
 
 class ProjectionExplorer(pn.viewable.Viewer):
@@ -147,6 +191,10 @@ class ProjectionExplorer(pn.viewable.Viewer):
         super().__init__(**params)
         self.state = ExplorerState()
         self._syncing = False
+        self._query = None
+        self._query_pending = False
+        self._writing_query = False
+        self._last_move = 0.0
         s = self.state
         self.likelihood = pn.widgets.Select(
             label="likelihood", options=list(explorer.LIKELIHOOD_NAMES), value=s.likelihood, css_classes=["qpviz-likelihood"]
@@ -172,7 +220,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
         self.show = pn.widgets.CheckButtonGroup(label="projections", options=["EP", "QP"], value=["EP", "QP"])
         self.projector_toggle = pn.widgets.Toggle(label="Projector mode (large fonts)", value=False)
         self.alert = pn.pane.Alert("", alert_type="danger", visible=False, css_classes=["qpviz-error"])
-        self.numbers = pn.pane.Markdown("", css_classes=["qpviz-numbers"], sizing_mode="stretch_width")
+        self.numbers = NumbersPane("", css_classes=["qpviz-numbers"], sizing_mode="stretch_width")
 
         self.likelihood.param.watch(self._on_likelihood, "value")
         for name, widget in self.parameter_widgets.items():
@@ -255,7 +303,12 @@ class ProjectionExplorer(pn.viewable.Viewer):
         self._apply(cavity_mean=round(float(np.clip(x, *explorer.MEAN_RANGE)), 2), cavity_std=round(float(np.clip(y, lo, hi)), 2))
 
     def _sync_url(self) -> None:
-        """Keep the view in the URL query so that a shared link reopens it."""
+        """Keep the view in the URL query so that a shared link reopens it.
+
+        The sliders reach the URL through ``self._query``, written URL_DELAY_MS after they stop
+        moving: writing the URL at every step (pushState, then the browser echoing the new href)
+        cost about 10 ms of each update and left one browser-history entry per slider step.
+        """
         location = pn.state.location
         if location is None:
             return
@@ -263,34 +316,83 @@ class ProjectionExplorer(pn.viewable.Viewer):
         for name, widget in self.parameter_widgets.items():
             location.sync(widget, {"value": name})
         location.sync(self.y_label, {"value": "label"})
-        location.sync(self.y_count, {"value": "count"})
-        location.sync(self.y_real, {"value": "y"})
-        location.sync(self.mean_slider, {"value": "m"})
-        location.sync(self.std_slider, {"value": "s"})
+        self._query = SliderQuery(**self._slider_values())
+        self._query.param.watch(self._on_query, list(SLIDER_QUERY))  # a shared link moves the sliders
+        location.sync(self._query)
+        for widget in self._query_sliders().values():
+            widget.param.watch(self._on_slider_moved, "value")
         location.sync(self.show, {"value": "show"})
         location.sync(self.projector_toggle, {"value": "projector"})
+
+    def _query_sliders(self) -> dict:
+        return {"count": self.y_count, "y": self.y_real, "m": self.mean_slider, "s": self.std_slider}
+
+    def _slider_values(self) -> dict:
+        return {name: widget.value for name, widget in self._query_sliders().items()}
+
+    def _on_query(self, *events) -> None:
+        """The URL's slider values (a shared link, read when the page opens) move the sliders."""
+        if self._writing_query:
+            return
+        sliders = self._query_sliders()
+        for event in events:
+            sliders[event.name].value = event.new
+
+    def _on_slider_moved(self, event=None) -> None:
+        self._last_move = time.monotonic()
+        if not self._query_pending:
+            self._query_pending = True
+            pn.state.add_periodic_callback(self._write_query, period=URL_DELAY_MS, count=1)
+
+    def _write_query(self) -> None:
+        """Copy the sliders into the URL once they have rested URL_DELAY_MS."""
+        wait_ms = URL_DELAY_MS - 1000 * (time.monotonic() - self._last_move)
+        if wait_ms > 10:
+            pn.state.add_periodic_callback(self._write_query, period=round(wait_ms), count=1)
+            return
+        self._query_pending = False
+        self._writing_query = True
+        try:
+            self._query.param.update(**self._slider_values())
+        finally:
+            self._writing_query = False
 
     # -- views -----------------------------------------------------------------------------
     def _build_figures(self) -> None:
         """Bokeh figures for views (a), (b) and (b'), fed by ColumnDataSources that each update
-        replaces in place (no re-render: only the new arrays travel to the browser)."""
-        self.sources = {name: ColumnDataSource(data={"x": [], **{k: [] for k in keys}}) for name, keys in CURVES.items()}
-        self.qq_points = ColumnDataSource(data={"x": [], "tilted": []})
+        changes in place (no re-render: only the new arrays travel to the browser).
+
+        The quantile view and the Q-Q view share one source (x = u and x = z over the same
+        quantiles; the Q-Q points are every third row through an IndexFilter), and its u and z
+        columns never change, so a cavity move sends the density columns and three quantile
+        columns. The axis ranges are computed here (Range1d) rather than by the browser
+        (DataRange1d), which would send each new range back to the server after every move.
+        """
+        self.sources = {
+            "densities": ColumnDataSource(data={"x": [], **{k: [] for k in CURVES["densities"]}}),
+            "quantiles": ColumnDataSource(data={"u": [], "z": [], **{k: [] for k in CURVES["quantiles"]}}),
+        }
+        self.ranges = {name: (Range1d(0, 1), Range1d(0, 1)) for name in CURVES}
         self.figures = {
             "densities": figure(x_axis_label="f", y_axis_label="density"),
             "quantiles": figure(x_axis_label="u", y_axis_label="quantile F^-1(u)"),
             "qq": figure(x_axis_label="Phi^-1(u) (standard normal quantile)", y_axis_label="tilted quantile F^-1(u)"),
         }
+        x_columns = {"densities": "x", "quantiles": "u", "qq": "z"}
         self.renderers = {name: {} for name in self.figures}
         for name, keys in CURVES.items():
             fig = self.figures[name]
+            fig.x_range, fig.y_range = self.ranges[name]
+            source = self.sources["densities" if name == "densities" else "quantiles"]
             for key in keys:
                 self.renderers[name][key] = fig.line(
-                    "x", key, source=self.sources[name], color=COLOURS[key], line_dash=DASHES[key],
+                    x_columns[name], key, source=source, color=COLOURS[key], line_dash=DASHES[key],
                     line_width=3 if key == "tilted" else 2, legend_label=LABELS[key],
                 )
+        every_third = CDSView(filter=IndexFilter(list(range(0, explorer.QUANTILE_POINTS, 3))))
         self.renderers["qq"]["tilted"] = self.figures["qq"].scatter(
-            "x", "tilted", source=self.qq_points, color=COLOURS["tilted"], size=5, legend_label="tilted quantiles"
+            "z", "tilted", source=self.sources["quantiles"], view=every_third, color=COLOURS["tilted"], size=5,
+            legend_label="tilted quantiles",
         )
         for fig in self.figures.values():
             fig.sizing_mode = "stretch_width"
@@ -308,12 +410,22 @@ class ProjectionExplorer(pn.viewable.Viewer):
         s = self.state
         result = s.result
         d, q, summary = result.densities, result.quantiles, result.summary
+        shown = [key for key, visible in (("ep", s.show_ep), ("qp", s.show_qp)) if visible]
         with pn.io.hold():
-            self.numbers.object = numbers_markdown(summary, s.show_ep, s.show_qp)
+            self.numbers.object = numbers_html(summary, s.show_ep, s.show_qp)
             self.sources["densities"].data = {"x": d["x"], **{k: d[k] for k in CURVES["densities"]}}
-            self.sources["quantiles"].data = {"x": q["u"], **{k: q[k] for k in CURVES["quantiles"]}}
-            self.sources["qq"].data = {"x": q["z"], **{k: q[k] for k in CURVES["qq"]}}
-            self.qq_points.data = {"x": q["z"][::3], "tilted": q["tilted"][::3]}
+            quantiles = self.sources["quantiles"]
+            if len(quantiles.data["u"]) != len(q["u"]):  # first time only: u and z are fixed grids
+                quantiles.data = {"u": q["u"], "z": q["z"], **{k: q[k] for k in CURVES["quantiles"]}}
+            else:
+                quantiles.data.update({k: q[k] for k in CURVES["quantiles"]})
+            _set_range(self.ranges["densities"][0], d["x"][0], d["x"][-1], pad=0.0)
+            _set_range(self.ranges["densities"][1], *_span(d, ("cavity", "likelihood", "tilted", *shown)))
+            _set_range(self.ranges["quantiles"][0], 0.0, 1.0)
+            _set_range(self.ranges["qq"][0], q["z"][0], q["z"][-1])
+            quantile_span = _span(q, ("tilted", *shown))
+            _set_range(self.ranges["quantiles"][1], *quantile_span)
+            _set_range(self.ranges["qq"][1], *quantile_span)
             self.figures["densities"].title.text = (
                 f"(a) densities: {s.likelihood}, y = {s.y:g}, m = {s.cavity_mean:.2f}, s = {s.cavity_std:.2f}"
             )
@@ -322,8 +434,8 @@ class ProjectionExplorer(pn.viewable.Viewer):
                 f"(b') Q-Q: σ_EP = {np.sqrt(summary['var_ep']):.4f}, σ_QP = {np.sqrt(summary['var_qp']):.4f}"
             )
             for name, renderers in self.renderers.items():
-                for key, shown in (("ep", s.show_ep), ("qp", s.show_qp)):
-                    renderers[key].visible = shown
+                for key, visible in (("ep", s.show_ep), ("qp", s.show_qp)):
+                    renderers[key].visible = visible
             self.marker.data = {"x": [s.cavity_mean], "y": [s.cavity_std]}
 
     def _style_figures(self, *events) -> None:
@@ -361,6 +473,8 @@ class ProjectionExplorer(pn.viewable.Viewer):
         return image.opts(
             cmap="cividis", colorbar=True, tools=["hover", "tap"], title=title, height=330, responsive=True,
             min_width=360, toolbar="above", hooks=[self._add_marker],
+            # HoloViews asks for WebGL; without a GPU (classroom laptops, CI) canvas draws faster
+            backend_opts={"plot.output_backend": "canvas"},
         )
 
     def _add_marker(self, plot, element) -> None:
@@ -369,8 +483,10 @@ class ProjectionExplorer(pn.viewable.Viewer):
         fig = plot.state
         self._map_figure = fig
         if self._marker_renderer is None or self._marker_renderer not in fig.renderers:
+            # level "overlay": Bokeh repaints only the overlay canvas of the map when the marker
+            # moves, not the image, axes and colour bar beneath it
             self._marker_renderer = fig.scatter("x", "y", source=self.marker, marker="circle_x", size=18, line_width=2.5,
-                                                  line_color="black", fill_color="white")
+                                                  line_color="black", fill_color="white", level="overlay")
         self._style_figures()
 
     def _build_map(self) -> pn.pane.HoloViews:

@@ -264,7 +264,7 @@ def test_page_slider_updates_state_numbers_and_plots(explorer_page):
     old_tilted = np.array(explorer_page.sources["densities"].data["tilted"])
     explorer_page.mean_slider.value = -1.0
     assert explorer_page.state.cavity_mean == -1.0
-    assert f"| mean (EP = QP) | {explorer_page.state.result.summary['mean']:.6g} |" in explorer_page.numbers.object
+    assert f"<td>mean (EP = QP)</td><td>{explorer_page.state.result.summary['mean']:.6g}</td>" in explorer_page.numbers.object
     assert "m = -1.00" in explorer_page.figures["densities"].title.text
     assert not np.allclose(explorer_page.sources["densities"].data["tilted"], old_tilted)
     assert explorer_page.marker.data == {"x": [-1.0], "y": [explorer_page.state.cavity_std]}
@@ -292,7 +292,7 @@ def test_page_bad_typed_value_shows_alert_and_keeps_the_view(explorer_page):
 def test_page_projection_toggles_hide_curves_and_numbers(explorer_page):
     explorer_page.show.value = ["QP"]
     assert not explorer_page.renderers["densities"]["ep"].visible and explorer_page.renderers["qq"]["qp"].visible
-    assert "| EP |" not in explorer_page.numbers.object and "| QP |" in explorer_page.numbers.object
+    assert "<th>EP</th>" not in explorer_page.numbers.object and "<th>QP</th>" in explorer_page.numbers.object
 
 
 def test_page_map_tap_moves_the_cavity(explorer_page):
