@@ -105,16 +105,22 @@ class SliderQuery(param.Parameterized):
 
 
 class PromptFloatSlider(pn.widgets.FloatSlider):
-    """A FloatSlider whose moves reach the server at once: Panel waits ``_debounce`` = 50 ms
-    before processing a widget change, half of this page's 100 ms budget per update."""
+    """A FloatSlider whose moves reach the page's callback after 5 ms instead of Panel's 50 ms.
 
-    _debounce = 0
+    Not 0: a key press sends two messages (``value``, then ``value_throttled``), and the server
+    writes an OK reply to each in several awaited frames. A callback started at once runs between
+    the frames of the first OK, finds the socket's write lock taken, and Panel then retries the
+    reply 10 ms later; started 5 ms later, it usually finds both OKs sent, handles both changes
+    in one call and sends the reply at once (measured: ~10 ms less from key press to paint).
+    """
+
+    _debounce = 5
 
 
 class PromptIntSlider(pn.widgets.IntSlider):
-    """An IntSlider without Panel's 50 ms debounce (see PromptFloatSlider)."""
+    """An IntSlider with the same 5 ms debounce as PromptFloatSlider."""
 
-    _debounce = 0
+    _debounce = 5
 
 
 @pn.cache(max_items=64)

@@ -6,9 +6,13 @@ In the page, a capturing keydown listener stamps the press; then every animation
 the Bokeh document until (1) the numbers pane's text and (2) the density plot's title (which
 changes in the same server message as the curves' data) have changed; one more animation frame
 is waited so the new frame is painted. Prints the median and maximum per likelihood, in ms,
-with the in-process compute time of one update beside them, and the same measurement of a
-minimal Panel page (one slider, one Markdown table, one line plot): this machine's floor at its
-current load.
+with the in-process compute time of one update beside them.
+
+Then the same measurement of a minimal Panel page (one slider -> one Markdown table and one
+400-point line plot), twice: with Bokeh's and Panel's defaults except the slider debounce (the
+floor the explorer was first compared with), and with the explorer's server settings
+(app/tcp_nodelay.py and the explorer sliders' 5 ms debounce), this machine's floor at its current
+load for any page served like the explorer. The load average is printed before and after.
 
 With ``--startup`` it first measures the app's cold start (every __pycache__ of this checkout
 removed, so numba recompiles its cached kernels) and warm start: time from `panel serve` launch
@@ -63,16 +67,14 @@ ARM_JS = """() => { window.__latency = new Promise((resolve, reject) => {
 
 
 #: A minimal Panel app (one slider -> one Markdown table and one 400-point Bokeh line, same page
-#: hooks as the explorer): its latency is this machine's floor for any Panel page.
+#: hooks as the explorer): its latency is this machine's floor for any Panel page. {settings} is
+#: replaced by the server settings of the variant measured (see BASELINE_VARIANTS).
 BASELINE_APP = """
 import numpy as np
 import panel as pn
 from bokeh.models import ColumnDataSource
 from bokeh.plotting import figure
-
-
-class Slider(pn.widgets.FloatSlider):
-    _debounce = 0
+{settings}
 
 
 slider = Slider(start=-8, end=8, step=0.05, value=0.5, css_classes=["qpviz-mean"])
@@ -93,6 +95,14 @@ def move(event):
 slider.param.watch(move, "value")
 pn.Row(slider, pn.Column(numbers, fig, sizing_mode="stretch_width")).servable()
 """
+
+#: (row label, settings code) of the minimal page: Bokeh's defaults (slider debounce 0, as first
+#: measured), and the explorer's server settings (TCP_NODELAY, the sliders' 5 ms debounce).
+BASELINE_VARIANTS = (
+    ("(minimal page)", "\n\nclass Slider(pn.widgets.FloatSlider):\n    _debounce = 0\n"),
+    ("(minimal+app settings)",
+     "import tcp_nodelay\n\ntcp_nodelay.enable()\n\n\nclass Slider(pn.widgets.FloatSlider):\n    _debounce = 5\n"),
+)
 
 
 def wait_loaded(page, timeout_ms: int = 300_000) -> None:
@@ -154,15 +164,17 @@ def press_and_measure(page, presses: int) -> tuple[list[float], list[float]]:
 
 
 def row(name: str, numbers: list[float], plots: list[float], compute: str) -> str:
-    return (f"{name:16s} {statistics.median(numbers):15.1f} {max(numbers):12.1f} "
+    return (f"{name:22s} {statistics.median(numbers):15.1f} {max(numbers):12.1f} "
             f"{statistics.median(plots):13.1f} {max(plots):10.1f} {compute:>8s}")
 
 
-def measure_baseline(playwright, presses: int) -> str:
-    """The same measurement on BASELINE_APP (served from a temporary folder)."""
+def measure_baseline(playwright, presses: int, label: str, settings: str) -> str:
+    """The same measurement on BASELINE_APP with ``settings`` (served from a temporary folder that
+    also holds a copy of app/tcp_nodelay.py)."""
     folder = Path(tempfile.mkdtemp())
     (folder / "app").mkdir()
-    (folder / "app" / "main.py").write_text(BASELINE_APP)
+    (folder / "app" / "main.py").write_text(BASELINE_APP.replace("{settings}", settings))
+    shutil.copy(ROOT / "app" / "tcp_nodelay.py", folder / "app" / "tcp_nodelay.py")
     process, url = serve_app(folder / "serve.log", cwd=folder)
     try:
         browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
@@ -174,7 +186,7 @@ def measure_baseline(playwright, presses: int) -> str:
     finally:
         stop(process)
         shutil.rmtree(folder, ignore_errors=True)
-    return row("(minimal page)", numbers, plots, "-")
+    return row(label, numbers, plots, "-")
 
 
 def measure_latency(playwright, presses: int, baseline: bool) -> None:
@@ -187,7 +199,7 @@ def measure_latency(playwright, presses: int, baseline: bool) -> None:
         page.on("pageerror", lambda error: errors.append(str(error)))
         page.goto(url)
         wait_loaded(page)
-        print(f"{'likelihood':16s} {'numbers median':>15s} {'numbers max':>12s} {'plots median':>13s} {'plots max':>10s}"
+        print(f"{'likelihood':22s} {'numbers median':>15s} {'numbers max':>12s} {'plots median':>13s} {'plots max':>10s}"
               f" {'compute':>8s}  (ms; {presses} presses; compute = server-side explorer.compute, in-process)")
         for name in LIKELIHOOD_NAMES:
             page.locator(".qpviz-likelihood select").select_option(name)
@@ -205,7 +217,8 @@ def measure_latency(playwright, presses: int, baseline: bool) -> None:
     finally:
         stop(process)
     if baseline:
-        print(measure_baseline(playwright, presses))
+        for label, settings in BASELINE_VARIANTS:
+            print(measure_baseline(playwright, presses, label, settings))
 
 
 def main() -> None:
@@ -225,6 +238,7 @@ def main() -> None:
             measure_startup(playwright, "cold")
             measure_startup(playwright, "warm")
         measure_latency(playwright, args.presses, baseline=not args.no_baseline)
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
