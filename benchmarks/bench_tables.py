@@ -31,15 +31,16 @@ from qpviz.tables.families import STD_RANGE, all_families  # noqa: E402
 
 def cavities(family, rng, n):
     s = np.exp(rng.uniform(math.log(STD_RANGE[0]), math.log(STD_RANGE[1]), n))
+    t_lo, t_hi = family.mean_domain
     if family.likelihood in ("student_t", "laplace"):
         y = rng.uniform(-5, 5, n)
-        m = y + rng.uniform(-family.t_hi, family.t_hi, n)
+        m = y + rng.uniform(-t_hi, t_hi, n)
     elif family.n_tables > 1:
         y = rng.integers(0, family.n_tables, n).astype(float)
-        m = rng.uniform(-family.t_hi, family.t_hi, n)
+        m = rng.uniform(-t_hi, t_hi, n)
     else:
         y = rng.choice([-1.0, 1.0], n)
-        m = rng.uniform(family.t_lo, family.t_hi, n)
+        m = rng.uniform(t_lo, t_hi, n)
     return y, m, s * s
 
 

@@ -40,7 +40,7 @@ def _fit_task(task: tuple[TableFamily, int]):
 def _write(family: TableFamily, trees: list, seconds: float, out: Path) -> dict:
     coef, meta = pack(family, trees)
     stats = {
-        "patches": int(sum(t.n_leaves for t in trees)),
+        "patches": int(sum(getattr(t, "n_leaves", None) or t.coef.shape[0] for t in trees)),
         "uncovered_patches": int(sum(t.n_failed for t in trees)),
         "max_check_error": float(max(t.max_check_error for t in trees)),
         "direct_evaluations": int(sum(t.n_evaluations for t in trees)),
@@ -129,17 +129,18 @@ def validate(n: int, seed: int = 1, bins: int = 4) -> float:
     worst = 0.0
     for fam in all_families():
         lik = fam.make_likelihood()
+        t_lo, t_hi = fam.mean_domain
         if tables.jit_data(lik)[1].size == 0:
             print(f"{fam.file_name}: no usable table")
             worst = math.inf
             continue
         log_s = np.concatenate([rng.uniform(math.log(STD_RANGE[0]), math.log(STD_RANGE[1]), n),
                                 np.log([STD_RANGE[0], STD_RANGE[0], STD_RANGE[1], STD_RANGE[1]])])
-        t = np.concatenate([rng.uniform(fam.t_lo, fam.t_hi, n), [fam.t_lo, fam.t_hi] * 2])
+        t = np.concatenate([rng.uniform(t_lo, t_hi, n), [t_lo, t_hi] * 2])
         if fam.n_tables > 1:
             y = rng.integers(0, fam.n_tables, n + 4).astype(float)
-            m = np.where(rng.random(n + 4) < 0.5, -t, t) if fam.t_lo == 0 else t
-        elif fam.t_lo == 0:  # real likelihoods: random y, m = y +- t
+            m = np.where(rng.random(n + 4) < 0.5, -t, t) if t_lo == 0 else t
+        elif t_lo == 0:  # real likelihoods: random y, m = y +- t
             y = rng.uniform(-5, 5, n + 4)
             m = y + np.where(rng.random(n + 4) < 0.5, -t, t)
         else:  # binary: random labels, folded mean t = y m
@@ -148,12 +149,12 @@ def validate(n: int, seed: int = 1, bins: int = 4) -> float:
         v = np.exp(2 * log_s)
         err = np.abs(np.sqrt(tables.qp_variance(lik, y, m, v)) / tilted.qp_std(lik, y, m, v) - 1.0)
         worst = max(worst, float(err.max()))
-        ti = np.minimum(((t - fam.t_lo) / (fam.t_hi - fam.t_lo) * bins).astype(int), bins - 1)
+        ti = np.minimum(((t - t_lo) / (t_hi - t_lo) * bins).astype(int), bins - 1)
         si = np.minimum(((log_s - math.log(STD_RANGE[0])) / math.log(STD_RANGE[1] / STD_RANGE[0]) * bins).astype(int), bins - 1)
         grid = np.zeros((bins, bins))
         np.maximum.at(grid, (si, ti), err)
         print(f"{fam.file_name}: {n + 4} points, max relative error of sigma_QP {err.max():.2e}")
-        edges = np.linspace(fam.t_lo, fam.t_hi, bins + 1)
+        edges = np.linspace(t_lo, t_hi, bins + 1)
         print("    folded mean t:  " + " ".join(f"[{a:+.0f},{b:+.0f}]".rjust(9) for a, b in zip(edges[:-1], edges[1:])))
         s_edges = np.exp(np.linspace(math.log(STD_RANGE[0]), math.log(STD_RANGE[1]), bins + 1))
         for i in range(bins - 1, -1, -1):

@@ -121,7 +121,7 @@ def project(likelihood: Likelihood, y, cavity_mean, cavity_var, method: str = "e
     if method == "ep":
         var = moments.var
     else:
-        var = qp_variance(likelihood, y_arr, m, v, use_table=use_table)
+        var = _qp_variance_checked(likelihood, y_arr, m, v, use_table)
     return Projection(method, moments.mean, np.asarray(var, float), moments.log_z, m, v)
 
 
@@ -131,20 +131,29 @@ def qp_variance(likelihood: Likelihood, y, cavity_mean, cavity_var, *, use_table
     A Gaussian likelihood has a Gaussian tilted distribution, so QP = EP exactly (Theorem 2's
     equality case): its variance is returned without quadrature.
     """
+    if not isinstance(likelihood, Likelihood):
+        raise TypeError("likelihood must be a qpviz likelihood, e.g. qpviz.likelihood('probit')")
+    m, v = check_cavity(cavity_mean, cavity_var)
+    y_arr, m, v = np.broadcast_arrays(likelihood.check_y(y), m, v)
+    return _qp_variance_checked(likelihood, y_arr, m, v, use_table)
+
+
+def _qp_variance_checked(likelihood: Likelihood, y, m, v, use_table: bool) -> np.ndarray:
+    """:func:`qp_variance` of validated, broadcast inputs."""
     from qpviz import tilted
     from qpviz.likelihoods.gaussian import Gaussian
 
     if isinstance(likelihood, Gaussian):
-        return likelihood.tilted_moments(y, cavity_mean, cavity_var).var
+        return likelihood.tilted_moments(y, m, v).var
 
     if use_table:
         try:
             from qpviz import tables
         except ImportError:  # tables are optional: direct computation is always exact
             tables = None
-        if tables is not None and hasattr(tables, "qp_variance"):
-            return tables.qp_variance(likelihood, y, cavity_mean, cavity_var)
-    return tilted.qp_std(likelihood, y, cavity_mean, cavity_var) ** 2
+        if tables is not None and hasattr(tables, "qp_variance_checked"):
+            return tables.qp_variance_checked(likelihood, y, m, v)
+    return tilted.qp_std(likelihood, y, m, v) ** 2
 
 
 def w2_to_gaussian(likelihood: Likelihood, y, cavity_mean, cavity_var, mean, var, *, summary=None) -> np.ndarray:

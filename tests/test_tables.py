@@ -14,7 +14,7 @@ import qpviz
 from qpviz import config, tables, tilted
 from qpviz.tables import chebyshev, store
 from qpviz.tables.families import STD_RANGE, all_families, family_for, mean_map, mean_unmap
-from qpviz.tables.lookup import table_log_ratio
+from qpviz.tables.lookup import runtime, table_log_ratio
 
 TOL_STD = 1e-7  # the issue's target: max relative error of sigma_QP
 
@@ -92,19 +92,20 @@ def test_mean_map_round_trip_and_ends(rng):
 def _queries(family, rng, n=150):
     """Random (y, m, v) over a family's table domain, plus its corners."""
     s_lo, s_hi = STD_RANGE
+    t_lo, t_hi = family.mean_domain
     s = np.exp(rng.uniform(math.log(s_lo), math.log(s_hi), n))
     if family.likelihood in ("student_t", "laplace"):
         y = rng.uniform(-5.0, 5.0, n)
-        m = y + rng.uniform(-family.t_hi, family.t_hi, n)
-        corners_y, corners_m = [0.0] * 4, [-family.t_hi, family.t_hi, 0.0, family.t_hi]
+        m = y + rng.uniform(-t_hi, t_hi, n)
+        corners_y, corners_m = [0.0] * 4, [-t_hi, t_hi, 0.0, t_hi]
     elif family.n_tables > 1:
         y = rng.integers(0, family.n_tables, n).astype(float)
-        m = rng.uniform(-family.t_hi, family.t_hi, n)
-        corners_y, corners_m = [0.0, family.n_tables - 1.0] * 2, [-family.t_hi, family.t_hi] * 2
+        m = rng.uniform(-t_hi, t_hi, n)
+        corners_y, corners_m = [0.0, family.n_tables - 1.0] * 2, [-t_hi, t_hi] * 2
     else:
         y = rng.choice([-1.0, 1.0], n)
-        m = rng.uniform(family.t_lo, family.t_hi, n)
-        corners_y, corners_m = [1.0, -1.0, 1.0, -1.0], [family.t_lo, family.t_hi] * 2
+        m = rng.uniform(t_lo, t_hi, n)
+        corners_y, corners_m = [1.0, -1.0, 1.0, -1.0], [t_lo, t_hi] * 2
     y = np.concatenate([y, corners_y])
     m = np.concatenate([m, corners_m])
     s = np.concatenate([s, [s_lo, s_lo, s_hi, s_hi]])
@@ -141,7 +142,7 @@ def test_binary_tables_use_the_label_symmetry(rng):
 @pytest.mark.parametrize("name, params, y, m, v", [
     ("probit", {}, 1.0, 10.5, 1.0),          # mean outside +-10
     ("probit", {}, -1.0, 0.3, 0.04**2),      # std below 0.05
-    ("step", {"eps": 0.1}, 1.0, 2.0, 25.0**2),  # std above 20
+    ("step", {"eps": 0.1}, 1.0, 10.5, 0.05**2),  # |m| / s above 200 (the step's table is 1-D in m / s)
     ("poisson_exp", {}, config.MAX_TABLE_COUNT + 3.0, 1.0, 0.5),  # count above the tables
     ("laplace", {"scale": 1.0}, 3.0, 3.0 + 20.5, 1.0),  # |m - y| above 20
     ("student_t", {"nu": 5.0, "scale": 1.0}, 0.0, 0.5, 1.0),  # a parameter set without a table
@@ -248,13 +249,13 @@ def test_builder_is_deterministic_and_its_tables_load(tmp_path):
 
     from lookup_tables.build import build_family
 
-    # a cheap variant of a real family: low degree, loose tolerance, one cell
-    fam = replace(family_for(qpviz.likelihood("step", eps=0.0)), degree=6, tol=1e-4, grid=(1, 1))
+    # a cheap variant of a real family: loose tolerance, few cells
+    fam = replace(family_for(qpviz.likelihood("step", eps=0.0)), tol=1e-4, grid=(4, 1))
     first = build_family(fam, tmp_path / "a")
     second = build_family(fam, tmp_path / "b")
     assert first["sha256"] == second["sha256"]
     assert first["spec"] == second["spec"] and first["spec"]["tol"] == 1e-4
-    coef, meta = store.load(tmp_path / "a" / fam.file_name, fam)
+    coef, meta, _ = runtime(*store.load(tmp_path / "a" / fam.file_name, fam))
     y, m, v = np.array([1.0, -1.0, 1.0]), np.array([0.3, 4.0, -7.0]), np.array([0.2, 9.0, 100.0])
     lik = fam.make_likelihood()
     h = np.array([table_log_ratio(coef, meta, *q) for q in zip(y, m, v)])

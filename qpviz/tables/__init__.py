@@ -1,11 +1,13 @@
-"""Cached QP lookup tables: sigma_QP^2 in ~0.2 us instead of ~100 us of quadrature.
+"""Cached QP lookup tables: sigma_QP^2 in ~70 ns instead of ~100 us of quadrature.
 
 QP (QP paper eq. 7) needs sigma_QP = int phi(Phi^-1(F(f))) df of the tilted distribution for
 every site update. The paper (App. J) tabulates it on a 20001 x 2001 grid per label (640 MB,
 linear interpolation, EP's variance outside the grid). qpviz instead stores, per likelihood
 family, a piecewise Chebyshev approximation of h = log(sigma_QP / s) on mapped cavity
-coordinates, accurate to ~1e-8 relative in sigma_QP, a few tens of kB per table, and computes
-directly (exactly) wherever a table does not cover the query. Details and measured errors:
+coordinates (1-D in z = y m / s for the scale-free step), accurate to ~1e-8 relative in
+sigma_QP, a few tens of kB per table, and computes directly (exactly) wherever a table does not
+cover the query. On loading, each table is re-approximated by low-degree patches found by index
+arithmetic (:mod:`qpviz.tables.fast`), which is what lookups read. Details and measured errors:
 ``lookup_tables/README.md``.
 
 Public functions:
@@ -27,6 +29,7 @@ numba caches of kernels that compile in functions from other files are dropped b
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from pathlib import Path
 
@@ -38,14 +41,23 @@ from qpviz.config import NUMBA_OPTIONS
 from qpviz.likelihoods.base import Likelihood, check_cavity
 from qpviz.tables import store
 from qpviz.tables.families import TableFamily, all_families, family_for
-from qpviz.tables.lookup import table_coordinates, table_log_ratio, table_value
+from qpviz.tables.lookup import (
+    fast_table_value,
+    is_line,
+    line_table_value,
+    runtime,
+    stored_table_value,
+    table_coordinates,
+    table_log_ratio,
+)
 from qpviz.tilted import qp_std_scalar
 
 __all__ = ["TableWarning", "jit_data", "qp_var_scalar", "qp_variance", "table_dir", "loaded_families", "clear_cache",
-           "all_families"]
+           "all_families", "runtime_stats", "qp_variance_checked"]
 
 _EMPTY = np.empty(0, dtype=np.float64)
 _CACHE: dict[TableFamily, tuple[np.ndarray, np.ndarray]] = {}
+_STATS: dict[str, dict] = {}
 
 
 class TableWarning(UserWarning):
@@ -60,6 +72,7 @@ def table_dir() -> Path:
 def clear_cache() -> None:
     """Forget loaded tables (the next lookup reloads and re-verifies the files)."""
     _CACHE.clear()
+    _STATS.clear()
 
 
 def loaded_families() -> dict[str, bool]:
@@ -67,11 +80,21 @@ def loaded_families() -> dict[str, bool]:
     return {fam.file_name: arrays[1].size > 0 for fam, arrays in _CACHE.items()}
 
 
+def runtime_stats() -> dict[str, dict]:
+    """File name -> stats of its in-memory form (patches, max re-approximation error of h,
+    cells left to direct computation, load seconds), for the families loaded so far."""
+    return dict(_STATS)
+
+
 def _arrays_for(family: TableFamily) -> tuple[np.ndarray, np.ndarray]:
     arrays = _CACHE.get(family)
     if arrays is None:
         try:
-            arrays = store.load(table_dir() / family.file_name, family)
+            start = time.perf_counter()
+            coef, meta = store.load(table_dir() / family.file_name, family)
+            coef, meta, stats = runtime(coef, meta)
+            arrays = (coef, meta)
+            _STATS[family.file_name] = dict(stats, load_seconds=round(time.perf_counter() - start, 3))
         except store.TableError as exc:
             warnings.warn(f"{exc}. Computing sigma_QP directly for {family.likelihood} (exact, about 1000x slower).",
                           TableWarning, stacklevel=4)
@@ -109,22 +132,29 @@ def qp_var_scalar(coef, meta, kind, p0, p1, y, m, v):
 
 @njit(**NUMBA_OPTIONS)
 def _qp_var_batch(coef, meta, kind, p0, p1, y, m, v, out):
-    """qp_var_scalar over arrays, in three passes: mapped coordinates, table values, results.
+    """qp_var_scalar over arrays, in passes: mapped coordinates; fast table values (one loop
+    per table shape, with no rarely taken branch inside); then the rare rest (cells that read
+    the stored tree, points no table covers) and sigma_QP^2 = v exp(2 h).
 
     Same numbers as calling qp_var_scalar per point; separate passes let the CPU overlap the
-    coordinate arithmetic of many points instead of waiting on it before every table lookup
-    (measured ~1.5x faster than the fused loop).
+    arithmetic of many points instead of waiting on each point's chain of dependent steps.
     """
     n = out.size
     which = np.empty(n, dtype=np.int64)
-    a = np.empty(n)
-    b = np.empty(n)
+    fa = np.empty(n)
+    fb = np.empty(n)
     for i in range(n):
-        which[i], a[i], b[i] = table_coordinates(meta, y[i], m[i], v[i])
-    for i in range(n):
-        out[i] = table_value(coef, meta, which[i], a[i], b[i]) if which[i] >= 0 else np.nan
+        which[i], fa[i], fb[i] = table_coordinates(meta, y[i], m[i], v[i])
+    if meta.size > 0 and is_line(meta):
+        for i in range(n):
+            out[i] = line_table_value(coef, meta, fa[i]) if which[i] >= 0 else np.nan
+    else:
+        for i in range(n):
+            out[i] = fast_table_value(coef, meta, which[i], fa[i], fb[i]) if which[i] >= 0 else np.nan
     for i in range(n):
         h = out[i]
+        if h != h and which[i] >= 0 and fb[i] >= 0.0:
+            h = stored_table_value(coef, meta, which[i], fa[i], fb[i])
         if h == h:
             out[i] = v[i] * math.exp(2.0 * h)
         else:
@@ -135,12 +165,19 @@ def _qp_var_batch(coef, meta, kind, p0, p1, y, m, v, out):
 def qp_variance(likelihood: Likelihood, y, cavity_mean, cavity_var) -> np.ndarray:
     """sigma_QP^2 for every (y, cavity_mean, cavity_var) (broadcast), from the tables where they
     cover the query and by direct quadrature elsewhere (always the true QP value)."""
-    coef, meta = jit_data(likelihood)
+    if not isinstance(likelihood, Likelihood):
+        raise TypeError("likelihood must be a qpviz likelihood, e.g. qpviz.likelihood('probit')")
     y_arr = likelihood.check_y(y)
     m, v = check_cavity(cavity_mean, cavity_var)
-    y_arr, m, v = np.broadcast_arrays(y_arr, m, v)
-    out = np.empty(y_arr.shape)
+    return qp_variance_checked(likelihood, *np.broadcast_arrays(y_arr, m, v))
+
+
+def qp_variance_checked(likelihood: Likelihood, y: np.ndarray, m: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """:func:`qp_variance` of inputs already validated (``check_y``, ``check_cavity``) and
+    broadcast to one shape: no second validation pass (qpviz.project uses it)."""
+    coef, meta = jit_data(likelihood)
+    out = np.empty(y.shape)
     p0, p1 = likelihood._param_pair()
-    _qp_var_batch(coef, meta, likelihood.kind, float(p0), float(p1), np.ravel(y_arr), np.ravel(m), np.ravel(v),
+    _qp_var_batch(coef, meta, likelihood.kind, float(p0), float(p1), np.ravel(y), np.ravel(m), np.ravel(v),
                   out.reshape(-1))
     return out

@@ -43,7 +43,8 @@ from scipy.fft import dct
 
 from qpviz.config import NUMBA_OPTIONS
 
-__all__ = ["PatchTree", "fit_tree", "tree_eval", "lobatto_points", "chebyshev_coefficients_2d"]
+__all__ = ["PatchTree", "LineFit", "fit_tree", "fit_line", "tree_eval", "lobatto_points", "chebyshev_coefficients_2d",
+           "values_to_chebyshev", "chebyshev_to_power"]
 
 LEAF = -1.0
 NODE_WIDTH = 4
@@ -309,3 +310,71 @@ def tree_eval(nodes, node0, coef, coef0, a, b):
         pos = r3 + n
         j += 4
     return total
+
+
+@dataclass
+class LineFit:
+    """Uniform cells of degree-``degree`` Chebyshev series: ``coef[c, k]`` of cell c, local x in [-1, 1]."""
+
+    coef: np.ndarray
+    n_failed: int
+    max_check_error: float
+    n_evaluations: int
+
+
+def fit_line(func, lo: float, hi: float, *, degree: int = 7, tol: float = 1e-9, cells: int = 16,
+             max_cells: int = 1 << 16) -> LineFit:
+    """Fit h = ``func(x)`` (vectorised) on [lo, hi] by ``n`` uniform cells, each interpolated at its
+    degree + 1 Lobatto points; n doubles from ``cells`` until every cell is within ``tol`` of
+    ``func`` at the degree interleaved Chebyshev points of the first kind (where the
+    interpolation error peaks). Cells still failing at ``max_cells`` are stored as NaN
+    (callers compute directly there). Coefficients are rounded to :data:`QUANTUM`. Deterministic.
+    """
+    if not hi > lo or cells < 1 or degree < 3:
+        raise ValueError(f"need lo < hi, cells >= 1 and degree >= 3; got {lo}, {hi}, {cells}, {degree}")
+    nodes = lobatto_points(degree)
+    checks = np.cos(np.pi * (np.arange(degree) + 0.5) / degree)
+    n_eval = 0
+    n = int(cells)
+    while True:
+        left = lo + (hi - lo) * np.arange(n)[:, None] / n
+        width = (hi - lo) / n
+        values = np.asarray(func((left + 0.5 * width * (nodes + 1.0)).ravel()), float).reshape(n, -1)
+        truth = np.asarray(func((left + 0.5 * width * (checks + 1.0)).ravel()), float).reshape(n, -1)
+        n_eval += values.size + truth.size
+        coef = values @ values_to_chebyshev(degree).T
+        coef = np.round(coef / QUANTUM) * QUANTUM + 0.0
+        approx = np.polynomial.chebyshev.chebvander(checks, degree) @ coef.T  # (checks, cells)
+        err = np.abs(approx.T - truth)
+        err[~np.isfinite(err)] = np.inf
+        bad = err.max(axis=1) > tol
+        if not bad.any() or n >= max_cells:
+            coef[bad] = np.nan
+            good = err[~bad]
+            return LineFit(coef, int(bad.sum()), float(good.max()) if good.size else 0.0, n_eval)
+        n *= 2
+
+
+
+def values_to_chebyshev(degree: int) -> np.ndarray:
+    """D with c = D f: Chebyshev coefficients of the interpolant of f at the ascending
+    Lobatto points (type-I DCT as a matrix: c_k = (2/n) sum''_m f(x_m) T_k(x_m), ends halved)."""
+    x = lobatto_points(degree)
+    k = np.arange(degree + 1)[:, None]
+    weight = np.ones(degree + 1)
+    weight[[0, -1]] = 0.5
+    d = (2.0 / degree) * np.cos(k * np.arccos(np.clip(x, -1.0, 1.0))[None, :]) * weight[None, :]
+    d[[0, -1], :] *= 0.5
+    return d
+
+
+def chebyshev_to_power(degree: int) -> np.ndarray:
+    """M with T_i(x) = sum_k M[i, k] x^k (T_0 = 1, T_1 = x, T_(i+1) = 2 x T_i - T_(i-1))."""
+    m = np.zeros((degree + 1, degree + 1))
+    m[0, 0] = 1.0
+    if degree >= 1:
+        m[1, 1] = 1.0
+    for i in range(1, degree):
+        m[i + 1, 1:] = 2.0 * m[i, :-1]
+        m[i + 1] -= m[i - 1]
+    return m

@@ -14,7 +14,12 @@ Folding removes the observation (QP paper App. J tabulates y = +-1 separately; w
 * real (student_t, laplace): the tilted of (y, m) is the tilted of (0, m - y) shifted by y,
   and both likelihoods are even, so t = |m - y|;
 * poisson_square: p(y|f) is even in f: t = |m|, one table per count;
-* poisson_exp: t = m, one table per count.
+* poisson_exp: t = m, one table per count;
+* step (scale-free): p(y|f) = eps + (1 - 2 eps) H(y f) is unchanged by f -> c f (c > 0), so in
+  standard units x = (f - m) / s the tilted distribution depends on z = y m / s alone, and so
+  does h. Its table is 1-D: h(z) on the mapped coordinate G = g(z) (below, with u = z) for
+  |z| <= Z_MAX = 200 (= 10 / 0.05: the binary domain |m| <= 10, s >= 0.05, and every other
+  (m, s) with |m| / s <= 200, at any s).
 
 Mapped mean coordinate A in [0, 1]: with d = sqrt(s^2 + w^2) (w = the likelihood's own
 width; w = 0 for the scale-free step and the kinked Laplace),
@@ -40,17 +45,21 @@ __all__ = [
     "FOLD_REAL",
     "FOLD_COUNT_EVEN",
     "FOLD_COUNT",
+    "FOLD_SCALE_FREE",
     "STD_RANGE",
     "all_families",
     "family_for",
     "mean_map",
     "mean_unmap",
+    "g_map",
+    "g_inverse",
 ]
 
 FOLD_BINARY = 1
 FOLD_REAL = 2
 FOLD_COUNT_EVEN = 3
 FOLD_COUNT = 4
+FOLD_SCALE_FREE = 5
 
 #: Cavity standard deviations covered by every table (the paper's tables: 0.1 to 10).
 STD_RANGE = (0.05, 20.0)
@@ -59,6 +68,8 @@ STD_RANGE = (0.05, 20.0)
 BINARY_MEAN = 10.0
 COUNT_MEAN = 10.0
 REAL_OFFSET = 20.0
+#: |z| = |m| / s covered by the 1-D tables of scale-free likelihoods.
+Z_MAX = BINARY_MEAN / STD_RANGE[0]
 
 
 @dataclass(frozen=True)
@@ -80,6 +91,15 @@ class TableFamily:
         tail = "".join(f"_{k}{v:g}" for k, v in self.params)
         return f"{self.likelihood}{tail}.npz"
 
+    @property
+    def mean_domain(self) -> tuple[float, float]:
+        """The range of the folded mean t = y m (binary), |m - y| (real) or m (counts) that the
+        tables cover for every cavity std in STD_RANGE (a scale-free table covers more:
+        every |m| / s <= Z_MAX)."""
+        if self.fold == FOLD_SCALE_FREE:
+            return -BINARY_MEAN, BINARY_MEAN
+        return self.t_lo, self.t_hi
+
     def make_likelihood(self):
         from qpviz.likelihoods import likelihood
 
@@ -98,10 +118,22 @@ class TableFamily:
         if self.likelihood == "poisson_exp":
             # log p = k f - e^f: peak at log k with width 1/sqrt(k); for k = 0 the wall e^f near 0
             return math.log(k + 1.0), 1.0 / math.sqrt(k + 1.0)
-        return 0.0, 0.0  # step, laplace: no length scale of their own
+        return 0.0, 0.0  # step, laplace: no length scale of their own (step: t is z, d = 1)
 
     def spec(self) -> dict:
         """JSON-able generating parameters; a file whose spec differs is stale."""
+        if self.fold == FOLD_SCALE_FREE:
+            return {
+                "likelihood": self.likelihood,
+                "params": {k: v for k, v in self.params},
+                "fold": self.fold,
+                "z_domain": [self.t_lo, self.t_hi],
+                "n_tables": self.n_tables,
+                "degree": self.degree,
+                "start_cells": self.grid[0],
+                "tol": self.tol,
+                "quantity": "log(sigma_QP / cavity_std) on G = g(y m / cavity_std), uniform cells",
+            }
         return {
             "likelihood": self.likelihood,
             "params": {k: v for k, v in self.params},
@@ -119,7 +151,9 @@ class TableFamily:
 
 def _family(name: str, params: dict, **overrides) -> TableFamily:
     pairs = tuple(sorted((k, float(v)) for k, v in params.items()))
-    if name in ("probit", "logistic", "step"):
+    if name == "step":
+        base = dict(fold=FOLD_SCALE_FREE, t_lo=-Z_MAX, t_hi=Z_MAX, n_tables=1, degree=7, grid=(64, 1), tol=1e-9)
+    elif name in ("probit", "logistic"):
         base = dict(fold=FOLD_BINARY, t_lo=-BINARY_MEAN, t_hi=BINARY_MEAN, n_tables=1)
     elif name in ("student_t", "laplace"):
         base = dict(fold=FOLD_REAL, t_lo=0.0, t_hi=REAL_OFFSET, n_tables=1)
@@ -157,11 +191,12 @@ def family_for(lik) -> TableFamily | None:
     return index.get((lik.name, tuple(sorted((k, float(v)) for k, v in lik.params.items()))))
 
 
-def _g(u):
+def g_map(u):
+    """g(u) = u / (1 + u^2)^(1/4) (module docstring), vectorised."""
     return u / np.sqrt(np.sqrt(1.0 + u * u))
 
 
-def _g_inverse(z):
+def g_inverse(z):
     """u with g(u) = z: u^4 = z^4 (1 + u^2), a quadratic in u^2."""
     z4 = z ** 4
     return np.sign(z) * np.sqrt(0.5 * (z4 + np.sqrt(z4 * z4 + 4.0 * z4)))
@@ -170,12 +205,12 @@ def _g_inverse(z):
 def mean_map(t, s, t_lo, t_hi, t_c, w):
     """A in [0, 1] from the folded mean t and the cavity std s (NumPy; see module docstring)."""
     d = np.sqrt(s * s + w * w)
-    g_lo, g_hi = _g((t_lo - t_c) / d), _g((t_hi - t_c) / d)
-    return (_g((t - t_c) / d) - g_lo) / (g_hi - g_lo)
+    g_lo, g_hi = g_map((t_lo - t_c) / d), g_map((t_hi - t_c) / d)
+    return (g_map((t - t_c) / d) - g_lo) / (g_hi - g_lo)
 
 
 def mean_unmap(a, s, t_lo, t_hi, t_c, w):
     """The folded mean t at mapped coordinate A (inverse of :func:`mean_map`), clipped to the domain."""
     d = np.sqrt(s * s + w * w)
-    g_lo, g_hi = _g((t_lo - t_c) / d), _g((t_hi - t_c) / d)
-    return np.clip(t_c + d * _g_inverse(g_lo + a * (g_hi - g_lo)), t_lo, t_hi)
+    g_lo, g_hi = g_map((t_lo - t_c) / d), g_map((t_hi - t_c) / d)
+    return np.clip(t_c + d * g_inverse(g_lo + a * (g_hi - g_lo)), t_lo, t_hi)

@@ -1,0 +1,143 @@
+"""The in-memory fast form of the QP tables (qpviz.tables.fast) and the 1-D tables of the
+scale-free step: each piece against an independent computation (NumPy polynomials, the stored
+form it re-approximates, direct quadrature)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from numpy.polynomial import chebyshev as npcheb
+from numpy.polynomial import polynomial as nppoly
+
+import qpviz
+from qpviz import tables, tilted
+from qpviz.tables import chebyshev, fast, store
+from qpviz.tables.families import STD_RANGE, family_for
+from qpviz.tables.lookup import B_HI, B_LO, runtime, table_coordinates, table_log_ratio, table_value
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(7)
+
+
+def test_chebyshev_matrices_agree_with_numpy(rng):
+    degree = 7
+    # D: values at the Lobatto points -> Chebyshev coefficients of the interpolant
+    coef = rng.normal(size=degree + 1)
+    values = npcheb.chebval(chebyshev.lobatto_points(degree), coef)
+    np.testing.assert_allclose(chebyshev.values_to_chebyshev(degree) @ values, coef, atol=1e-13)
+    # M: T_i in the power basis
+    m = chebyshev.chebyshev_to_power(degree)
+    for i in range(degree + 1):
+        np.testing.assert_allclose(m[i], np.pad(npcheb.cheb2poly(np.eye(degree + 1)[i])[: degree + 1],
+                                                (0, max(0, degree + 1 - (i + 1))))[: degree + 1], atol=0)
+
+
+def test_patch_evaluator_matches_numpy_polyval(rng):
+    # 36 triangular power coefficients P[l, k], l + k <= 7, row-major by l
+    full = rng.normal(size=(8, 8)) * (np.add.outer(np.arange(8), np.arange(8)) <= 7)
+    packed = full[np.add.outer(np.arange(8), np.arange(8)) <= 7]
+    assert packed.size == fast.PATCH_SIZE == 36
+    coef = np.concatenate([rng.normal(size=5), packed])
+    for x, y in rng.uniform(-1, 1, size=(50, 2)):
+        expected = nppoly.polyval2d(x, y, full.T)  # polyval2d(x, y, c) = sum c[i, j] x^i y^j
+        assert fast.patch_value(coef, 5, x, y) == pytest.approx(expected, abs=1e-13)
+    line = rng.normal(size=8)
+    assert fast.line_value(np.concatenate([[0.0], line]), 1, 0.3) == pytest.approx(nppoly.polyval(0.3, line), abs=1e-14)
+
+
+def _synthetic(a, b):
+    return np.sin(3.0 * a) * np.exp(0.3 * b) + np.tanh(4.0 * (a - 0.5) * b)
+
+
+def test_derived_form_matches_the_stored_tree(rng):
+    tree = chebyshev.fit_tree(_synthetic, (0.0, 1.0, -1.0, 2.0), grid=(2, 2), degree=14, tol=1e-10)
+    stored = (tree.nodes, 0, tree.coef, 0)
+    codes, patches, err, slow = fast.derive_table(stored, (0.0, 1.0, -1.0, 2.0), grid=(4, 3), tol=1e-9)
+    assert slow == 0 and err <= 1e-9
+    # random points, and points on cell and patch edges (the clamping paths)
+    a = np.concatenate([rng.uniform(0, 1, 2000), np.linspace(0, 1, 9)])
+    b = np.concatenate([rng.uniform(-1, 2, 2000), np.linspace(-1, 2, 9)])
+    fa, fb = a * 4, (b + 1.0) / 3.0 * 3
+    got = np.array([fast.cell_value(patches, codes, 0, 4, 3, x, z) for x, z in zip(fa, fb)])
+    np.testing.assert_allclose(got, _synthetic(a, b), atol=3e-9)
+
+
+def _ridge(a, b):
+    """Gentle for a < 0.5, a steep tanh ridge at a = 0.8."""
+    return np.sin(1.5 * a) * np.exp(0.1 * b) + np.tanh(30.0 * (a - 0.8))
+
+
+def test_cells_too_hard_for_the_fast_patches_read_the_stored_tree(monkeypatch):
+    tree = chebyshev.fit_tree(_ridge, (0.0, 1.0, B_LO, B_HI), grid=(2, 2), degree=14, tol=1e-10)
+    monkeypatch.setattr(fast, "MAX_LEVEL", 0)  # single-patch cells only: the ridge's two cells fail
+    packed_meta = np.concatenate([[1.0, 1, 1, -10, 10, B_LO, B_HI, 0], [0.0, 1.0, 12, 0], tree.nodes])
+    coef, meta, stats = runtime(tree.coef, packed_meta, grid=(2, 2), tol=1e-7)
+    assert stats["stored_cells"] == 2
+    a = np.linspace(0, 1, 41)
+    b = np.linspace(B_LO, B_HI, 41)
+    for x in a:
+        for z in b:
+            fa, fb = x * 2, (z - B_LO) / (B_HI - B_LO) * 2
+            h = table_value(coef, meta, 0, fa, fb)
+            assert h == pytest.approx(_ridge(x, z), abs=2e-7)
+
+
+def test_fit_line_on_a_smooth_function():
+    line = chebyshev.fit_line(np.arctan, -3.0, 5.0, degree=7, tol=1e-10, cells=2)
+    assert line.n_failed == 0 and line.max_check_error <= 1e-10
+    x = np.linspace(-3, 5, 1001)
+    n = line.coef.shape[0]
+    cell = np.minimum(((x + 3.0) / 8.0 * n).astype(int), n - 1)
+    local = 2.0 * ((x + 3.0) / 8.0 * n - cell) - 1.0
+    got = np.array([npcheb.chebval(u, line.coef[c]) for u, c in zip(local, cell)])
+    np.testing.assert_allclose(got, np.arctan(x), atol=1e-10)
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+def test_step_qp_std_is_scale_free(eps, rng):
+    # the claim behind the 1-D step tables, checked by direct quadrature: sigma_QP(c m, c^2 v) = c sigma_QP(m, v)
+    lik = qpviz.likelihood("step", eps=eps)
+    m = rng.uniform(-3, 3, 20)
+    v = np.exp(rng.uniform(-2, 2, 20))
+    c = np.exp(rng.uniform(-3, 3, 20))
+    np.testing.assert_allclose(tilted.qp_std(lik, 1.0, c * m, c * c * v), c * tilted.qp_std(lik, 1.0, m, v), rtol=1e-11)
+
+
+def test_step_table_covers_every_scale_within_its_z_range():
+    lik = qpviz.likelihood("step", eps=0.05)
+    coef, meta = tables.jit_data(lik)
+    # far outside the 2-D std range, but |m| / s <= 200: tabulated and exact to the table's accuracy
+    for m, s in [(1e-4, 1e-5), (3e3, 1e3), (-5.0, 0.03)]:
+        k, _, fb = table_coordinates(meta, 1.0, m, s * s)
+        assert k == 0 and fb < 0  # a 1-D table lookup
+        h = table_log_ratio(coef, meta, 1.0, m, s * s)
+        assert math.exp(h) * s == pytest.approx(float(tilted.qp_std(lik, 1.0, m, s * s)), rel=1e-8)
+
+
+def test_runtime_stats_report_the_fast_form():
+    tables.clear_cache()
+    tables.jit_data(qpviz.likelihood("probit"))
+    stats = tables.runtime_stats()["probit.npz"]
+    assert stats["max_error"] <= fast.FAST_TOL and stats["patches"] > 0 and stats["cells"] == 64
+
+
+def test_fast_form_of_a_shipped_table_matches_its_stored_form(rng):
+    fam = family_for(qpviz.likelihood("student_t", nu=3.0, scale=1.0))
+    coef_s, meta_s = store.load(qpviz.config.TABLE_DIR / fam.file_name, fam)
+    coef, meta, _ = runtime(coef_s, meta_s)
+    n = 3000
+    s = np.exp(rng.uniform(math.log(STD_RANGE[0]), math.log(STD_RANGE[1]), n))
+    m = rng.uniform(-20, 20, n)
+    from qpviz.tables.chebyshev import tree_eval
+
+    worst = 0.0
+    for mi, si in zip(m, s):
+        k, fa, fb = table_coordinates(meta, 0.0, mi, si * si)
+        assert k == 0
+        a, b = fa / meta[7], B_LO + fb / meta[8] * (B_HI - B_LO)
+        stored = tree_eval(meta_s, int(meta_s[8 + 2]), coef_s, int(meta_s[8 + 3]), a, b)
+        worst = max(worst, abs(table_value(coef, meta, k, fa, fb) - stored))
+    assert worst <= fast.FAST_TOL * 1.01
