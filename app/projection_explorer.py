@@ -175,6 +175,23 @@ class NumbersPane(pn.pane.HTML):
     _stylesheets = [*pn.pane.HTML._stylesheets, *pn.pane.Markdown._stylesheets]
 
 
+def _show_columns(source: ColumnDataSource, columns: dict, fixed: dict | None = None) -> None:
+    """Show new values of ``columns`` in ``source``; ``fixed`` columns are sent only the first time.
+
+    When no column changes length, the values are sent as one whole-column patch: BokehJS applies
+    a patch without the model change that a new ``data`` dict signals, and that signal reaches each
+    legend through its items' renderers and made it rebuild its entries (new DOM and canvases for
+    every swatch, three legends per move). The source keeps its own copies, which patches overwrite.
+    """
+    current = source.data
+    lengths = {len(values) for values in columns.values()}
+    if len(lengths) == 1 and set(columns) <= set(current) and {len(current[k]) for k in columns} == lengths:
+        n = lengths.pop()
+        source.patch({k: [(slice(0, n), np.asarray(v))] for k, v in columns.items()})
+    else:
+        source.data = {k: np.array(v) for k, v in {**(fixed or {}), **columns}.items()}
+
+
 def _span(columns: dict, keys) -> tuple[float, float]:
     """Smallest and largest finite value of ``columns[key]`` over ``keys``."""
     values = np.concatenate([np.asarray(columns[key], float) for key in keys])
@@ -419,12 +436,8 @@ class ProjectionExplorer(pn.viewable.Viewer):
         shown = [key for key, visible in (("ep", s.show_ep), ("qp", s.show_qp)) if visible]
         with pn.io.hold():
             self.numbers.object = numbers_html(summary, s.show_ep, s.show_qp)
-            self.sources["densities"].data = {"x": d["x"], **{k: d[k] for k in CURVES["densities"]}}
-            quantiles = self.sources["quantiles"]
-            if len(quantiles.data["u"]) != len(q["u"]):  # first time only: u and z are fixed grids
-                quantiles.data = {"u": q["u"], "z": q["z"], **{k: q[k] for k in CURVES["quantiles"]}}
-            else:
-                quantiles.data.update({k: q[k] for k in CURVES["quantiles"]})
+            _show_columns(self.sources["densities"], {"x": d["x"], **{k: d[k] for k in CURVES["densities"]}})
+            _show_columns(self.sources["quantiles"], {k: q[k] for k in CURVES["quantiles"]}, fixed={"u": q["u"], "z": q["z"]})
             _set_range(self.ranges["densities"][0], d["x"][0], d["x"][-1], pad=0.0)
             _set_range(self.ranges["densities"][1], *_span(d, ("cavity", "likelihood", "tilted", *shown)))
             _set_range(self.ranges["quantiles"][0], 0.0, 1.0)
@@ -442,7 +455,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
             for name, renderers in self.renderers.items():
                 for key, visible in (("ep", s.show_ep), ("qp", s.show_qp)):
                     renderers[key].visible = visible
-            self.marker.data = {"x": [s.cavity_mean], "y": [s.cavity_std]}
+            _show_columns(self.marker, {"x": [s.cavity_mean], "y": [s.cavity_std]})
 
     def _style_figures(self, *events) -> None:
         """Font sizes of every figure (larger in projector mode)."""

@@ -270,6 +270,27 @@ def test_page_slider_updates_state_numbers_and_plots(explorer_page):
     assert explorer_page.marker.data == {"x": [-1.0], "y": [explorer_page.state.cavity_std]}
 
 
+def test_page_sources_show_the_current_result_after_each_move(explorer_page):
+    """Moves that keep every column's length are sent as patches, the others as new data (here
+    the step likelihood's jump at f = 0 leaves the density grid at m = 7.5); either way the
+    sources hold the current result, and the quantile grid columns stay as they were."""
+    page = explorer_page
+    page.likelihood.value = "step"
+    u = np.array(page.sources["quantiles"].data["u"])
+    lengths = set()
+    for m in (0.5, -1.0, 7.5, 7.0, 0.25):
+        page.mean_slider.value = m
+        d, q = page.state.result.densities, page.state.result.quantiles
+        lengths.add(len(d["x"]))
+        for key in ("x", "cavity", "likelihood", "tilted", "ep", "qp"):
+            np.testing.assert_array_equal(page.sources["densities"].data[key], d[key])
+        for key in ("tilted", "ep", "qp"):
+            np.testing.assert_array_equal(page.sources["quantiles"].data[key], q[key])
+        np.testing.assert_array_equal(page.sources["quantiles"].data["u"], u)
+        assert list(page.marker.data["x"]) == [m]
+    assert len(lengths) == 2  # both ways of sending were used
+
+
 def test_page_likelihood_change_shows_its_parameter_and_y_widgets(explorer_page):
     explorer_page.likelihood.value = "poisson_square"
     assert explorer_page.y_count.visible and not explorer_page.y_label.visible and not explorer_page.y_real.visible
