@@ -1,12 +1,18 @@
 """Projection Explorer page: one tilted distribution and its EP (KL) and QP (W2) Gaussians.
 
 A thin Panel view over :mod:`qpviz.explorer`: the widgets call ``ExplorerState.update`` (which
-validates and computes), views (a)-(c) are Bokeh figures whose data sources are replaced in
+validates and computes), views (a)-(c) are Bokeh figures whose data sources are patched in
 place from the state's ``result``, so a slider move only streams new arrays to the browser
 (a HoloViews DynamicMap per plot cost ~100 ms of Python per update here, too slow for the
 100 ms budget). The var_QP/var_EP map (d) is a HoloViews image, recomputed (and cached with
 ``pn.cache``) only when the likelihood, its parameters or y change; moving the cavity only moves
 its marker. Clicking the map moves the cavity (HoloViews Tap stream).
+
+Where the time of a slider move goes, and what keeps it within 100 ms (key press to painted
+plots, benchmarks/bench_explorer_latency.py): see _show_columns (patches, not new data: no
+legend rebuild), _build_figures (ranges set here, shared quantile source), PromptFloatSlider
+(5 ms debounce), _sync_url (URL written once the sliders rest), _add_marker (marker on the
+overlay layer), map_image (canvas, not WebGL) and app/tcp_nodelay.py (no Nagle waits).
 """
 from __future__ import annotations
 
