@@ -10,7 +10,8 @@ jobs on a shared machine do not distort the numbers; wall rates are printed too)
 * ``EP mom``: EP's tilted moments, ``lik.tilted_moments`` (closed form or quadrature);
 * ``direct``: sigma_QP by adaptive quadrature (qpviz.tilted.qp_std), on --n-direct points;
 * ``project ep`` / ``project qp``: qpviz.project(...) per point, and their ratio;
-* the max relative error of sigma_QP from the table against ``direct``.
+* the max relative error of sigma_QP from the table against ``direct``;
+* the in-memory fast form: its size and the seconds its derivation took when the family loaded.
 """
 from __future__ import annotations
 
@@ -68,7 +69,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
     print(f"{'family':28s} {'table/s':>11s} {'EP mom/s':>11s} {'direct/s':>11s} "
-          f"{'proj ep/s':>11s} {'proj qp/s':>11s} {'qp/ep':>6s} {'max rel err':>11s}  (CPU-time rates; wall in [])")
+          f"{'proj ep/s':>11s} {'proj qp/s':>11s} {'qp/ep':>6s} {'max rel err':>11s} {'MB':>5s} {'load s':>6s}"
+          "  (CPU-time rates; wall in [])")
     for fam in all_families():
         if args.only and fam.likelihood not in args.only and fam.file_name not in args.only:
             continue
@@ -92,8 +94,10 @@ def main(argv=None):
         yd, md, vd = y[:nd], m[:nd], v[:nd]
         direct_cpu, _ = rate(lambda: tilted.qp_std(lik, yd, md, vd), nd, repeat=1)
         err = np.max(np.abs(np.sqrt(tables.qp_variance(lik, yd, md, vd)) / tilted.qp_std(lik, yd, md, vd) - 1))
+        mem = (coef.nbytes + meta.nbytes) / 1e6
+        load = tables.runtime_stats()[fam.file_name]["load_seconds"]
         print(f"{fam.file_name:28s} {fmt(table_cpu)} {fmt(ep_cpu)} {fmt(direct_cpu)} {fmt(pe_cpu)} {fmt(pq_cpu)} "
-              f"{pe_cpu / pq_cpu:6.2f} {err:11.2e}  [table wall {fmt(table_wall)}]", flush=True)
+              f"{pe_cpu / pq_cpu:6.2f} {err:11.2e} {mem:5.2f} {load:6.2f}  [table wall {fmt(table_wall)}]", flush=True)
 
 
 if __name__ == "__main__":

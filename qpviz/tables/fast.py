@@ -37,7 +37,7 @@ from numba import njit
 from qpviz.config import NUMBA_OPTIONS
 from qpviz.tables.chebyshev import chebyshev_to_power, lobatto_points, tree_eval, values_to_chebyshev
 
-__all__ = ["DEGREE", "FAST_TOL", "GRID", "PATCH_SIZE", "derive_table", "cell_value", "patch_value", "line_value",
+__all__ = ["DEGREE", "FAST_TOL", "GRID", "PATCH_SIZE", "derive_table", "locate_patch", "cell_value", "patch_value", "line_value",
            "line_to_power"]
 
 #: Polynomial degree of the fast patches in each coordinate (the evaluator is unrolled for it).
@@ -46,7 +46,7 @@ PATCH_SIZE = (DEGREE + 1) * (DEGREE + 2) // 2
 #: Cells per table along (A, b).
 GRID = (8, 8)
 #: Max |h_fast - h_stored| accepted at the check points (h = log(sigma_QP / s): relative error).
-FAST_TOL = 5e-9
+FAST_TOL = 2e-8
 #: Max total halvings ka + kb of one cell (2^6 = 64 patches). A cell that needs more (a sharp
 #: feature, e.g. Poisson-square near m = 0 at small s) keeps reading the stored tree
 #: (code :data:`STORED_CELL`): slower there, equally accurate.
@@ -58,8 +58,6 @@ CODE_SHIFT = 256
 
 _CHEB = values_to_chebyshev(DEGREE)
 _TO_POWER = chebyshev_to_power(DEGREE)
-#: 1 where l + k <= DEGREE: the kept (triangular) coefficients, row-major (row l has 8 - l).
-_TRIANGLE = (np.add.outer(np.arange(DEGREE + 1), np.arange(DEGREE + 1)) <= DEGREE).astype(float)
 _NODES = lobatto_points(DEGREE)
 #: Check points: the Chebyshev points of the first kind, which interleave the Lobatto nodes
 #: (where an interpolant's error peaks).
@@ -107,9 +105,10 @@ def line_value(coef, off, x):
 
 
 @njit(**NUMBA_OPTIONS)
-def cell_value(coef, cells, c0, ca, cb, fa, fb):
-    """h at fractional cell coordinates (fa, fb) in [0, ca] x [0, cb] of the cell table at
-    ``cells[c0:]`` (row-major over b); NaN for a cell that reads the stored tree instead.
+def locate_patch(cells, c0, ca, cb, fa, fb):
+    """(offset of the patch in ``coef``, local x, local y) at fractional cell coordinates
+    (fa, fb) in [0, ca] x [0, cb] of the cell table at ``cells[c0:]`` (row-major over b);
+    offset -1 in a cell that reads the stored tree instead.
 
     (fa, fb) come from :func:`qpviz.tables.lookup.table_coordinates`: inside the box up to
     rounding, so int() (which truncates -1e-17 to 0) and the clamps at the top suffice.
@@ -118,7 +117,7 @@ def cell_value(coef, cells, c0, ca, cb, fa, fb):
     ib = min(int(fb), cb - 1)
     code_f = cells[c0 + ib * ca + ia]
     if code_f < 0.0:
-        return np.nan
+        return -1, 0.0, 0.0
     code = int(code_f)
     na = 1 << ((code >> 4) & 15)
     nb = 1 << (code & 15)
@@ -126,56 +125,117 @@ def cell_value(coef, cells, c0, ca, cb, fa, fb):
     pb = (fb - ib) * nb
     sa = min(int(pa), na - 1)
     sb = min(int(pb), nb - 1)
-    off = (code >> 8) + (sb * na + sa) * PATCH_SIZE
-    return patch_value(coef, off, 2.0 * (pa - sa) - 1.0, 2.0 * (pb - sb) - 1.0)
+    return (code >> 8) + (sb * na + sa) * PATCH_SIZE, 2.0 * (pa - sa) - 1.0, 2.0 * (pb - sb) - 1.0
 
 
 @njit(**NUMBA_OPTIONS)
-def _stored_values(nodes_arr, node0, coef_s, coef0, a, b, out):
-    for i in range(a.size):
-        out[i] = tree_eval(nodes_arr, node0, coef_s, coef0, a[i], b[i])
+def cell_value(coef, cells, c0, ca, cb, fa, fb):
+    """h at fractional cell coordinates (see :func:`locate_patch`); NaN in a cell that reads
+    the stored tree instead."""
+    off, x, y = locate_patch(cells, c0, ca, cb, fa, fb)
+    if off < 0:
+        return np.nan
+    return patch_value(coef, off, x, y)
 
 
-def _fit_cell(stored, box, tol):
-    """(ka, kb, power-form patches (2^kb x 2^ka x 36, row-major), max check error); None
-    instead of the patches when the cell must keep reading the stored tree."""
-    nodes_arr, node0, coef_s, coef0 = stored
-    a0, a1, b0, b1 = box
-    ka = kb = 0
-    n = DEGREE + 1
+@njit(**NUMBA_OPTIONS)
+def _fit_cell(nodes_arr, node0, coef_s, coef0, a0, a1, b0, b1, tol, max_level, cheb, to_power, lob, chk, out):
+    """Fit one cell [a0, a1] x [b0, b1] of the stored tree at ``nodes_arr[node0:]``: returns
+    (ka, kb, number of patches written to ``out`` (36 power coefficients each, patch
+    sb * 2^ka + sa), max check error), or a patch count of -1 when even 2^max_level patches
+    miss ``tol`` (the cell then reads the stored tree).
+
+    Per patch: values V at the 8 x 8 Lobatto points, Chebyshev coefficients C = D V D^T
+    (``cheb`` = D), C[l, k] = 0 for l + k > 7, power form P = M^T C M (``to_power`` = M), and
+    |P(x, y) - stored(x, y)| at the 7 x 7 interleaved check points. The first failing patch
+    ends the attempt; the cell is then halved along a or b, whichever the Chebyshev
+    coefficients (sum |C| over the last two columns vs rows) say converges slower.
+    """
+    n = lob.size
+    nc = chk.size
+    values = np.empty((n, n))
+    half = np.empty((n, n))
+    coef = np.empty((n, n))
+    power = np.empty((n, n))
+    xpow = np.empty((nc, n))
+    for q in range(nc):
+        xpow[q, 0] = 1.0
+        for k in range(1, n):
+            xpow[q, k] = xpow[q, k - 1] * chk[q]
+    ka = 0
+    kb = 0
     while True:
-        na, nb = 1 << ka, 1 << kb
-        # patch (sb, sa) covers [a0 + sa wa, a0 + (sa + 1) wa] x [...]: nodes and checks
-        wa, wb = (a1 - a0) / na, (b1 - b0) / nb
-        na_idx, nb_idx = np.arange(na), np.arange(nb)
-
-        def grid(points):
-            pa = a0 + wa * (na_idx[:, None] + 0.5 * (points[None, :] + 1.0))  # (na, p)
-            pb = b0 + wb * (nb_idx[:, None] + 0.5 * (points[None, :] + 1.0))  # (nb, p)
-            p = points.size
-            aa = np.broadcast_to(pa[None, :, None, :], (nb, na, p, p)).ravel()
-            bb = np.broadcast_to(pb[:, None, :, None], (nb, na, p, p)).ravel()
-            out = np.empty(aa.size)
-            _stored_values(nodes_arr, node0, coef_s, coef0, np.ascontiguousarray(aa), np.ascontiguousarray(bb), out)
-            return out.reshape(nb, na, p, p)  # [sb, sa, j (b), i (a)]
-
-        values = grid(_NODES)
-        checks = grid(_CHECKS)
-        cheb = np.einsum("lj,uvji,ki->uvlk", _CHEB, values, _CHEB)  # [sb, sa, degree in b, degree in a]
-        if np.all(np.isfinite(values)) and np.all(np.isfinite(checks)):
-            # total degree <= 7: drop c[l, k] for l + k > 7, then the power form (still triangular)
-            power = np.einsum("jl,uvjk,km->uvlm", _TO_POWER, cheb * _TRIANGLE, _TO_POWER)
-            xp = _CHECKS[:, None] ** np.arange(n)[None, :]
-            approx = np.einsum("yl,uvlk,xk->uvyx", xp, power, xp)
-            err = float(np.max(np.abs(approx - checks)))
-        else:  # part of an uncovered stored patch: keep halving, then give up
-            power, err = None, math.inf
-        if err <= tol:
-            return ka, kb, power[..., _TRIANGLE.astype(bool)].reshape(-1), err
-        if ka + kb >= MAX_LEVEL:
-            return ka, kb, None, 0.0
-        tail_a = np.max(np.abs(cheb[..., -2:]).sum(axis=(-2, -1)))
-        tail_b = np.max(np.abs(cheb[..., -2:, :]).sum(axis=(-2, -1)))
+        na = 1 << ka
+        nb = 1 << kb
+        wa = (a1 - a0) / na
+        wb = (b1 - b0) / nb
+        worst = 0.0
+        tail_a = 0.0
+        tail_b = 0.0
+        failed = False
+        for sb in range(nb):
+            pb0 = b0 + wb * sb
+            for sa in range(na):
+                pa0 = a0 + wa * sa
+                for j in range(n):
+                    bj = pb0 + 0.5 * wb * (lob[j] + 1.0)
+                    for i in range(n):
+                        values[j, i] = tree_eval(nodes_arr, node0, coef_s, coef0, pa0 + 0.5 * wa * (lob[i] + 1.0), bj)
+                for r in range(n):  # half = D V, coef = half D^T
+                    for c in range(n):
+                        acc = 0.0
+                        for k in range(n):
+                            acc += cheb[r, k] * values[k, c]
+                        half[r, c] = acc
+                for r in range(n):
+                    for c in range(n):
+                        acc = 0.0
+                        for k in range(n):
+                            acc += half[r, k] * cheb[c, k]
+                        coef[r, c] = acc
+                ta = 0.0  # sum |C| over the last two columns (degrees in a) and rows (in b)
+                tb = 0.0
+                for k in range(n):
+                    for last in range(n - 2, n):
+                        ta += abs(coef[k, last])
+                        tb += abs(coef[last, k])
+                tail_a = max(tail_a, ta)
+                tail_b = max(tail_b, tb)
+                for r in range(n):  # power = M^T coef M over l + k <= 7 only (triangular again)
+                    for c in range(n):
+                        acc = 0.0
+                        if r + c < n:
+                            for j in range(r, n):
+                                for k in range(c, n - j):
+                                    acc += to_power[j, r] * coef[j, k] * to_power[k, c]
+                        power[r, c] = acc
+                err = 0.0
+                for qb in range(nc):
+                    bq = pb0 + 0.5 * wb * (chk[qb] + 1.0)
+                    for qa in range(nc):
+                        exact = tree_eval(nodes_arr, node0, coef_s, coef0, pa0 + 0.5 * wa * (chk[qa] + 1.0), bq)
+                        approx = 0.0
+                        for r in range(n):
+                            for c in range(n - r):
+                                approx += power[r, c] * xpow[qb, r] * xpow[qa, c]
+                        d = abs(approx - exact)
+                        if not (d <= err):
+                            err = d if d == d else np.inf
+                worst = max(worst, err)
+                if not (err <= tol):
+                    failed = True
+                    break
+                pos = (sb * na + sa) * PATCH_SIZE
+                for r in range(n):
+                    for c in range(n - r):
+                        out[pos] = power[r, c]
+                        pos += 1
+            if failed:
+                break
+        if not failed:
+            return ka, kb, na * nb, worst
+        if ka + kb >= max_level:
+            return ka, kb, -1, 0.0
         if (tail_a >= tail_b and ka < 15) or kb >= 15:
             ka += 1
         else:
@@ -193,17 +253,20 @@ def derive_table(stored, box, grid=GRID, tol=FAST_TOL):
     ca, cb = grid
     ea, eb = np.linspace(a0, a1, ca + 1), np.linspace(b0, b1, cb + 1)
     codes = np.empty(ca * cb)
+    nodes_arr, node0, coef_s, coef0 = stored
+    buffer = np.empty((1 << MAX_LEVEL) * PATCH_SIZE)
     parts, offset, worst, slow = [np.empty(0)], 0, 0.0, 0
     for ib in range(cb):
         for ia in range(ca):
-            ka, kb, patches, err = _fit_cell(stored, (ea[ia], ea[ia + 1], eb[ib], eb[ib + 1]), tol)
-            if patches is None:
+            ka, kb, count, err = _fit_cell(nodes_arr, node0, coef_s, coef0, ea[ia], ea[ia + 1], eb[ib], eb[ib + 1],
+                                           tol, MAX_LEVEL, _CHEB, _TO_POWER, _NODES, _CHECKS, buffer)
+            if count < 0:
                 codes[ib * ca + ia] = STORED_CELL
                 slow += 1
                 continue
             codes[ib * ca + ia] = offset * CODE_SHIFT + ka * 16 + kb
-            parts.append(patches)
-            offset += patches.size
+            parts.append(buffer[: count * PATCH_SIZE].copy())
+            offset += count * PATCH_SIZE
             worst = max(worst, err)
     return codes, np.concatenate(parts), worst, slow
 

@@ -41,7 +41,7 @@ from qpviz.tables.families import (
 )
 
 __all__ = ["LAYOUT_TREES", "LAYOUT_LINE", "LAYOUT_FAST", "fit_table", "pack", "runtime", "table_coordinates",
-           "table_value", "table_log_ratio", "is_line", "line_table_value", "fast_table_value", "stored_table_value"]
+           "table_value", "table_log_ratio", "is_line", "line_table_value", "fast_table_locate", "fast_table_value", "stored_table_value"]
 
 LAYOUT_TREES = 1.0
 LAYOUT_LINE = 3.0
@@ -180,16 +180,21 @@ def table_coordinates(meta, y, m, v):
     block = FAST_HEADER + FAST_BLOCK * k
     t_c = meta[block]
     w = meta[block + 1]
-    inv_d = 1.0 / math.sqrt(v + w * w)
-    g_hi = _g((meta[4] - t_c) * inv_d)
-    # g is odd (exactly, in floating point too): skip its evaluation on symmetric domains
-    if meta[3] == t_c:
-        g_lo = 0.0
-    elif meta[3] - t_c == t_c - meta[4]:
-        g_lo = -g_hi
+    d2 = v + w * w
+    span = meta[4] - t_c
+    # A = (g(u) - g(u_lo)) / (g(u_hi) - g(u_lo)) through r(u) = g(u) / g(u_hi)
+    #   = (u / u_hi) ((1 + u_hi^2) / (1 + u^2))^(1/4) = (dt / span) ((d2 + span^2) / (d2 + dt^2))^(1/4):
+    # one division and two square roots per g ratio, and d itself is never needed
+    dt = t - t_c
+    r = dt / span * math.sqrt(math.sqrt((d2 + span * span) / (d2 + dt * dt)))
+    lo = meta[3] - t_c
+    if lo == 0.0:  # g(u_lo) = 0
+        a = r
+    elif lo == -span:  # symmetric domain: g is odd, r(u_lo) = -1
+        a = 0.5 * (1.0 + r)
     else:
-        g_lo = _g((meta[3] - t_c) * inv_d)
-    a = (_g((t - t_c) * inv_d) - g_lo) / (g_hi - g_lo)
+        r_lo = lo / span * math.sqrt(math.sqrt((d2 + span * span) / (d2 + lo * lo)))
+        a = (r - r_lo) / (1.0 - r_lo)
     return k, a * meta[7], (b - meta[5]) * (meta[8] / (meta[6] - meta[5]))
 
 
@@ -204,6 +209,13 @@ def line_table_value(coef, meta, fa):
     """h of a 1-D table at fractional cell coordinate fa in [0, n_cells]."""
     i = min(int(fa), int(meta[11]) - 1)
     return fast.line_value(coef, 8 * i, 2.0 * (fa - i) - 1.0)
+
+
+@njit(**NUMBA_OPTIONS)
+def fast_table_locate(meta, k, fa, fb):
+    """(patch offset, x, y) of 2-D table k (:func:`qpviz.tables.fast.locate_patch`; offset -1:
+    the point's cell reads the stored tree)."""
+    return fast.locate_patch(meta, int(meta[FAST_HEADER + FAST_BLOCK * k + 2]), int(meta[7]), int(meta[8]), fa, fb)
 
 
 @njit(**NUMBA_OPTIONS)
