@@ -141,3 +141,15 @@ def test_fast_form_of_a_shipped_table_matches_its_stored_form(rng):
         stored = tree_eval(meta_s, int(meta_s[8 + 2]), coef_s, int(meta_s[8 + 3]), a, b)
         worst = max(worst, abs(table_value(coef, meta, k, fa, fb) - stored))
     assert worst <= fast.FAST_TOL * 1.01
+
+
+def test_preload_in_the_background_loads_every_family():
+    tables.clear_cache()
+    thread = tables.preload(background=True)
+    lik = qpviz.likelihood("poisson_exp")
+    got = tables.qp_variance(lik, 3.0, 0.5, 0.7)  # waits for (or does) this family's load, never a half-built one
+    thread.join(timeout=600)
+    assert not thread.is_alive()
+    loaded = tables.loaded_families()
+    assert len(loaded) == len(tables.all_families()) and all(loaded.values())
+    assert float(got) == pytest.approx(float(tilted.qp_std(lik, 3.0, 0.5, 0.7)) ** 2, rel=1e-7)

@@ -29,6 +29,7 @@ numba caches of kernels that compile in functions from other files are dropped b
 from __future__ import annotations
 
 import math
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -54,11 +55,12 @@ from qpviz.tables.lookup import (
 from qpviz.tilted import qp_std_scalar
 
 __all__ = ["TableWarning", "jit_data", "qp_var_scalar", "qp_variance", "table_dir", "loaded_families", "clear_cache",
-           "all_families", "runtime_stats", "qp_variance_checked"]
+           "all_families", "runtime_stats", "qp_variance_checked", "preload"]
 
 _EMPTY = np.empty(0, dtype=np.float64)
 _CACHE: dict[TableFamily, tuple[np.ndarray, np.ndarray]] = {}
 _STATS: dict[str, dict] = {}
+_LOAD_LOCK = threading.RLock()
 
 
 class TableWarning(UserWarning):
@@ -81,6 +83,22 @@ def loaded_families() -> dict[str, bool]:
     return {fam.file_name: arrays[1].size > 0 for fam, arrays in _CACHE.items()}
 
 
+def preload(background: bool = True) -> threading.Thread | None:
+    """Load (verify and derive the fast form of) every shipped family now, so that no later
+    lookup waits for it (the Poisson families take ~1-2 s each). With ``background=True`` this
+    runs in a daemon thread (the derivation kernels release the GIL) and the thread is returned."""
+    def load_all():
+        for family in all_families():
+            _arrays_for(family)
+
+    if not background:
+        load_all()
+        return None
+    thread = threading.Thread(target=load_all, name="qpviz-table-preload", daemon=True)
+    thread.start()
+    return thread
+
+
 def runtime_stats() -> dict[str, dict]:
     """File name -> stats of its in-memory form (patches, max re-approximation error of h,
     cells left to direct computation, load seconds), for the families loaded so far."""
@@ -88,6 +106,14 @@ def runtime_stats() -> dict[str, dict]:
 
 
 def _arrays_for(family: TableFamily) -> tuple[np.ndarray, np.ndarray]:
+    arrays = _CACHE.get(family)
+    if arrays is not None:
+        return arrays
+    with _LOAD_LOCK:  # one thread loads a family; others wait for it (see preload)
+        return _load(family)
+
+
+def _load(family: TableFamily) -> tuple[np.ndarray, np.ndarray]:
     arrays = _CACHE.get(family)
     if arrays is None:
         try:
@@ -98,7 +124,7 @@ def _arrays_for(family: TableFamily) -> tuple[np.ndarray, np.ndarray]:
             _STATS[family.file_name] = dict(stats, load_seconds=round(time.perf_counter() - start, 3))
         except store.TableError as exc:
             warnings.warn(f"{exc}. Computing sigma_QP directly for {family.likelihood} (exact, about 1000x slower).",
-                          TableWarning, stacklevel=4)
+                          TableWarning, stacklevel=5)
             arrays = (_EMPTY, _EMPTY)
         _CACHE[family] = arrays
     return arrays
