@@ -41,7 +41,8 @@ from qpviz.tables.families import (
 )
 
 __all__ = ["LAYOUT_TREES", "LAYOUT_LINE", "LAYOUT_FAST", "fit_table", "pack", "runtime", "table_coordinates",
-           "table_value", "table_log_ratio", "is_line", "line_table_value", "fast_table_locate", "fast_table_value", "stored_table_value"]
+           "table_value", "table_log_ratio", "is_line", "line_table_value", "fast_table_locate",
+           "fast_table_value", "stored_table_value"]
 
 LAYOUT_TREES = 1.0
 LAYOUT_LINE = 3.0
@@ -123,7 +124,7 @@ def runtime(coef: np.ndarray, meta: np.ndarray, grid=fast.GRID, tol=fast.FAST_TO
         raise ValueError(f"unknown table layout {layout}")
     ca, cb = grid
     header = [LAYOUT_FAST, fold, n_tables, meta[3], meta[4], meta[5], meta[6], ca, cb, 0.0, 0.0, 0.0]
-    cell_parts, patch_parts, derived = [], [], []
+    cell_parts, patch_parts = [], []
     patch_offset, worst, slow = 0, 0.0, 0
     for k in range(n_tables):
         block = META_HEADER + TABLE_BLOCK * k
