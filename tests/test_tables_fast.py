@@ -153,3 +153,24 @@ def test_preload_in_the_background_loads_every_family():
     loaded = tables.loaded_families()
     assert len(loaded) == len(tables.all_families()) and all(loaded.values())
     assert float(got) == pytest.approx(float(tilted.qp_std(lik, 3.0, 0.5, 0.7)) ** 2, rel=1e-7)
+
+
+@pytest.mark.parametrize("name", ["probit", "step", "poisson_square"])
+def test_batch_over_several_blocks_equals_the_scalar_kernel(name, rng):
+    # > 2 blocks of the batch kernel, with points outside the tables (direct) and, for
+    # poisson_square, in cells that read the stored tree (|m| ~ 0, s ~ 0.05, large counts)
+    lik = qpviz.likelihood(name, **({"eps": 0.1} if name == "step" else {}))
+    n = 2 * tables.BATCH_BLOCK + 77
+    if name == "poisson_square":
+        y = rng.integers(0, 60, n).astype(float)
+        m = np.where(rng.random(n) < 0.3, rng.uniform(-0.01, 0.01, n), rng.uniform(-12, 12, n))
+    else:
+        y = rng.choice([-1.0, 1.0], n)
+        m = rng.uniform(-12, 12, n)
+    v = np.exp(2 * rng.uniform(math.log(0.04), math.log(25), n))
+    coef, meta = tables.jit_data(lik)
+    p0, p1 = lik._param_pair()
+    scalar = np.array([tables.qp_var_scalar(coef, meta, lik.kind, p0, p1, *q) for q in zip(y, m, v)])
+    np.testing.assert_array_equal(tables.qp_variance(lik, y, m, v), scalar)
+    uncovered = np.array([math.isnan(table_log_ratio(coef, meta, *q)) for q in zip(y, m, v)])
+    assert 0 < uncovered.sum() < n  # both paths are exercised
