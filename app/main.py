@@ -9,10 +9,13 @@ import panel as pn
 import projection_explorer
 import tcp_nodelay
 
+from qpviz import tables
+
 PAGES = [projection_explorer]
 
 pn.extension("katex", sizing_mode="stretch_width")
 tcp_nodelay.enable()  # the server's replies reach the browser without Nagle's 40 ms waits
+tables.preload()  # every QP table's fast form, in the background: no later page waits for one
 
 
 def build() -> pn.Column:

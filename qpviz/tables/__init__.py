@@ -60,7 +60,9 @@ __all__ = ["TableWarning", "jit_data", "qp_var_scalar", "qp_variance", "table_di
 _EMPTY = np.empty(0, dtype=np.float64)
 _CACHE: dict[TableFamily, tuple[np.ndarray, np.ndarray]] = {}
 _STATS: dict[str, dict] = {}
-_LOAD_LOCK = threading.RLock()
+_LOAD_LOCK = threading.Lock()
+_FAMILY_LOCKS: dict[TableFamily, threading.Lock] = {}
+_PRELOAD: threading.Thread | None = None
 
 
 class TableWarning(UserWarning):
@@ -86,7 +88,10 @@ def loaded_families() -> dict[str, bool]:
 def preload(background: bool = True) -> threading.Thread | None:
     """Load (verify and derive the fast form of) every shipped family now, so that no later
     lookup waits for it (the Poisson families take ~1-2 s each). With ``background=True`` this
-    runs in a daemon thread (the derivation kernels release the GIL) and the thread is returned."""
+    runs in a daemon thread (the derivation kernels release the GIL) and the thread is returned;
+    while one is still running, calling again returns it instead of starting another."""
+    global _PRELOAD
+
     def load_all():
         for family in all_families():
             _arrays_for(family)
@@ -94,9 +99,11 @@ def preload(background: bool = True) -> threading.Thread | None:
     if not background:
         load_all()
         return None
-    thread = threading.Thread(target=load_all, name="qpviz-table-preload", daemon=True)
-    thread.start()
-    return thread
+    with _LOAD_LOCK:
+        if _PRELOAD is None or not _PRELOAD.is_alive():
+            _PRELOAD = threading.Thread(target=load_all, name="qpviz-table-preload", daemon=True)
+            _PRELOAD.start()
+        return _PRELOAD
 
 
 def runtime_stats() -> dict[str, dict]:
@@ -109,7 +116,9 @@ def _arrays_for(family: TableFamily) -> tuple[np.ndarray, np.ndarray]:
     arrays = _CACHE.get(family)
     if arrays is not None:
         return arrays
-    with _LOAD_LOCK:  # one thread loads a family; others wait for it (see preload)
+    with _LOAD_LOCK:
+        family_lock = _FAMILY_LOCKS.setdefault(family, threading.Lock())
+    with family_lock:  # one thread loads a family; others wanting it wait (see preload)
         return _load(family)
 
 
