@@ -45,10 +45,10 @@ PATCH_SIZE = (DEGREE + 1) * (DEGREE + 2) // 2
 GRID = (8, 8)
 #: Max |h_fast - h_stored| accepted at the check points (h = log(sigma_QP / s): relative error).
 FAST_TOL = 2e-8
-#: Max total halvings ka + kb of one cell (2^6 = 64 patches). A cell that needs more (a sharp
+#: Max total halvings ka + kb of one cell (2^8 = 256 patches). A cell that needs more (a sharp
 #: feature, e.g. Poisson-square near m = 0 at small s) keeps reading the stored tree
 #: (code :data:`STORED_CELL`): slower there, equally accurate.
-MAX_LEVEL = 6
+MAX_LEVEL = 8
 STORED_CELL = -1.0
 #: Cell code = patch offset * CODE_SHIFT + ka * 16 + kb.
 CODE_SHIFT = 256
