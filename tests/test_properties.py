@@ -109,14 +109,18 @@ def _tilted_quantiles(lik, u, y, m, v, mean, sd):
 
 def _quantile_grid(lik, y, m, v, mean, sd):
     """Nodes z, weights w (for int . phi(z) dz) and F^-1(Phi(z)) on [-7.5, 7.5], split at the
-    images z = Phi^-1(F(kink)) of the likelihood's kinks (F^-1 is not smooth there)."""
+    images z = Phi^-1(F(f)) of the likelihood's kinks and zeros (F^-1 is not smooth there: at a
+    zero of the tilted density, e.g. f = 0 for Poisson-square with y > 0, it has a cusp)."""
     from scipy.special import ndtr, ndtri
 
     cuts = [-_Z_MAX, _Z_MAX]
-    for k in np.atleast_1d(lik.kinks(y)):
+    zeros = [0.0] if lik.name == "poisson_square" and y > 0 else []  # p(y|f) = f^(2y) e^(-f^2) / y!
+    for k in np.concatenate([np.atleast_1d(lik.kinks(y)), zeros]):
         u = float(tilted.tilted_cdf(lik, k, y, m, v))
         if 0 < u < 1 and -_Z_MAX < ndtri(u) < _Z_MAX:
             cuts.append(float(ndtri(u)))
+            if k in zeros:  # F^-1 ~ (u - F(k))^(1/(2y+1)): panels graded geometrically into the cusp
+                cuts += [float(ndtri(u)) + sign * 10.0**-e for e in range(1, 10) for sign in (-1, 1)]
     cuts = sorted(cuts)
     zs, ws = [], []
     for a, b in zip(cuts[:-1], cuts[1:]):
