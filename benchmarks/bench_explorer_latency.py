@@ -164,8 +164,9 @@ def press_and_measure(page, presses: int) -> tuple[list[float], list[float]]:
 
 
 def row(name: str, numbers: list[float], plots: list[float], compute: str) -> str:
+    p90 = statistics.quantiles(plots, n=10, method="inclusive")[-1]
     return (f"{name:22s} {statistics.median(numbers):15.1f} {max(numbers):12.1f} "
-            f"{statistics.median(plots):13.1f} {max(plots):10.1f} {compute:>8s}")
+            f"{statistics.median(plots):13.1f} {p90:9.1f} {max(plots):10.1f} {compute:>8s}")
 
 
 def measure_baseline(playwright, presses: int, label: str, settings: str) -> str:
@@ -199,7 +200,7 @@ def measure_latency(playwright, presses: int, baseline: bool) -> None:
         page.on("pageerror", lambda error: errors.append(str(error)))
         page.goto(url)
         wait_loaded(page)
-        print(f"{'likelihood':22s} {'numbers median':>15s} {'numbers max':>12s} {'plots median':>13s} {'plots max':>10s}"
+        print(f"{'likelihood':22s} {'numbers median':>15s} {'numbers max':>12s} {'plots median':>13s} {'plots p90':>9s} {'plots max':>10s}"
               f" {'compute':>8s}  (ms; {presses} presses; compute = server-side explorer.compute, in-process)")
         for name in LIKELIHOOD_NAMES:
             page.locator(".qpviz-likelihood select").select_option(name)
