@@ -427,7 +427,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
             fig.sizing_mode = "stretch_width"
             fig.height = 330
             fig.min_width = 360
-            fig.toolbar_location = "above"
+            fig.toolbar_location = "right"  # beside the plot: a long title above never runs under the tools
             fig.legend.location = "top_left"
             fig.legend.click_policy = "hide"
             fig.legend.background_fill_alpha = 0.7
@@ -497,7 +497,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
         image = hv.Image((data["means"], data["stds"], data["ratio"]), ["cavity mean m", "cavity std s"], "var_QP / var_EP")
         return image.opts(
             cmap="cividis", colorbar=True, tools=["hover", "tap"], title=title, height=330, responsive=True,
-            min_width=360, toolbar="above", hooks=[self._add_marker],
+            min_width=360, toolbar="right", hooks=[self._add_marker],
             # HoloViews asks for WebGL; without a GPU (classroom laptops, CI) canvas draws faster
             backend_opts={"plot.output_backend": "canvas"},
         )
