@@ -22,7 +22,7 @@ Folding removes the observation (QP paper App. J tabulates y = +-1 separately; w
   (m, s) with |m| / s <= 200, at any s).
 
 Mapped mean coordinate A in [0, 1]: with d = sqrt(s^2 + w^2) (w = the likelihood's own
-width; w = 0 for the scale-free step and the kinked Laplace),
+width; w = 0 for the kinked Laplace; the scale-free step uses G = g(z) alone, below),
 
     u = (t - t_c) / d,  g(u) = u / (1 + u^2)^(1/4),  A = (g(u) - g(u_lo)) / (g(u_hi) - g(u_lo)),
 
@@ -118,7 +118,7 @@ class TableFamily:
         if self.likelihood == "poisson_exp":
             # log p = k f - e^f: peak at log k with width 1/sqrt(k); for k = 0 the wall e^f near 0
             return math.log(k + 1.0), 1.0 / math.sqrt(k + 1.0)
-        return 0.0, 0.0  # step, laplace: no length scale of their own (step: t is z, d = 1)
+        return 0.0, 0.0  # laplace: no length scale of its own (the step has 1-D tables in m / s instead)
 
     def spec(self) -> dict:
         """JSON-able generating parameters; a file whose spec differs is stale."""
