@@ -39,7 +39,7 @@ except ImportError:  # pragma: no cover - depends on whether qpviz.tables is ins
         return s * s
 
 
-__all__ = ["EP", "QP", "OK", "CLIPPED", "SKIPPED_CAVITY", "SKIPPED_PROJECTION", "SiteRule", "site_step",
+__all__ = ["EP", "QP", "OK", "CLIPPED", "SKIPPED_CAVITY", "SKIPPED_PROJECTION", "SiteRule", "site_step", "site_step_packed",
            "sequential_sweep_dense", "parallel_site_updates"]
 
 EP = 0
@@ -64,6 +64,8 @@ class SiteRule:
     damping: float
     coef: np.ndarray
     meta: np.ndarray
+    likelihood: object = None
+    use_table: bool = True
 
     @classmethod
     def build(cls, method: str, likelihood, damping: float, use_table: bool = True) -> "SiteRule":
@@ -76,7 +78,43 @@ class SiteRule:
         if method == "qp" and use_table and _table_jit_data is not None:
             coef, meta = _table_jit_data(likelihood)
         return cls(METHOD_CODES[method], int(likelihood.kind), float(p0), float(p1), float(damping),
-                   np.ascontiguousarray(coef, dtype=np.float64), np.ascontiguousarray(meta, dtype=np.float64))
+                   np.ascontiguousarray(coef, dtype=np.float64), np.ascontiguousarray(meta, dtype=np.float64),
+                   likelihood, bool(use_table))
+
+    @property
+    def jit(self):
+        """The rule as one opaque tuple for numba code (:func:`site_step_packed`), or None when the
+        likelihood has no jitted kernels (then use :meth:`step`)."""
+        return (self.method_code, self.kind, self.p0, self.p1, self.damping, self.coef, self.meta)
+
+    def step(self, y, post_mean, post_var, tau, nu):
+        """:func:`site_step` on NumPy arrays (broadcast), through the likelihood's Python API:
+        returns (tau_new, nu_new, log_z, status) arrays."""
+        from qpviz.projection import qp_variance
+
+        y, post_mean, post_var, tau, nu = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64) for a in
+                                                                (y, post_mean, post_var, tau, nu)))
+        tau_c = 1.0 / post_var - tau
+        nu_c = post_mean / post_var - nu
+        good_cavity = (tau_c > 0.0) & np.isfinite(nu_c)
+        safe_tau_c = np.where(good_cavity, tau_c, 1.0)
+        m = np.where(good_cavity, nu_c / safe_tau_c, 0.0)
+        v = 1.0 / safe_tau_c
+        moments = self.likelihood.tilted_moments(y, m, v)
+        log_z, mean, var = moments.log_z, moments.mean, moments.var
+        if self.method_code == QP:
+            var = qp_variance(self.likelihood, y, m, v, use_table=self.use_table)
+        good = good_cavity & (var > 0.0) & np.isfinite(mean) & np.isfinite(var)
+        safe_var = np.where(good, var, 1.0)
+        d = self.damping
+        tau_new = (1.0 - d) * tau + d * (1.0 / safe_var - tau_c)
+        nu_new = (1.0 - d) * nu + d * (mean / safe_var - nu_c)
+        clipped = good & (tau_new < 0.0)
+        status = np.where(~good_cavity, SKIPPED_CAVITY, np.where(~good, SKIPPED_PROJECTION,
+                                                                 np.where(clipped, CLIPPED, OK)))
+        tau_out = np.where(good, np.where(clipped, 0.0, tau_new), tau)
+        nu_out = np.where(good, nu_new, nu)
+        return tau_out, nu_out, np.where(good_cavity, log_z, np.nan), status.astype(np.int64)
 
 
 @njit(**NUMBA_OPTIONS)
@@ -105,6 +143,12 @@ def site_step(method, kind, p0, p1, y, post_mean, post_var, tau, nu, damping, co
     if tau_new < 0.0:
         return 0.0, nu_new, log_z, CLIPPED
     return tau_new, nu_new, log_z, OK
+
+
+@njit(**NUMBA_OPTIONS)
+def site_step_packed(rule, y, post_mean, post_var, tau, nu):
+    """:func:`site_step` with the rule packed by :attr:`SiteRule.jit` -> (tau_new, nu_new, log_z, status)."""
+    return site_step(rule[0], rule[1], rule[2], rule[3], y, post_mean, post_var, tau, nu, rule[4], rule[5], rule[6])
 
 
 #: Sites whose rank-one updates are collected before they are applied as one rank-k update.
