@@ -80,9 +80,8 @@ def main(argv=None):
             print(f"{fam.file_name:28s} no usable table file")
             continue
         y, m, v = cavities(fam, rng, args.n)
-        p0, p1 = lik._param_pair()
         out = np.empty(args.n)
-        table_cpu, table_wall = rate(lambda: tables._qp_var_batch(coef, meta, lik.kind, p0, p1, y, m, v, out), args.n)
+        table_cpu, table_wall = rate(lambda: tables._qp_var_batch(coef, meta, lik.jit_handle(), y, m, v, out), args.n)
         # EP moments and projections: closed forms are fast, quadratures slow -> size the sample
         quick = lik.name in ("probit", "step", "poisson_square")
         n_ep = args.n if quick else args.n_direct

@@ -140,19 +140,13 @@ def qp_variance(likelihood: Likelihood, y, cavity_mean, cavity_var, *, use_table
 
 def _qp_variance_checked(likelihood: Likelihood, y, m, v, use_table: bool) -> np.ndarray:
     """:func:`qp_variance` of validated, broadcast inputs."""
-    from qpviz import tilted
-    from qpviz.likelihoods.gaussian import Gaussian
+    from qpviz import tables, tilted
 
-    if isinstance(likelihood, Gaussian):
-        return likelihood.tilted_moments(y, m, v).var
-
+    exact = likelihood.exact_qp_variance(y, m, v)
+    if exact is not None:
+        return exact
     if use_table:
-        try:
-            from qpviz import tables
-        except ImportError:  # tables are optional: direct computation is always exact
-            tables = None
-        if tables is not None and hasattr(tables, "qp_variance_checked"):
-            return tables.qp_variance_checked(likelihood, y, m, v)
+        return tables.qp_variance_checked(likelihood, y, m, v)
     return tilted.qp_std(likelihood, y, m, v) ** 2
 
 

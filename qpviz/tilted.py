@@ -22,7 +22,7 @@ How (and why):
    F sqrt(2 log 1/F) behaviour at a hard truncation (the eps = 0 step likelihood).
 
 The kernels are numba scalar functions (``*_scalar``) with vectorised loops (``*_batch``) and
-Python wrappers taking a :class:`~qpviz.likelihoods.base.Likelihood`. Tests compare them with
+Python wrappers taking a likelihood object (:mod:`qpviz.likelihoods.base`). Tests compare them with
 an independent mpmath computation (tests/reference.py) and with the closed forms.
 """
 from __future__ import annotations
@@ -35,14 +35,8 @@ from numba import njit
 from numpy.polynomial import legendre
 
 from qpviz.config import GL_NODES, NUMBA_OPTIONS, QP_MAX_PANELS, QP_REL_TOL, TAIL_LOG_DROP
-from qpviz.likelihoods._dispatch import (
-    closed_moments_scalar,
-    dlog_prob_scalar,
-    kink_scalar,
-    log_prob_scalar,
-    starts_scalar,
-)
-from qpviz.likelihoods.base import Likelihood, as_float_array, check_cavity
+from qpviz._jit import lk_dlog_prob, lk_kink, lk_log_prob, lk_moments, lk_starts
+from qpviz.checks import as_float_array, check_cavity
 from qpviz.special import LOG_SQRT_2PI, phi_of_ndtri
 
 __all__ = [
@@ -82,7 +76,7 @@ _NEWTON_ITERS = 100
 
 
 @njit(**NUMBA_OPTIONS)
-def _log_q(kind, p0, p1, y, m, v, anchor, f):
+def _log_q(lk, y, m, v, anchor, f):
     """Unnormalised log tilted density relative to an anchor point a:
 
     log p(y|f) - [(f - m)^2 - (a - m)^2] / (2 v) = log p(y|f) - (f - a)(f + a - 2m) / (2 v).
@@ -90,19 +84,19 @@ def _log_q(kind, p0, p1, y, m, v, anchor, f):
     The factored form has no cancellation when f and a lie many cavity widths from m (where
     (f - m)^2 / 2v can be ~1e5 while the density varies on the scale of 1).
     """
-    return log_prob_scalar(kind, p0, p1, y, f) - 0.5 * (f - anchor) * (f + anchor - 2.0 * m) / v
+    return lk_log_prob(lk, y, f) - 0.5 * (f - anchor) * (f + anchor - 2.0 * m) / v
 
 
 @njit(**NUMBA_OPTIONS)
-def _newton_mode(kind, p0, p1, y, m, v, f0):
+def _newton_mode(lk, y, m, v, f0):
     """A local mode of log q from f0 (safeguarded Newton with backtracking): (mode, log q, width)."""
     s = math.sqrt(v)
     f = f0
-    lq = log_prob_scalar(kind, p0, p1, y, f)  # log q(f) - log q(f) + log p(y|f), anchored at f
+    lq = lk_log_prob(lk, y, f)  # log q(f) - log q(f) + log p(y|f), anchored at f
     if not (lq > -np.inf):
         return f0, -np.inf, s
     for _ in range(_NEWTON_ITERS):
-        d1, d2 = dlog_prob_scalar(kind, p0, p1, y, f)
+        d1, d2 = lk_dlog_prob(lk, y, f)
         grad = d1 - (f - m) / v
         hess = d2 - 1.0 / v
         step = -grad / hess if hess < 0.0 else grad * v
@@ -111,17 +105,17 @@ def _newton_mode(kind, p0, p1, y, m, v, f0):
         accepted = False
         for _ in range(60):
             f_new = f + step
-            if _log_q(kind, p0, p1, y, m, v, f, f_new) >= lq:  # both anchored at f
+            if _log_q(lk, y, m, v, f, f_new) >= lq:  # both anchored at f
                 accepted = True
                 break
             step *= 0.5
         if not accepted:
             break
         f = f_new
-        lq = log_prob_scalar(kind, p0, p1, y, f)
+        lq = lk_log_prob(lk, y, f)
         if abs(step) <= 1e-14 * (abs(f) + s):
             break
-    d1, d2 = dlog_prob_scalar(kind, p0, p1, y, f)
+    d1, d2 = lk_dlog_prob(lk, y, f)
     hess = d2 - 1.0 / v
     width = 1.0 / math.sqrt(-hess) if hess < 0.0 else s
     # the absolute log q (only compared between modes; its rounding does not reach the integrals)
@@ -130,26 +124,26 @@ def _newton_mode(kind, p0, p1, y, m, v, f0):
 
 
 @njit(**NUMBA_OPTIONS)
-def _panel_values(kind, p0, p1, y, m, v, anchor, peak, a, b, out):
+def _panel_values(lk, y, m, v, anchor, peak, a, b, out):
     """exp(log q - peak) (anchored, see _log_q) at the GL nodes of [a, b] into ``out``; returns the panel's mass."""
     half = 0.5 * (b - a)
     mid = 0.5 * (a + b)
     mass = 0.0
     for j in range(GL_X.size):
-        val = math.exp(_log_q(kind, p0, p1, y, m, v, anchor, mid + half * GL_X[j]) - peak)
+        val = math.exp(_log_q(lk, y, m, v, anchor, mid + half * GL_X[j]) - peak)
         out[j] = val
         mass += GL_W[j] * val
     return mass * half
 
 
 @njit(**NUMBA_OPTIONS)
-def _domain(kind, p0, p1, y, m, v, breaks):
+def _domain(lk, y, m, v, breaks):
     """Modes and break points of the tilted density.
 
     Returns (n_breaks, anchor, peak, width): the anchor is the highest mode and peak its
     anchored log density, log p(y | anchor) (see _log_q)."""
     s = math.sqrt(v)
-    st0, st1, st2 = starts_scalar(kind, p0, p1, y, m, v)
+    st0, st1, st2 = lk_starts(lk, y, m, v)
     starts = np.array([st0, st1, st2, m])
     modes = np.empty(4)
     logs = np.empty(4)
@@ -159,7 +153,7 @@ def _domain(kind, p0, p1, y, m, v, breaks):
         if math.isnan(starts[i]):
             logs[i] = -np.inf
             continue
-        modes[i], logs[i], widths[i] = _newton_mode(kind, p0, p1, y, m, v, starts[i])
+        modes[i], logs[i], widths[i] = _newton_mode(lk, y, m, v, starts[i])
         if logs[i] > peak:
             peak = logs[i]
     n = 0
@@ -169,8 +163,8 @@ def _domain(kind, p0, p1, y, m, v, breaks):
     for i in range(4):
         if logs[i] == peak:
             anchor = modes[i]
-    peak_rel = log_prob_scalar(kind, p0, p1, y, anchor)
-    kink = kink_scalar(kind, p0, p1, y)
+    peak_rel = lk_log_prob(lk, y, anchor)
+    kink = lk_kink(lk, y)
     w_min = 10.0 * s
     lo = np.inf
     hi = -np.inf
@@ -187,13 +181,13 @@ def _domain(kind, p0, p1, y, m, v, breaks):
     threshold = peak_rel - TAIL_LOG_DROP
     step = w_min
     for _ in range(200):
-        if not (_log_q(kind, p0, p1, y, m, v, anchor, lo) > threshold):
+        if not (_log_q(lk, y, m, v, anchor, lo) > threshold):
             break
         lo -= step
         step *= 2.0
     step = w_min
     for _ in range(200):
-        if not (_log_q(kind, p0, p1, y, m, v, anchor, hi) > threshold):
+        if not (_log_q(lk, y, m, v, anchor, hi) > threshold):
             break
         hi += step
         step *= 2.0
@@ -216,7 +210,7 @@ def _domain(kind, p0, p1, y, m, v, breaks):
 
 
 @njit(**NUMBA_OPTIONS)
-def _pass_one(kind, p0, p1, y, m, v, anchor, peak, breaks, n_breaks, rel_tol, width, pa, pb, pval, pmass):
+def _pass_one(lk, y, m, v, anchor, peak, breaks, n_breaks, rel_tol, width, pa, pb, pval, pmass):
     """Adaptive panels for the mass. Fills panel arrays; returns (n_panels, ok)."""
     n_nodes = GL_X.size
     tmp = np.empty(n_nodes)
@@ -233,7 +227,7 @@ def _pass_one(kind, p0, p1, y, m, v, anchor, peak, breaks, n_breaks, rel_tol, wi
         b = breaks[i + 1]
         if not (b > a):
             continue
-        mass = _panel_values(kind, p0, p1, y, m, v, anchor, peak, a, b, tmp)
+        mass = _panel_values(lk, y, m, v, anchor, peak, a, b, tmp)
         stack_a[top] = a
         stack_b[top] = b
         stack_m[top] = mass
@@ -248,8 +242,8 @@ def _pass_one(kind, p0, p1, y, m, v, anchor, peak, breaks, n_breaks, rel_tol, wi
         b = stack_b[top]
         whole = stack_m[top]
         mid = 0.5 * (a + b)
-        mass_l = _panel_values(kind, p0, p1, y, m, v, anchor, peak, a, mid, left_vals)
-        mass_r = _panel_values(kind, p0, p1, y, m, v, anchor, peak, mid, b, right_vals)
+        mass_l = _panel_values(lk, y, m, v, anchor, peak, a, mid, left_vals)
+        mass_r = _panel_values(lk, y, m, v, anchor, peak, mid, b, right_vals)
         tiny = (b - a) <= 1e-10 * width  # halves stay far above rounding level
         if abs(mass_l + mass_r - whole) <= tol or tiny or top + 2 >= _MAX_PANELS or n_panels + 2 >= _MAX_PANELS:
             if not (abs(mass_l + mass_r - whole) <= tol or tiny):
@@ -278,23 +272,23 @@ def _pass_one(kind, p0, p1, y, m, v, anchor, peak, breaks, n_breaks, rel_tol, wi
 
 
 @njit(**NUMBA_OPTIONS)
-def _build_panels(kind, p0, p1, y, m, v, rel_tol):
+def _build_panels(lk, y, m, v, rel_tol):
     """Sorted adaptive panels of the tilted density: (pa, pb, pval, pmass, n, anchor, peak, width, ok)."""
     breaks = np.empty(64)
-    n_breaks, anchor, peak, width = _domain(kind, p0, p1, y, m, v, breaks)
+    n_breaks, anchor, peak, width = _domain(lk, y, m, v, breaks)
     pa = np.empty(_MAX_PANELS)
     pb = np.empty(_MAX_PANELS)
     pval = np.empty((_MAX_PANELS, GL_X.size))
     pmass = np.empty(_MAX_PANELS)
     if n_breaks == 0:
         return pa, pb, pval, pmass, 0, anchor, peak, width, False
-    n, ok = _pass_one(kind, p0, p1, y, m, v, anchor, peak, breaks, n_breaks, rel_tol, width, pa, pb, pval, pmass)
+    n, ok = _pass_one(lk, y, m, v, anchor, peak, breaks, n_breaks, rel_tol, width, pa, pb, pval, pmass)
     order = np.argsort(pa[:n])
     return pa[:n][order], pb[:n][order], pval[:n][order], pmass[:n][order], n, anchor, peak, width, ok
 
 
 @njit(**NUMBA_OPTIONS)
-def _moments_from_panels(kind, p0, p1, y, m, v, pa, pb, pval, pmass, n, anchor, peak):
+def _moments_from_panels(lk, y, m, v, pa, pb, pval, pmass, n, anchor, peak):
     """(log Z, mean, var, entropy) from the panels of pass 1."""
     total = 0.0
     for k in range(n):
@@ -331,7 +325,7 @@ def _moments_from_panels(kind, p0, p1, y, m, v, pa, pb, pval, pmass, n, anchor, 
 
 
 @njit(**NUMBA_OPTIONS)
-def _qp_piece(kind, p0, p1, y, m, v, anchor, peak, a, b, left_mass, right_mass, total, vals):
+def _qp_piece(lk, y, m, v, anchor, peak, a, b, left_mass, right_mass, total, vals):
     """int_a^b phi(Phi^-1(min(F, S))) df on GL nodes, given exp(log q - peak) ``vals`` there,
     the unnormalised mass left of a and right of b. Returns (integral, panel mass)."""
     half = 0.5 * (b - a)
@@ -352,7 +346,7 @@ def _qp_piece(kind, p0, p1, y, m, v, anchor, peak, a, b, left_mass, right_mass, 
 
 
 @njit(**NUMBA_OPTIONS)
-def _qp_from_panels(kind, p0, p1, y, m, v, pa, pb, pval, pmass, n, anchor, peak, abs_tol):
+def _qp_from_panels(lk, y, m, v, pa, pb, pval, pmass, n, anchor, peak, abs_tol):
     """sigma_QP (eq. 7) by pass 2 over the sorted panels; returns (sigma, ok)."""
     total = 0.0
     for k in range(n):
@@ -374,7 +368,7 @@ def _qp_from_panels(kind, p0, p1, y, m, v, pa, pb, pval, pmass, n, anchor, peak,
     for k in range(n):
         suffix -= pmass[k]
         right_of_panel = max(suffix, 0.0)
-        whole, _ = _qp_piece(kind, p0, p1, y, m, v, anchor, peak, pa[k], pb[k], prefix, right_of_panel, total, pval[k])
+        whole, _ = _qp_piece(lk, y, m, v, anchor, peak, pa[k], pb[k], prefix, right_of_panel, total, pval[k])
         top = 0
         stack_a[0] = pa[k]
         stack_b[0] = pb[k]
@@ -392,10 +386,10 @@ def _qp_from_panels(kind, p0, p1, y, m, v, pa, pb, pval, pmass, n, anchor, peak,
             whole = stack_i[top]
             depth = stack_d[top]
             mid = 0.5 * (a + b)
-            mass_l = _panel_values(kind, p0, p1, y, m, v, anchor, peak, a, mid, vals_l)
-            mass_r = _panel_values(kind, p0, p1, y, m, v, anchor, peak, mid, b, vals_r)
-            int_l, _ = _qp_piece(kind, p0, p1, y, m, v, anchor, peak, a, mid, lm, rm + mass_r, total, vals_l)
-            int_r, _ = _qp_piece(kind, p0, p1, y, m, v, anchor, peak, mid, b, lm + mass_l, rm, total, vals_r)
+            mass_l = _panel_values(lk, y, m, v, anchor, peak, a, mid, vals_l)
+            mass_r = _panel_values(lk, y, m, v, anchor, peak, mid, b, vals_r)
+            int_l, _ = _qp_piece(lk, y, m, v, anchor, peak, a, mid, lm, rm + mass_r, total, vals_l)
+            int_r, _ = _qp_piece(lk, y, m, v, anchor, peak, mid, b, lm + mass_l, rm, total, vals_r)
             tol = abs_tol * (0.5 ** min(depth, 30))
             if abs(int_l + int_r - whole) <= max(tol, 1e-300) or depth >= depth_cap:
                 if depth >= depth_cap and abs(int_l + int_r - whole) > abs_tol:
@@ -422,22 +416,22 @@ def _qp_from_panels(kind, p0, p1, y, m, v, pa, pb, pval, pmass, n, anchor, peak,
 
 
 @njit(**NUMBA_OPTIONS)
-def summary_scalar(kind, p0, p1, y, m, v, want_qp, use_closed=True):
+def summary_scalar(lk, y, m, v, want_qp, use_closed=True):
     """(log Z, mean, var, entropy, sigma_QP, ok) of one tilted distribution.
 
     log Z, mean and var use the likelihood's closed form where it has one (and ``use_closed``),
     else the quadrature. sigma_QP is NaN when ``want_qp`` is False.
     """
-    pa, pb, pval, pmass, n, anchor, peak, width, ok = _build_panels(kind, p0, p1, y, m, v, QP_REL_TOL * 1e-2)
+    pa, pb, pval, pmass, n, anchor, peak, width, ok = _build_panels(lk, y, m, v, QP_REL_TOL * 1e-2)
     if n == 0:
         return np.nan, np.nan, np.nan, np.nan, np.nan, False
-    log_z, mean, var, entropy = _moments_from_panels(kind, p0, p1, y, m, v, pa, pb, pval, pmass, n, anchor, peak)
-    has_closed, c_log_z, c_mean, c_var = closed_moments_scalar(kind, p0, p1, y, m, v)
+    log_z, mean, var, entropy = _moments_from_panels(lk, y, m, v, pa, pb, pval, pmass, n, anchor, peak)
+    has_closed, c_log_z, c_mean, c_var = lk_moments(lk, y, m, v)
     if has_closed and use_closed:
         log_z, mean, var = c_log_z, c_mean, c_var
     sigma = np.nan
     if want_qp:
-        sigma, ok_qp = _qp_from_panels(kind, p0, p1, y, m, v, pa, pb, pval, pmass, n, anchor, peak,
+        sigma, ok_qp = _qp_from_panels(lk, y, m, v, pa, pb, pval, pmass, n, anchor, peak,
                                        QP_REL_TOL * math.sqrt(var) / 8.0)
         ok = ok and ok_qp
         # Theorem 2 holds exactly; quadrature noise may not exceed the EP std
@@ -446,28 +440,28 @@ def summary_scalar(kind, p0, p1, y, m, v, want_qp, use_closed=True):
 
 
 @njit(**NUMBA_OPTIONS)
-def tilted_moments_scalar(kind, p0, p1, y, m, v):
+def tilted_moments_scalar(lk, y, m, v):
     """(log Z, mean, var) of the tilted distribution: closed form if any, else quadrature."""
-    has_closed, log_z, mean, var = closed_moments_scalar(kind, p0, p1, y, m, v)
+    has_closed, log_z, mean, var = lk_moments(lk, y, m, v)
     if has_closed:
         return log_z, mean, var
-    log_z, mean, var, _, _, _ = summary_scalar(kind, p0, p1, y, m, v, False, True)
+    log_z, mean, var, _, _, _ = summary_scalar(lk, y, m, v, False, True)
     return log_z, mean, var
 
 
 @njit(**NUMBA_OPTIONS)
-def qp_std_scalar(kind, p0, p1, y, m, v):
+def qp_std_scalar(lk, y, m, v):
     """sigma_QP of the tilted distribution by direct quadrature (QP paper eq. 7)."""
-    return summary_scalar(kind, p0, p1, y, m, v, True, True)[4]
+    return summary_scalar(lk, y, m, v, True, True)[4]
 
 
 @njit(**NUMBA_OPTIONS)
-def _summary_batch(kind, p0, p1, y, m, v, want_qp, use_closed):
+def _summary_batch(lk, y, m, v, want_qp, use_closed):
     n = y.size
     out = np.empty((5, n))
     ok = np.empty(n, dtype=np.bool_)
     for i in range(n):
-        log_z, mean, var, entropy, sigma, ok_i = summary_scalar(kind, p0, p1, y[i], m[i], v[i], want_qp, use_closed)
+        log_z, mean, var, entropy, sigma, ok_i = summary_scalar(lk, y[i], m[i], v[i], want_qp, use_closed)
         out[0, i] = log_z
         out[1, i] = mean
         out[2, i] = var
@@ -489,54 +483,74 @@ class TiltedSummary:
     ok: np.ndarray
 
 
-def _prepare(lik: Likelihood, y, cavity_mean, cavity_var):
+def _prepare(lik, y, cavity_mean, cavity_var):
     y = lik.check_y(y)
     m, v = check_cavity(cavity_mean, cavity_var)
     y, m, v = np.broadcast_arrays(y, m, v)
     return y, m, v
 
 
-def tilted_summary(lik: Likelihood, y, cavity_mean, cavity_var, want_qp: bool = True,
-                   closed_form: bool = True) -> TiltedSummary:
+def _flat(*arrays):
+    return tuple(np.ascontiguousarray(np.ravel(a), dtype=np.float64) for a in arrays)
+
+
+def tilted_summary(lik, y, cavity_mean, cavity_var, want_qp: bool = True, closed_form: bool = True) -> TiltedSummary:
     """Everything the projections need about the tilted distributions, vectorised.
 
-    ``closed_form=False`` reports the quadrature's log Z, mean and variance even where the
-    likelihood has closed forms (the tests compare the two).
+    Likelihoods with numba kernels (``lik.jit_handle()``) use the kernels of this module; others
+    the NumPy engine of :mod:`qpviz.tilted_numpy` on their ``log_prob``. ``closed_form=False``
+    reports the quadrature's log Z, mean and variance even where the likelihood has closed forms
+    (the tests compare the two).
     """
     y, m, v = _prepare(lik, y, cavity_mean, cavity_var)
-    p0, p1 = lik._param_pair()
-    out, ok = _summary_batch(lik.kind, p0, p1, np.ravel(y).astype(float), np.ravel(m).astype(float),
-                             np.ravel(v).astype(float), want_qp, closed_form)
     shape = y.shape
-    return TiltedSummary(*(out[j].reshape(shape) for j in range(5)), ok.reshape(shape))
+    lk = lik.jit_handle()
+    if lk is not None:
+        out, ok = _summary_batch(lk, *_flat(y, m, v), want_qp, closed_form)
+        return TiltedSummary(*(out[j].reshape(shape) for j in range(5)), ok.reshape(shape))
+    from qpviz import tilted_numpy
+
+    res = tilted_numpy.tilted_summary(lik.log_prob, y, m, v, kinks=lik.kinks, want_qp=want_qp)
+    log_z, mean, var = res.log_z, res.mean, res.var
+    if closed_form and _has_own_moments(lik):
+        log_z, mean, var = lik._tilted_moments(y, m, v)
+    qp = np.minimum(res.qp_std, np.sqrt(var)) if want_qp else np.full(shape, np.nan)
+    return TiltedSummary(np.asarray(log_z, float), np.asarray(mean, float), np.asarray(var, float),
+                         np.asarray(res.entropy, float), qp, np.asarray(res.ok, bool))
 
 
-def quadrature_moments(lik: Likelihood, y, cavity_mean, cavity_var):
+def _has_own_moments(lik) -> bool:
+    from qpviz.likelihoods.base import Likelihood
+
+    return type(lik)._tilted_moments is not Likelihood._tilted_moments
+
+
+def quadrature_moments(lik, y, cavity_mean, cavity_var):
     """(log Z, mean, var) by the adaptive quadrature (the default of Likelihood.tilted_moments)."""
     s = tilted_summary(lik, y, cavity_mean, cavity_var, want_qp=False, closed_form=False)
     return s.log_z, s.mean, s.var
 
 
-def qp_std(lik: Likelihood, y, cavity_mean, cavity_var) -> np.ndarray:
+def qp_std(lik, y, cavity_mean, cavity_var) -> np.ndarray:
     """sigma_QP (eq. 7) by direct adaptive quadrature, vectorised over broadcast inputs."""
     return tilted_summary(lik, y, cavity_mean, cavity_var, want_qp=True).qp_std
 
 
 # -- CDF and quantiles -----------------------------------------------------------------------
 @njit(**NUMBA_OPTIONS)
-def _partial_mass(kind, p0, p1, y, m, v, anchor, peak, a, x):
+def _partial_mass(lk, y, m, v, anchor, peak, a, x):
     """int_a^x exp(log q - peak) df by one GL rule (x inside a converged panel)."""
     half = 0.5 * (x - a)
     mid = 0.5 * (x + a)
     acc = 0.0
     for j in range(GL_X.size):
-        acc += GL_W[j] * math.exp(_log_q(kind, p0, p1, y, m, v, anchor, mid + half * GL_X[j]) - peak)
+        acc += GL_W[j] * math.exp(_log_q(lk, y, m, v, anchor, mid + half * GL_X[j]) - peak)
     return acc * half
 
 
 @njit(**NUMBA_OPTIONS)
-def _cdf_many(kind, p0, p1, y, m, v, xs, upper):
-    pa, pb, pval, pmass, n, anchor, peak, width, ok = _build_panels(kind, p0, p1, y, m, v, QP_REL_TOL * 1e-2)
+def _cdf_many(lk, y, m, v, xs, upper):
+    pa, pb, pval, pmass, n, anchor, peak, width, ok = _build_panels(lk, y, m, v, QP_REL_TOL * 1e-2)
     out = np.empty(xs.size)
     total = pmass[:n].sum()
     prefix = np.zeros(n + 1)
@@ -554,7 +568,7 @@ def _cdf_many(kind, p0, p1, y, m, v, xs, upper):
             out[i] = 0.0 if upper else 1.0
             continue
         k = np.searchsorted(pa, x, side="right") - 1
-        part = _partial_mass(kind, p0, p1, y, m, v, anchor, peak, pa[k], x)
+        part = _partial_mass(lk, y, m, v, anchor, peak, pa[k], x)
         if upper:
             out[i] = max((total - prefix[k + 1]) + (pmass[k] - part), 0.0) / total
         else:
@@ -563,34 +577,37 @@ def _cdf_many(kind, p0, p1, y, m, v, xs, upper):
 
 
 @njit(**NUMBA_OPTIONS)
-def _cdf_elementwise(kind, p0, p1, y, m, v, xs, upper):
+def _cdf_elementwise(lk, y, m, v, xs, upper):
     out = np.empty(xs.size)
     one = np.empty(1)
     for i in range(xs.size):
         one[0] = xs[i]
-        out[i] = _cdf_many(kind, p0, p1, y[i], m[i], v[i], one, upper)[0]
+        out[i] = _cdf_many(lk, y[i], m[i], v[i], one, upper)[0]
     return out
 
 
-def tilted_cdf(lik: Likelihood, x, y, cavity_mean, cavity_var, upper: bool = False) -> np.ndarray:
+def tilted_cdf(lik, x, y, cavity_mean, cavity_var, upper: bool = False) -> np.ndarray:
     """F(x) (or 1 - F(x) with ``upper=True``, computed directly) of the tilted distribution."""
     x = as_float_array(x, "x")
     y, m, v = _prepare(lik, y, cavity_mean, cavity_var)
-    p0, p1 = lik._param_pair()
+    lk = lik.jit_handle()
+    if lk is None:
+        from qpviz import tilted_numpy
+
+        return tilted_numpy.tilted_cdf(lik.log_prob, x, y, m, v, upper=upper, kinks=lik.kinks)
     if y.ndim == 0:
-        out = _cdf_many(lik.kind, p0, p1, float(y), float(m), float(v), np.ravel(x).astype(float), upper)
+        out = _cdf_many(lk, float(y), float(m), float(v), *_flat(x), upper)
         return out.reshape(x.shape)
     x, y, m, v = np.broadcast_arrays(x, y, m, v)
-    out = _cdf_elementwise(lik.kind, p0, p1, *(np.ravel(a).astype(float) for a in (y, m, v)),
-                           np.ravel(x).astype(float), upper)
+    out = _cdf_elementwise(lk, *_flat(y, m, v, x), upper)
     return out.reshape(x.shape)
 
 
 @njit(**NUMBA_OPTIONS)
-def _quantiles(kind, p0, p1, y, m, v, us):
+def _quantiles(lk, y, m, v, us):
     """Tilted quantiles: bracket on the panel edges, then safeguarded Newton on F (or on 1 - F
     for u > 1/2, so the upper tail keeps its relative accuracy)."""
-    pa, pb, pval, pmass, n, anchor, peak, width, ok = _build_panels(kind, p0, p1, y, m, v, QP_REL_TOL * 1e-2)
+    pa, pb, pval, pmass, n, anchor, peak, width, ok = _build_panels(lk, y, m, v, QP_REL_TOL * 1e-2)
     total = pmass[:n].sum()
     prefix = np.zeros(n + 1)
     for k in range(n):
@@ -617,7 +634,7 @@ def _quantiles(kind, p0, p1, y, m, v, us):
         hi = pb[k]
         x = 0.5 * (lo + hi)
         for _ in range(100):
-            part = _partial_mass(kind, p0, p1, y, m, v, anchor, peak, pa[k], x)
+            part = _partial_mass(lk, y, m, v, anchor, peak, pa[k], x)
             if use_upper:
                 # target - S(x): increasing in x like F(x) - u, so one bisection/Newton rule serves
                 resid = target - ((total - prefix[k + 1]) + (pmass[k] - part))
@@ -627,7 +644,7 @@ def _quantiles(kind, p0, p1, y, m, v, us):
                 hi = x
             else:
                 lo = x
-            dens = math.exp(_log_q(kind, p0, p1, y, m, v, anchor, x) - log_norm) * total
+            dens = math.exp(_log_q(lk, y, m, v, anchor, x) - log_norm) * total
             x_new = x - resid / dens if dens > 0.0 else 0.5 * (lo + hi)
             if not (lo < x_new < hi):
                 x_new = 0.5 * (lo + hi)
@@ -639,13 +656,16 @@ def _quantiles(kind, p0, p1, y, m, v, us):
     return out
 
 
-def tilted_quantile(lik: Likelihood, u, y, cavity_mean, cavity_var) -> np.ndarray:
+def tilted_quantile(lik, u, y, cavity_mean, cavity_var) -> np.ndarray:
     """F^-1(u) of one tilted distribution (scalar y, cavity) at probabilities ``u`` in (0, 1)."""
     u = as_float_array(u, "u")
     y, m, v = _prepare(lik, y, cavity_mean, cavity_var)
     if y.ndim != 0:
         raise ValueError("tilted_quantile takes one tilted distribution: scalar y, cavity_mean, cavity_var")
-    p0, p1 = lik._param_pair()
-    out = _quantiles(lik.kind, p0, p1, float(y), float(m), float(v), np.ravel(u).astype(float))
-    return out.reshape(u.shape)
+    lk = lik.jit_handle()
+    if lk is None:
+        from qpviz import tilted_numpy
 
+        return tilted_numpy.tilted_quantile(lik.log_prob, u, y, m, v, kinks=lik.kinks)
+    out = _quantiles(lk, float(y), float(m), float(v), *_flat(u))
+    return out.reshape(u.shape)

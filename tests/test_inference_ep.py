@@ -73,8 +73,8 @@ def test_rank_one_sweep_matches_recomputation(rng):
     rule = SiteRule.build("ep", lik, 1.0)
     log_z = np.empty(len(y))
     status = np.zeros(len(y), dtype=np.int64)
-    sites.sequential_sweep_dense(cov, mean, tau, nu, y, rng.permutation(len(y)), rule.method_code, rule.kind, rule.p0,
-                                 rule.p1, 1.0, rule.coef, rule.meta, log_z, status)
+    sites.sequential_sweep_dense(cov, mean, tau, nu, y, rng.permutation(len(y)), rule.method_code, rule.handle, 1.0,
+                                 rule.coef, rule.meta, log_z, status)
     assert np.max(np.abs(tau - res.tau)) > 1e-3  # the sweep really moved the sites
     fresh = prior.condition(tau, nu)
     np.testing.assert_allclose(cov, fresh.cov, rtol=0, atol=1e-10)

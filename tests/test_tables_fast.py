@@ -169,8 +169,7 @@ def test_batch_over_several_blocks_equals_the_scalar_kernel(name, rng):
         m = rng.uniform(-12, 12, n)
     v = np.exp(2 * rng.uniform(math.log(0.04), math.log(25), n))
     coef, meta = tables.jit_data(lik)
-    p0, p1 = lik._param_pair()
-    scalar = np.array([tables.qp_var_scalar(coef, meta, lik.kind, p0, p1, *q) for q in zip(y, m, v)])
+    scalar = np.array([tables.qp_var_scalar(coef, meta, lik.jit_handle(), *q) for q in zip(y, m, v)])
     np.testing.assert_array_equal(tables.qp_variance(lik, y, m, v), scalar)
     uncovered = np.array([math.isnan(table_log_ratio(coef, meta, *q)) for q in zip(y, m, v)])
     assert 0 < uncovered.sum() < n  # both paths are exercised

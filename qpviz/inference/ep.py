@@ -36,23 +36,10 @@ from qpviz.inference import sites
 
 __all__ = ["SiteFit", "ConvergenceWarning", "run_sites", "site_log_marginal", "default_sites"]
 
-#: Starting site variance for the Poisson-square likelihood (variance of sqrt(Poisson), delta method).
-_SQRT_COUNT_VARIANCE = 0.25
-
-
 def default_sites(likelihood, y) -> tuple[np.ndarray, np.ndarray]:
-    """Starting sites (tau, nu): flat (0, 0), except for likelihoods symmetric in f.
-
-    Poisson-square, p(y|f) = Poisson(y | f^2), is symmetric under f -> -f: from flat sites the
-    first cavities have mean 0, every tilted distribution is symmetric and EP stays at the
-    symmetric fixed point q = prior. Rule: start from sites N(f | sqrt(y_i), 1/4) (the
-    variance-stabilised counts), which selects the positive branch f = +sqrt(rate).
-    """
-    n = np.shape(y)[0]
-    if likelihood.name == "poisson_square":
-        tau = np.full(n, 1.0 / _SQRT_COUNT_VARIANCE)
-        return tau, tau * np.sqrt(np.asarray(y, float))
-    return np.zeros(n), np.zeros(n)
+    """Starting sites (tau, nu): the likelihood's own choice (``initial_sites``; flat (0, 0) unless
+    the likelihood is symmetric in f, e.g. Poisson-square)."""
+    return likelihood.initial_sites(y)
 
 
 class ConvergenceWarning(UserWarning):
@@ -123,8 +110,8 @@ def run_sites(prior, likelihood, y, method: str = "ep", *, tol: float = 1e-6, da
             tau, nu = np.empty(n), np.empty(n)
             log_z = np.empty(n)
             status = np.zeros(n, dtype=np.int64)
-            sites.parallel_site_updates(state.mean, state.var, tau_prev, nu_prev, y, rule.method_code, rule.kind,
-                                        rule.p0, rule.p1, rule.damping, rule.coef, rule.meta, tau, nu, log_z, status)
+            sites.parallel_site_updates(state.mean, state.var, tau_prev, nu_prev, y, rule.method_code, rule.handle,
+                                        rule.damping, rule.coef, rule.meta, tau, nu, log_z, status)
         else:
             visit = rng.permutation(n) if order == "random" else np.arange(n)
             tau, nu, log_z, status = prior.sequential_sweep(state, visit, rule, y)
@@ -154,9 +141,13 @@ def site_log_marginal(state, likelihood, y) -> tuple[float, np.ndarray, np.ndarr
     n = state.mean.shape[0]
     tau, nu = state.tau, state.nu
     tau_c, nu_c, log_z = np.empty(n), np.empty(n), np.empty(n)
-    p0, p1 = likelihood._param_pair()
-    sites.cavity_log_z(state.mean, state.var, tau, nu, np.asarray(y, np.float64), int(likelihood.kind), float(p0),
-                       float(p1), tau_c, nu_c, log_z)
+    if likelihood.jit_handle() is None:
+        tau_c, nu_c = 1.0 / state.var - tau, state.mean / state.var - nu
+        if np.all(tau_c > 0):
+            log_z = likelihood.tilted_moments(y, nu_c / tau_c, 1.0 / tau_c).log_z
+    else:
+        sites.cavity_log_z(state.mean, state.var, tau, nu, np.asarray(y, np.float64), likelihood.jit_handle(),
+                           tau_c, nu_c, log_z)
     if np.any(~(tau_c > 0)):
         return np.nan, tau_c, nu_c, log_z
     total = tau + tau_c

@@ -25,7 +25,7 @@ from qpviz.likelihoods import Likelihood
 from qpviz.likelihoods import likelihood as make_likelihood
 
 __all__ = ["fit", "optimise_hyperparameters", "likelihood_log_param_grad", "METHODS", "OPTIONS",
-           "LIKELIHOOD_SCALE_PARAMS"]
+           "likelihood_scale_params"]
 
 METHODS = ("ep", "qp", "vb", "laplace", "mcmc")
 
@@ -104,14 +104,14 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
     return SamplePosterior(prior, lik, y, samples, diagnostics)
 
 
-#: likelihood parameters that ``optimise_likelihood=True`` fits (on the log scale)
-LIKELIHOOD_SCALE_PARAMS = {"gaussian": ("variance",), "student_t": ("scale",), "laplace": ("scale",)}
+def likelihood_scale_params(likelihood) -> tuple[str, ...]:
+    """The parameters ``optimise_likelihood=True`` fits on the log scale: those declared with
+    ``fit_scale=True`` (e.g. the Gaussian noise variance, a Student-t or Laplace scale)."""
+    return tuple(p.name for p in type(likelihood).parameters if p.fit_scale)
 
 
 def _with_log_params(likelihood, names, log_values):
-    params = dict(likelihood.params)
-    params.update({name: float(np.exp(v)) for name, v in zip(names, log_values)})
-    return type(likelihood)(**params)
+    return likelihood.with_params(**{name: float(np.exp(v)) for name, v in zip(names, log_values)})
 
 
 def likelihood_log_param_grad(likelihood, names, y, cavity_tau, cavity_nu, step: float = 1e-5) -> np.ndarray:
@@ -139,7 +139,7 @@ def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, log_b
     """Maximise log Z_EP (eq. 4) over the kernel's log hyper-parameters with L-BFGS-B.
 
     With ``optimise_likelihood=True`` the likelihood's scale parameters
-    (:data:`LIKELIHOOD_SCALE_PARAMS`, e.g. the Gaussian noise variance) are fitted too, on the log
+    (:func:`likelihood_scale_params`, e.g. the Gaussian noise variance) are fitted too, on the log
     scale. Each evaluation runs EP warm-started from the previous sites (tight tolerance: the
     default ``tol`` is 1e-8 here so that the evidence and its gradient are consistent). Returns
     (prior with the fitted kernel, fitted likelihood, report with theta, log evidence,
@@ -149,7 +149,7 @@ def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, log_b
     ep_options["warn"] = False
     kernel0 = prior.kernel
     n_kernel = len(kernel0.param_names)
-    lik_names = LIKELIHOOD_SCALE_PARAMS.get(likelihood.name, ()) if optimise_likelihood else ()
+    lik_names = likelihood_scale_params(likelihood) if optimise_likelihood else ()
     if optimise_likelihood and not lik_names:
         raise ValueError(f"the {likelihood.name} likelihood has no scale parameter to fit; use optimise_likelihood=False")
     cache = {"init": None, "evals": 0, "not_converged": 0}

@@ -19,26 +19,26 @@ from numba import njit
 from scipy import linalg
 
 from qpviz.config import NUMBA_OPTIONS
-from qpviz.likelihoods._dispatch import log_prob_scalar
+from qpviz._jit import lk_log_prob
 
-__all__ = ["elliptical_slice_chain", "run_mcmc"]
+__all__ = ["elliptical_slice_chain", "elliptical_slice_chain_numpy", "run_mcmc"]
 
 
 @njit(**NUMBA_OPTIONS)
-def _log_lik(kind, p0, p1, y, f):
+def _log_lik(lk, y, f):
     total = 0.0
     for i in range(f.shape[0]):
-        total += log_prob_scalar(kind, p0, p1, y[i], f[i])
+        total += lk_log_prob(lk, y[i], f[i])
     return total
 
 
 @njit(**NUMBA_OPTIONS)
-def elliptical_slice_chain(L, y, kind, p0, p1, f0, n_samples, burn_in, thin, seed):
+def elliptical_slice_chain(L, y, lk, f0, n_samples, burn_in, thin, seed):
     """(samples (n_samples, N), total likelihood evaluations) of an ESS chain started at f0."""
     np.random.seed(seed)
     n = f0.shape[0]
     f = f0.copy()
-    ll = _log_lik(kind, p0, p1, y, f)
+    ll = _log_lik(lk, y, f)
     out = np.empty((n_samples, n))
     z = np.empty(n)
     proposal = np.empty(n)
@@ -58,7 +58,7 @@ def elliptical_slice_chain(L, y, kind, p0, p1, f0, n_samples, burn_in, thin, see
             s = np.sin(theta)
             for j in range(n):
                 proposal[j] = f[j] * c + nu[j] * s
-            ll_new = _log_lik(kind, p0, p1, y, proposal)
+            ll_new = _log_lik(lk, y, proposal)
             evaluations += 1
             if ll_new > log_level:
                 break
@@ -76,6 +76,38 @@ def elliptical_slice_chain(L, y, kind, p0, p1, f0, n_samples, burn_in, thin, see
     return out, evaluations
 
 
+def elliptical_slice_chain_numpy(L, log_lik, f0, n_samples, burn_in, thin, seed):
+    """:func:`elliptical_slice_chain` in NumPy for a Python ``log_lik(f)`` (likelihoods without
+    numba kernels; also the reference the tests compare the kernel with). Same algorithm
+    (Murray, Adams and MacKay 2010, Fig. 2), NumPy's legacy generator with ``seed``."""
+    rng = np.random.RandomState(seed)
+    f = np.array(f0, dtype=np.float64)
+    ll = log_lik(f)
+    out = np.empty((n_samples, f.shape[0]))
+    evaluations = kept = 0
+    for it in range(burn_in + n_samples * thin):
+        nu = L @ rng.standard_normal(f.shape[0])
+        log_level = ll + np.log(rng.random_sample())
+        theta = 2.0 * np.pi * rng.random_sample()
+        lo, hi = theta - 2.0 * np.pi, theta
+        while True:
+            proposal = f * np.cos(theta) + nu * np.sin(theta)
+            ll_new = log_lik(proposal)
+            evaluations += 1
+            if ll_new > log_level:
+                break
+            if theta < 0.0:
+                lo = theta
+            else:
+                hi = theta
+            theta = lo + (hi - lo) * rng.random_sample()
+        f, ll = proposal, ll_new
+        if it >= burn_in and (it - burn_in) % thin == 0:
+            out[kept] = f
+            kept += 1
+    return out, evaluations
+
+
 def run_mcmc(prior, likelihood, y, *, n_samples: int = 4000, burn_in: int = 1000, thin: int = 5, seed: int = 0):
     """Samples of f | y and a diagnostics dict (likelihood evaluations per transition)."""
     for name, value, low in (("n_samples", n_samples, 1), ("burn_in", burn_in, 0), ("thin", thin, 1)):
@@ -84,17 +116,21 @@ def run_mcmc(prior, likelihood, y, *, n_samples: int = 4000, burn_in: int = 1000
     if prior.n > 2000:
         raise ValueError(f"the MCMC reference is meant for small problems (N <= 2000); got N = {prior.n}")
     y = np.ascontiguousarray(likelihood.check_y(y), dtype=np.float64)
-    p0, p1 = likelihood._param_pair()
     L = np.ascontiguousarray(linalg.cholesky(prior.K, lower=True))
     f0 = _start(likelihood, y)
-    samples, evaluations = elliptical_slice_chain(L, y, int(likelihood.kind), float(p0), float(p1), f0, int(n_samples),
-                                                  int(burn_in), int(thin), int(seed))
+    lk = likelihood.jit_handle()
+    if lk is not None:
+        samples, evaluations = elliptical_slice_chain(L, y, lk, f0, int(n_samples), int(burn_in), int(thin), int(seed))
+    else:
+        samples, evaluations = elliptical_slice_chain_numpy(L, lambda f: float(np.sum(likelihood.log_prob(y, f))), f0,
+                                                            int(n_samples), int(burn_in), int(thin), int(seed))
     transitions = int(burn_in) + int(n_samples) * int(thin)
     info = {"seed": int(seed), "burn_in": int(burn_in), "thin": int(thin),
             "evaluations_per_transition": evaluations / transitions, "sign_folded": False}
-    if likelihood.name == "poisson_square":
+    if likelihood.even_in_f:
         # p(f | y) is symmetric under f -> -f and ESS visits both branches (theta = pi maps f to -f);
-        # fold every sample onto the positive branch (sum_i f_i >= 0), the branch EP/QP/VB/Laplace describe.
+        # fold every sample onto the positive branch (sum_i f_i >= 0), the branch EP/QP/VB/Laplace
+        # describe (their starting sites pick it: Likelihood.initial_sites).
         samples = samples * np.where(samples.sum(axis=1) < 0, -1.0, 1.0)[:, None]
         info["sign_folded"] = True
     return samples, info
@@ -102,9 +138,8 @@ def run_mcmc(prior, likelihood, y, *, n_samples: int = 4000, burn_in: int = 1000
 
 def _start(likelihood, y) -> np.ndarray:
     """A start with finite likelihood: 0, else sqrt(y) (Poisson-square), else y / 2 (binary labels)."""
-    p0, p1 = likelihood._param_pair()
     candidates = [np.zeros(y.shape[0]), np.sqrt(np.abs(y)), 0.5 * y]
     for f0 in candidates:
-        if np.isfinite(_log_lik(int(likelihood.kind), float(p0), float(p1), y, f0)):
+        if np.isfinite(np.sum(likelihood.log_prob(y, f0))):
             return np.ascontiguousarray(f0)
     raise ValueError(f"found no start with positive likelihood for the {likelihood.name} likelihood; MCMC needs one")

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from qpviz.kernels import as_inputs
-from qpviz.likelihoods.poisson_square import negative_binomial_params
 
 __all__ = ["GPPosterior", "SamplePosterior"]
 
@@ -44,17 +43,22 @@ class _Predictions:
         y_new = self.likelihood.check_y(y_new)
         if y_new.shape != mean.shape:
             raise ValueError(f"y_new must have one entry per row of X_new ({mean.shape[0]}); got shape {y_new.shape}")
-        if self.likelihood.name == "poisson_square" and not exact:
-            return self.likelihood.negative_binomial(mean, var).logpmf(y_new)
-        return self.likelihood.predictive_log_density(y_new, mean, var)
+        if exact:
+            return self.likelihood.predictive_log_density(y_new, mean, var)
+        return self.likelihood.evaluation_log_density(y_new, mean, var)
 
     def predict_counts(self, X_new, counts) -> np.ndarray:
-        """p(y_* = count | x_*) for every test point and count (App. H; Poisson-square only), shape (M, C)."""
-        if self.likelihood.name != "poisson_square":
-            raise ValueError("predict_counts implements App. H of the QP paper, for the 'poisson_square' likelihood")
+        """p(y_* = count | x_*) for every test point and count, shape (M, C): the likelihood's
+        ``count_distribution`` (App. H's negative binomial for Poisson-square), else the exact
+        predictive int p(count | f) N(f | m_*, v_*) df (count likelihoods only)."""
+        if self.likelihood.support != "count":
+            raise ValueError(f"predict_counts needs a count likelihood; this one is {self.likelihood.name!r}")
         mean, var = self.predict_f(X_new)
         counts = np.asarray(counts, float)
-        return self.likelihood.negative_binomial(mean[:, None], var[:, None]).pmf(counts[None, :])
+        own = getattr(self.likelihood, "count_distribution", None)
+        if own is not None:
+            return own(mean, var, counts)
+        return self.likelihood.predictive(counts[None, :], mean[:, None], var[:, None])
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(method={self.method!r}, likelihood={self.likelihood!r}, kernel={self.kernel!r}, "
@@ -62,12 +66,11 @@ class _Predictions:
                 f"log_marginal_likelihood={self.log_marginal_likelihood:.6g})")
 
     def predict_count_mode(self, X_new) -> np.ndarray:
-        """Mode of the App. H negative binomial: floor(c_* (k_* - 1)) if k_* > 1 else 0."""
-        if self.likelihood.name != "poisson_square":
-            raise ValueError("predict_count_mode implements App. H of the QP paper, for the 'poisson_square' likelihood")
-        mean, var = self.predict_f(X_new)
-        k, c = negative_binomial_params(mean, var)
-        return np.where(k > 1, np.floor(c * (k - 1)), 0.0)
+        """The likelihood's point prediction of the count (Poisson-square: the mode of the App. H
+        negative binomial, floor(c_* (k_* - 1)) if k_* > 1 else 0)."""
+        if self.likelihood.support != "count":
+            raise ValueError(f"predict_count_mode needs a count likelihood; this one is {self.likelihood.name!r}")
+        return self.likelihood.point_prediction(*self.predict_f(X_new))
 
 
 @dataclass(repr=False)

@@ -84,7 +84,7 @@ class DensePrior:
         log_z = np.full(self.n, np.nan)
         status = np.zeros(self.n, dtype=np.int64)
         sites.sequential_sweep_dense(cov, mean, tau, nu, y, np.asarray(order, np.int64), rule.method_code,
-                                     rule.kind, rule.p0, rule.p1, rule.damping, rule.coef, rule.meta,
+                                     rule.handle, rule.damping, rule.coef, rule.meta,
                                      log_z, status)
         return tau, nu, log_z, status
 

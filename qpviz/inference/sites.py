@@ -25,18 +25,9 @@ import numpy as np
 from numba import njit
 
 from qpviz.config import NUMBA_OPTIONS
-from qpviz.tilted import qp_std_scalar, tilted_moments_scalar
-
-try:  # the lookup tables are optional: without them QP computes sigma_QP directly
-    from qpviz.tables import jit_data as _table_jit_data
-    from qpviz.tables import qp_var_scalar as _table_qp_var
-except ImportError:  # pragma: no cover - depends on whether qpviz.tables is installed
-    _table_jit_data = None
-
-    @njit(**NUMBA_OPTIONS)
-    def _table_qp_var(coef, meta, kind, p0, p1, y, m, v):
-        s = qp_std_scalar(kind, p0, p1, y, m, v)
-        return s * s
+from qpviz.tables import jit_data as _table_jit_data
+from qpviz.tables import qp_var_scalar as _table_qp_var
+from qpviz.tilted import tilted_moments_scalar
 
 
 __all__ = ["EP", "QP", "OK", "CLIPPED", "SKIPPED_CAVITY", "SKIPPED_PROJECTION", "SiteRule", "site_step", "site_step_packed",
@@ -55,17 +46,15 @@ SKIPPED_PROJECTION = 3
 
 @dataclass(frozen=True)
 class SiteRule:
-    """Everything a numba site update needs: projection, likelihood (kind, p0, p1), damping, tables."""
+    """Everything a site update needs: projection, likelihood (and its numba handle), damping, tables."""
 
     method_code: int
-    kind: int
-    p0: float
-    p1: float
     damping: float
     coef: np.ndarray
     meta: np.ndarray
-    likelihood: object = None
-    use_table: bool = True
+    likelihood: object
+    use_table: bool
+    handle: tuple | None
 
     @classmethod
     def build(cls, method: str, likelihood, damping: float, use_table: bool = True) -> "SiteRule":
@@ -73,19 +62,20 @@ class SiteRule:
             raise ValueError(f"site projection must be one of {sorted(METHOD_CODES)}, got {method!r}")
         if not (0.0 < damping <= 1.0):
             raise ValueError(f"damping must be in (0, 1] (1 = undamped); got {damping!r}")
-        p0, p1 = likelihood._param_pair()
         coef = meta = np.empty(0)
-        if method == "qp" and use_table and _table_jit_data is not None:
+        if method == "qp" and use_table:
             coef, meta = _table_jit_data(likelihood)
-        return cls(METHOD_CODES[method], int(likelihood.kind), float(p0), float(p1), float(damping),
-                   np.ascontiguousarray(coef, dtype=np.float64), np.ascontiguousarray(meta, dtype=np.float64),
-                   likelihood, bool(use_table))
+        return cls(METHOD_CODES[method], float(damping), np.ascontiguousarray(coef, dtype=np.float64),
+                   np.ascontiguousarray(meta, dtype=np.float64), likelihood, bool(use_table),
+                   likelihood.jit_handle())
 
     @property
     def jit(self):
         """The rule as one opaque tuple for numba code (:func:`site_step_packed`), or None when the
         likelihood has no jitted kernels (then use :meth:`step`)."""
-        return (self.method_code, self.kind, self.p0, self.p1, self.damping, self.coef, self.meta)
+        if self.handle is None:
+            return None
+        return (self.method_code, self.handle, self.damping, self.coef, self.meta)
 
     def step(self, y, post_mean, post_var, tau, nu):
         """:func:`site_step` on NumPy arrays (broadcast), through the likelihood's Python API:
@@ -118,16 +108,16 @@ class SiteRule:
 
 
 @njit(**NUMBA_OPTIONS)
-def project_scalar(method, kind, p0, p1, y, m, v, coef, meta):
+def project_scalar(method, lk, y, m, v, coef, meta):
     """(log Z, mean, var) of the projection of the tilted distribution (EP: eq. 5; QP: eq. 7)."""
-    log_z, mean, var = tilted_moments_scalar(kind, p0, p1, y, m, v)
+    log_z, mean, var = tilted_moments_scalar(lk, y, m, v)
     if method == QP:
-        var = _table_qp_var(coef, meta, kind, p0, p1, y, m, v)
+        var = _table_qp_var(coef, meta, lk, y, m, v)
     return log_z, mean, var
 
 
 @njit(**NUMBA_OPTIONS)
-def site_step(method, kind, p0, p1, y, post_mean, post_var, tau, nu, damping, coef, meta):
+def site_step(method, lk, y, post_mean, post_var, tau, nu, damping, coef, meta):
     """One site update (module docstring steps 1-5) -> (tau_new, nu_new, log_z, status)."""
     tau_c = 1.0 / post_var - tau
     nu_c = post_mean / post_var - nu
@@ -135,7 +125,7 @@ def site_step(method, kind, p0, p1, y, post_mean, post_var, tau, nu, damping, co
         return tau, nu, np.nan, SKIPPED_CAVITY
     m = nu_c / tau_c
     v = 1.0 / tau_c
-    log_z, mean, var = project_scalar(method, kind, p0, p1, y, m, v, coef, meta)
+    log_z, mean, var = project_scalar(method, lk, y, m, v, coef, meta)
     if not (var > 0.0) or not np.isfinite(mean) or not np.isfinite(var):
         return tau, nu, log_z, SKIPPED_PROJECTION
     tau_new = (1.0 - damping) * tau + damping * (1.0 / var - tau_c)
@@ -148,7 +138,7 @@ def site_step(method, kind, p0, p1, y, post_mean, post_var, tau, nu, damping, co
 @njit(**NUMBA_OPTIONS)
 def site_step_packed(rule, y, post_mean, post_var, tau, nu):
     """:func:`site_step` with the rule packed by :attr:`SiteRule.jit` -> (tau_new, nu_new, log_z, status)."""
-    return site_step(rule[0], rule[1], rule[2], rule[3], y, post_mean, post_var, tau, nu, rule[4], rule[5], rule[6])
+    return site_step(rule[0], rule[1], y, post_mean, post_var, tau, nu, rule[2], rule[3], rule[4])
 
 
 #: Sites whose rank-one updates are collected before they are applied as one rank-k update.
@@ -156,7 +146,7 @@ SWEEP_BLOCK = 64
 
 
 @njit(**NUMBA_OPTIONS)
-def sequential_sweep_dense(cov, mean, tau, nu, y, order, method, kind, p0, p1, damping, coef, meta, log_z, status):
+def sequential_sweep_dense(cov, mean, tau, nu, y, order, method, lk, damping, coef, meta, log_z, status):
     """Update the sites in ``order``, each followed by the rank-one update of (Sigma, mu) (in place).
 
     With s = Sigma[:, i] and dtau, dnu the site change (R&W eq. 3.70; QP paper App. I eq. 128):
@@ -180,7 +170,7 @@ def sequential_sweep_dense(cov, mean, tau, nu, y, order, method, kind, p0, p1, d
             w = coefs[b] * block[b, i]
             for j in range(n):
                 s[j] -= w * block[b, j]
-        t_new, n_new, lz, st = site_step(method, kind, p0, p1, y[i], mean[i], s[i], tau[i], nu[i], damping,
+        t_new, n_new, lz, st = site_step(method, lk, y[i], mean[i], s[i], tau[i], nu[i], damping,
                                          coef, meta)
         log_z[i] = lz
         status[i] = st
@@ -216,11 +206,11 @@ def _apply_block(cov, block, coefs, t):
 
 
 @njit(**NUMBA_OPTIONS)
-def parallel_site_updates(mean, var, tau, nu, y, method, kind, p0, p1, damping, coef, meta, tau_out, nu_out, log_z,
+def parallel_site_updates(mean, var, tau, nu, y, method, lk, damping, coef, meta, tau_out, nu_out, log_z,
                           status):
     """All sites from the same posterior marginals (parallel EP / QP); results in the *_out arrays."""
     for i in range(mean.shape[0]):
-        t_new, n_new, lz, st = site_step(method, kind, p0, p1, y[i], mean[i], var[i], tau[i], nu[i], damping, coef,
+        t_new, n_new, lz, st = site_step(method, lk, y[i], mean[i], var[i], tau[i], nu[i], damping, coef,
                                          meta)
         tau_out[i] = t_new
         nu_out[i] = n_new
@@ -229,12 +219,12 @@ def parallel_site_updates(mean, var, tau, nu, y, method, kind, p0, p1, damping, 
 
 
 @njit(**NUMBA_OPTIONS)
-def cavity_log_z(mean, var, tau, nu, y, kind, p0, p1, tau_c, nu_c, log_z):
+def cavity_log_z(mean, var, tau, nu, y, lk, tau_c, nu_c, log_z):
     """Cavities of the posterior marginals and log Z_i of their tilted distributions (NaN if tau_c <= 0)."""
     for i in range(mean.shape[0]):
         tau_c[i] = 1.0 / var[i] - tau[i]
         nu_c[i] = mean[i] / var[i] - nu[i]
         if tau_c[i] > 0.0:
-            log_z[i] = tilted_moments_scalar(kind, p0, p1, y[i], nu_c[i] / tau_c[i], 1.0 / tau_c[i])[0]
+            log_z[i] = tilted_moments_scalar(lk, y[i], nu_c[i] / tau_c[i], 1.0 / tau_c[i])[0]
         else:
             log_z[i] = np.nan

@@ -9,9 +9,9 @@ site form (tau = lambda, nu = Sigma^-1 m = alpha + lambda m) the stationarity co
     tau_i = -E[d2_i],  nu_i = E[d1_i] - E[d2_i] m_i,
 
 and iterate them with an adaptive damping step d (the conjugate-computation / natural-gradient
-update with step d; :func:`run_vb`). The expectations use Gauss-Hermite
-quadrature with :data:`qpviz.config.GH_NODES` nodes (closed forms for the kinked step and
-Laplace likelihoods, :func:`expected_log_lik`) (starting sites: :func:`.ep.default_sites`) and ``likelihood.dlog_prob``. Convergence:
+update with step d; :func:`run_vb`). The expectations are the likelihood's
+``variational_expectations`` (Gauss-Hermite with :data:`qpviz.config.GH_NODES` nodes, or its
+closed forms; :func:`expected_log_lik`) (starting sites: :func:`.ep.default_sites`) and ``likelihood.dlog_prob``. Convergence:
 the distance to the fixed point max(RMS(tau* - tau), RMS(nu* - nu)) < ``tol``. The ELBO (reported as ``log_marginal_likelihood``):
 
     KL = 1/2 (-sum_i tau_i Sigma_ii + m^T alpha) + 1/2 log|I + K T|,
@@ -30,75 +30,18 @@ __all__ = ["run_vb", "gauss_hermite_expectations", "expected_log_lik", "elbo"]
 
 
 def expected_log_lik(likelihood, y, mean, var):
-    """(E, dE/dm, 2 dE/dv) with E = E_{N(f|mean,var)}[log p(y|f)], per observation.
-
-    For smooth log p these are (E[log p], E[d1], E[d2]) (Price/Bonnet), by Gauss-Hermite. The
-    likelihoods with kinks have closed forms (differentiating E in m and v, not log p):
-
-    * step (eps): with z = y m / sqrt(v), a = log(1 - eps), b = log(eps):
-      E = a Phi(z) + b Phi(-z), dE/dm = (a - b) phi(z) y / sqrt(v), 2 dE/dv = -(a - b) phi(z) z / v;
-    * laplace (scale s): with d = m - y, r = sqrt(v), u = d / r, E|f - y| = 2 r phi(u) + d (2 Phi(u) - 1):
-      E = -log(2 s) - E|f - y| / s, dE/dm = -(2 Phi(u) - 1) / s, 2 dE/dv = -2 phi(u) / (r s);
-
-    and Poisson-square, whose E[d^2 log p] = E[-2 y / f^2 - 2] diverges although E is smooth:
-    f^2 / v is non-central chi-square(1, lambda = m^2 / v), a Poisson(mu = lambda / 2) mixture of
-    chi-square(1 + 2k), and E[log chi-square(n)] = log 2 + psi(n / 2), so with
-    S0 = sum_k Pois(k; mu) psi(k + 1/2) and S1 = dS0/dmu = sum_k Pois(k; mu) / (k + 1/2):
-      E[log f^2] = log(2 v) + S0,  d/dm = S1 m / v,  d/dv = 1/v - S1 m^2 / (2 v^2),
-      E = y E[log f^2] - (m^2 + v) - log y!.
-    """
-    from scipy import special
-
-    y = np.asarray(y, float)
-    if likelihood.name == "step":
-        eps = likelihood._param_pair()[0]
-        if eps <= 0:
-            raise ValueError("VB needs log p(y|f) finite everywhere; the step likelihood with eps = 0 is not: use "
-                             "eps > 0, e.g. qpviz.likelihood('step', eps=0.05)")
-        a, b = np.log1p(-eps), np.log(eps)
-        root = np.sqrt(var)
-        z = y * mean / root
-        pdf = np.exp(-0.5 * z * z) / np.sqrt(2 * np.pi)
-        return a * special.ndtr(z) + b * special.ndtr(-z), (a - b) * pdf * y / root, -(a - b) * pdf * z / var
-    if likelihood.name == "laplace":
-        scale = likelihood._param_pair()[0]
-        r = np.sqrt(var)
-        d = mean - y
-        u = d / r
-        pdf = np.exp(-0.5 * u * u) / np.sqrt(2 * np.pi)
-        abs_mean = 2 * r * pdf + d * (2 * special.ndtr(u) - 1)
-        return -np.log(2 * scale) - abs_mean / scale, -(2 * special.ndtr(u) - 1) / scale, -2 * pdf / (r * scale)
-    if likelihood.name == "poisson_square":
-        return _poisson_square_expectations(y, np.asarray(mean, float), np.asarray(var, float))
-    return gauss_hermite_expectations(likelihood, y, mean, var)
+    """(E, dE/dm, 2 dE/dv) with E = E_{N(f|mean,var)}[log p(y|f)], per observation: the
+    likelihood's ``variational_expectations`` (Gauss-Hermite by default; closed forms for the
+    kinked step and Laplace likelihoods and for Poisson-square, whose E[d^2 log p] diverges)."""
+    return likelihood.variational_expectations(np.asarray(y, float), np.asarray(mean, float), np.asarray(var, float))
 
 
-def _poisson_square_expectations(y, mean, var):
-    """Closed-form (E, dE/dm, 2 dE/dv) for Poisson(y | f^2), f ~ N(mean, var) (see expected_log_lik)."""
-    from scipy import special, stats
+def gauss_hermite_expectations(likelihood, y, mean, var):
+    """(E[log p], E[d log p/df], E[d^2 log p/df^2]) under N(f | mean, var) by Gauss-Hermite (the
+    contract's default, whatever the likelihood overrides)."""
+    from qpviz.likelihoods.base import Likelihood
 
-    mu = mean * mean / (2.0 * var)
-    k_max = int(np.max(mu + 12.0 * np.sqrt(mu) + 40.0))
-    k = np.arange(k_max + 1.0)
-    weights = stats.poisson.pmf(k[None, :], mu[:, None])
-    s0 = weights @ special.digamma(k + 0.5)
-    s1 = weights @ (1.0 / (k + 0.5))
-    e_log_f2 = np.log(2.0 * var) + s0
-    d_m = s1 * mean / var
-    d_v = 1.0 / var - s1 * mean * mean / (2.0 * var * var)
-    E = y * e_log_f2 - (mean * mean + var) - special.gammaln(y + 1.0)
-    return E, y * d_m - 2.0 * mean, 2.0 * (y * d_v - 1.0)
-
-
-def gauss_hermite_expectations(likelihood, y, mean, var, n_nodes: int | None = None):
-    """(E[log p], E[d log p/df], E[d^2 log p/df^2]) under N(f | mean, var), per observation."""
-    x, w = np.polynomial.hermite.hermgauss(config.GH_NODES if n_nodes is None else n_nodes)
-    w = w / np.sqrt(np.pi)
-    f = mean[:, None] + np.sqrt(2.0 * var)[:, None] * x[None, :]
-    yy = np.broadcast_to(y[:, None], f.shape)
-    logp = likelihood.log_prob(yy, f)
-    d1, d2 = likelihood.dlog_prob(yy, f)
-    return logp @ w, d1 @ w, d2 @ w
+    return Likelihood.variational_expectations(likelihood, y, mean, var)
 
 
 def run_vb(prior, likelihood, y, *, tol: float = 1e-6, damping: float | None = None, max_iter: int = 2000,

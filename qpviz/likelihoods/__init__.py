@@ -1,60 +1,36 @@
-"""Likelihoods p(y | f) of one latent value, each one small class (see :mod:`.base`).
+"""Likelihoods p(y | f) of one latent value, each one small class (the contract: :mod:`.base`).
 
-``qpviz.likelihood(name, **params)`` builds one by name:
+``qpviz.likelihood(name, **params)`` builds a registered one by name; ``qpviz.register_likelihood``
+adds a class to the registry (the dashboard's likelihood list and widgets, the registry tests
+and ``qpviz.fit(..., likelihood="name")`` all read it). Every module of this package is imported
+here and registers its class with the ``@register_likelihood`` decorator, so a new built-in
+likelihood is one new file.
 
-============== ======================= ===================================================
-name           parameters              observations
-============== ======================= ===================================================
-gaussian       variance (> 0)          real y
-probit         (none)                  y in {-1, +1}
-logistic       (none)                  y in {-1, +1}
-step           eps in [0, 0.5)         y in {-1, +1}; eps = label-noise probability
-poisson_square (none)                  counts y = 0, 1, 2, ...; rate f^2 (QP paper App. C.2)
-poisson_exp    (none)                  counts y = 0, 1, 2, ...; rate exp(f)
-student_t      nu (> 0), scale (> 0)   real y
-laplace        scale (> 0)             real y
-============== ======================= ===================================================
+Built-ins: ``gaussian`` (variance), ``probit``, ``logistic``, ``step`` (eps), ``cloglog``,
+``poisson_square``, ``poisson_exp``, ``student_t`` (nu, scale), ``laplace`` (scale);
+``registered()`` lists them with their parameters.
 """
 from __future__ import annotations
 
-from qpviz.likelihoods.base import InvalidObservation, Likelihood, TiltedMoments
-from qpviz.likelihoods.gaussian import Gaussian
-from qpviz.likelihoods.laplace import Laplace
-from qpviz.likelihoods.logistic import Logistic
-from qpviz.likelihoods.poisson_exp import PoissonExp
-from qpviz.likelihoods.poisson_square import PoissonSquare
-from qpviz.likelihoods.probit import Probit
-from qpviz.likelihoods.step import Step
-from qpviz.likelihoods.student_t import StudentT
+import importlib
+import pkgutil
 
-__all__ = [
-    "REGISTRY",
-    "likelihood",
-    "Likelihood",
-    "TiltedMoments",
-    "InvalidObservation",
-    "Gaussian",
-    "Probit",
-    "Logistic",
-    "Step",
-    "PoissonSquare",
-    "PoissonExp",
-    "StudentT",
-    "Laplace",
-]
+from qpviz.likelihoods.base import InvalidObservation, Likelihood, Parameter, Tempered, TiltedMoments
+from qpviz.likelihoods.registry import REGISTRY, likelihood, register_likelihood, registered
 
-REGISTRY: dict[str, type[Likelihood]] = {
-    cls.name: cls for cls in (Gaussian, Probit, Logistic, Step, PoissonSquare, PoissonExp, StudentT, Laplace)
-}
+__all__ = ["REGISTRY", "likelihood", "register_likelihood", "registered", "Likelihood", "Parameter", "Tempered",
+           "TiltedMoments", "InvalidObservation"]
+
+_NOT_LIKELIHOODS = {"base", "registry"}
+
+for _module in pkgutil.iter_modules(__path__):
+    if not _module.name.startswith("_") and _module.name not in _NOT_LIKELIHOODS:
+        importlib.import_module(f"{__name__}.{_module.name}")
 
 
-def likelihood(name: str, **params) -> Likelihood:
-    """Build a likelihood by name, e.g. ``likelihood("step", eps=0.1)``.
-
-    Unknown names or parameters raise an error that lists what is accepted.
-    """
-    try:
-        cls = REGISTRY[name]
-    except KeyError:
-        raise ValueError(f"unknown likelihood {name!r}; choose one of {sorted(REGISTRY)}") from None
-    return cls(**params)
+def __getattr__(name):
+    # the classes by their Python names, e.g. qpviz.likelihoods.Probit
+    for cls in REGISTRY.values():
+        if cls.__name__ == name:
+            return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,31 +1,53 @@
-"""The likelihood contract shared by every likelihood of qpviz.
+"""The likelihood contract: one class per likelihood p(y | f) of one latent value f.
 
-A likelihood p(y | f) of one latent value f knows
+A new likelihood is one small subclass of :class:`Likelihood`. The only method it must define
+is ``log_prob(self, y, f)`` (vectorised NumPy with broadcasting); it may declare its
+parameters, its support and its kinks::
 
-* ``log_prob(y, f)`` and its first two f-derivatives ``dlog_prob(y, f)``;
-* for a Gaussian cavity N(f | cavity_mean, cavity_var), the *tilted* distribution
-  q(f) = p(y | f) N(f | cavity_mean, cavity_var) / Z:
-  ``tilted_moments`` (log Z, mean, variance; QP paper eqs. 5, 26-34),
-  ``tilted_logpdf``, ``tilted_cdf`` and ``tilted_sf`` (QP paper eq. 7 needs F);
-* ``predictive(y, mean, var)`` = integral p(y | f) N(f | mean, var) df (= Z).
+    class Cauchy(qpviz.Likelihood):
+        name = "my_cauchy"
+        support = "real"
+        parameters = (qpviz.Parameter("scale", default=1.0, lower=0.0, doc="half width"),)
 
-Defaults use the adaptive tilted quadrature of :mod:`qpviz.tilted` (accurate to ~1e-12
-relative); subclasses override them with closed forms where the papers give them.
+        def log_prob(self, y, f):
+            return -np.log(np.pi * self.scale * (1 + ((y - f) / self.scale) ** 2))
+
+Everything else has a correct default computed from ``log_prob`` by quadrature (accurate to
+~1e-10 relative; numerical derivatives where derivatives are needed):
+
+* ``dlog_prob(y, f)``: (d/df, d^2/df^2) log p, central differences;
+* the tilted distribution q(f) = p(y|f) N(f|m, v) / Z of a Gaussian cavity (QP paper eq. 4):
+  ``tilted_moments`` (log Z, mean, var; eq. 5), ``tilted_logpdf``, ``tilted_cdf``, ``tilted_sf``,
+  ``tilted_quantile`` and ``qp_std`` (sigma_QP, eq. 7);
+* predictions under a Gaussian latent: ``predictive``, ``predictive_log_density``,
+  ``evaluation_log_density`` (what the paper's test metrics use), ``point_prediction``;
+* VB's expectations ``variational_expectations`` (Gauss-Hermite);
+* the starting sites of EP/QP/VB ``initial_sites`` (flat);
+* ``tempered(alpha)``: p(y | f)^alpha (Power EP), with the moments of its tilted distribution.
+
+Built-in likelihoods override these with closed forms and give numba kernels
+(``jit = JitKernels(...)``, :mod:`qpviz._jit`), which the quadrature engine, the GP engines and
+the QP tables' fallback call directly. A class without ``jit`` runs the same algorithms through
+its NumPy ``log_prob`` (:mod:`qpviz.tilted_numpy`), slower but equally accurate.
+
 All methods broadcast ``y``, ``cavity_mean`` and ``cavity_var`` with NumPy rules and return
-float64 arrays (0-d arrays for scalar input).
-
-The quadrature kernels run in numba and reach each likelihood through a small integer
-``kind`` and a parameter pair ``(p0, p1)``; :mod:`qpviz.likelihoods._dispatch` maps ``kind``
-to the likelihood's jitted scalar functions.
+float64 arrays (0-d arrays for scalar input). Engines never ask a likelihood's name: they ask
+the class what it can do.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
-__all__ = ["Likelihood", "TiltedMoments", "InvalidObservation"]
+from qpviz import config
+from qpviz._jit import JitKernels, make_handle
+from qpviz.checks import as_float_array, check_cavity, check_positive
+
+__all__ = ["Likelihood", "Parameter", "TiltedMoments", "InvalidObservation", "Tempered", "as_float_array",
+           "check_cavity", "check_positive"]
 
 
 class InvalidObservation(ValueError):
@@ -41,63 +63,97 @@ class TiltedMoments:
     var: np.ndarray
 
 
-def as_float_array(x, name: str) -> np.ndarray:
-    """``x`` as a float64 array, with an error that names the argument if it is not numeric."""
-    try:
-        arr = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be numeric (a number or an array of numbers), got {x!r}") from exc
-    return arr
+@dataclass(frozen=True)
+class Parameter:
+    """A declared likelihood parameter: its name, default, valid range and what it means.
 
+    ``choices`` are the values the dashboard offers by default (and the QP tables cover);
+    ``fit_scale`` marks a scale that ``qpviz.fit(..., optimise_likelihood=True)`` fits on the
+    log scale.
+    """
 
-def check_positive(name: str, value) -> float:
-    """A strictly positive finite scalar parameter, or an error that says so."""
-    arr = as_float_array(value, name)
-    if arr.ndim != 0 or not np.isfinite(arr) or arr <= 0:
-        raise ValueError(f"{name} must be a positive finite number; got {value!r}")
-    return float(arr)
+    name: str
+    default: float
+    lower: float = -math.inf
+    upper: float = math.inf
+    lower_inclusive: bool = False
+    upper_inclusive: bool = False
+    doc: str = ""
+    choices: tuple = ()
+    fit_scale: bool = False
 
+    def describe_range(self) -> str:
+        left = "[" if self.lower_inclusive else "("
+        right = "]" if self.upper_inclusive else ")"
+        return f"{left}{self.lower:g}, {self.upper:g}{right}"
 
-def check_cavity(cavity_mean, cavity_var) -> tuple[np.ndarray, np.ndarray]:
-    """Validate a Gaussian cavity: finite mean, finite strictly positive variance."""
-    mean = as_float_array(cavity_mean, "cavity_mean")
-    var = as_float_array(cavity_var, "cavity_var")
-    if not np.all(np.isfinite(mean)):
-        raise ValueError("cavity_mean must be finite; got a NaN or infinite value")
-    if not np.all(np.isfinite(var)):
-        raise ValueError("cavity_var must be finite; got a NaN or infinite value")
-    if np.any(var <= 0):
-        raise ValueError(
-            f"cavity_var must be > 0 (a Gaussian needs a positive variance); got min {var.min():g}. "
-            "Use a positive variance, e.g. cavity_var=1.0."
-        )
-    return mean, var
+    def check(self, value) -> float:
+        """``value`` as a float in the declared range, or an error that says what to use."""
+        arr = as_float_array(value, self.name)
+        if arr.ndim != 0:
+            raise ValueError(f"{self.name} must be a single number; got {value!r}")
+        x = float(arr)
+        above = x >= self.lower if self.lower_inclusive else x > self.lower
+        below = x <= self.upper if self.upper_inclusive else x < self.upper
+        if not (math.isfinite(x) and above and below):
+            raise ValueError(f"{self.name} must be a finite number in {self.describe_range()}"
+                             f"{' (' + self.doc + ')' if self.doc else ''}; got {value!r}")
+        return x
 
 
 class Likelihood:
-    """Base class of a one-dimensional likelihood p(y | f).
+    """Base class of a one-dimensional likelihood p(y | f) (module docstring).
 
-    Subclasses set ``name``, ``kind``, ``support`` and implement ``_log_prob_numpy``,
-    ``_dlog_prob_numpy`` (pure NumPy references) and may override the ``_tilted_*`` methods
-    with closed forms.
+    Class attributes a subclass may set: ``name`` (registry key; default the class name in
+    lower case), ``support`` ("binary": y in {-1, +1}; "count": y in {0, 1, 2, ...}; "real"),
+    ``parameters`` (:class:`Parameter` declarations; the default ``__init__`` takes them as
+    keyword arguments and checks their ranges), ``log_concave`` (True promises that log p is
+    concave in f, so EP site precisions stay non-negative), ``even_in_f``, ``jit`` (numba kernels),
+    ``presets`` (parameter sets the dashboard offers) and ``qp_table`` (how the QP lookup
+    tables fold this likelihood; :mod:`qpviz.tables.families`).
     """
 
     name: ClassVar[str] = ""
-    kind: ClassVar[int] = -1
-    #: "binary" (y in {-1, +1}), "count" (y in {0, 1, 2, ...}) or "real".
     support: ClassVar[str] = "real"
-    #: Whether log p(y | f) is concave in f (then EP site precisions stay positive).
-    log_concave: ClassVar[bool] = True
+    parameters: ClassVar[tuple[Parameter, ...]] = ()
+    log_concave: ClassVar[bool] = False
+    #: p(y | f) = p(y | -f) for every y (the posterior has two mirror-image branches)
+    even_in_f: ClassVar[bool] = False
+    jit: ClassVar[JitKernels | None] = None
+    presets: ClassVar[tuple[dict, ...]] = ()
+    #: position in the dashboard's menus and the registry (ties by name)
+    menu_rank: ClassVar[float] = 100.0
+    qp_table: ClassVar[dict | None] = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if not cls.__dict__.get("name"):
+            cls.name = cls.__name__.lower()
+        if cls.support not in ("binary", "count", "real"):
+            raise TypeError(f"{cls.__name__}.support must be 'binary', 'count' or 'real'; got {cls.support!r}")
+
+    def __init__(self, **params):
+        declared = {p.name: p for p in self.parameters}
+        unknown = sorted(set(params) - set(declared))
+        if unknown:
+            accepted = ", ".join(f"{p.name} in {p.describe_range()}" for p in self.parameters) or "none"
+            raise TypeError(f"the {self.name} likelihood has no parameter(s) {unknown}; it accepts: {accepted}")
+        for p in self.parameters:
+            setattr(self, p.name, p.check(params.get(p.name, p.default)))
 
     # -- parameters --------------------------------------------------------------------
     @property
     def params(self) -> dict[str, float]:
         """The likelihood's parameters by name."""
-        return {}
+        return {p.name: getattr(self, p.name) for p in self.parameters}
 
-    def _param_pair(self) -> tuple[float, float]:
-        """The parameters packed for numba kernels (p0, p1)."""
-        return (0.0, 0.0)
+    def param_array(self) -> np.ndarray:
+        """The parameters in declaration order (what the jitted kernels read)."""
+        return np.array([getattr(self, p.name) for p in self.parameters], dtype=np.float64)
+
+    def with_params(self, **changes) -> "Likelihood":
+        """A copy with some parameters changed."""
+        return type(self)(**{**self.params, **changes})
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
@@ -107,40 +163,57 @@ class Likelihood:
         return type(self) is type(other) and self.params == other.params
 
     def __hash__(self) -> int:
-        return hash((self.name, tuple(sorted(self.params.items()))))
+        return hash((type(self).__qualname__, self.name, tuple(sorted(self.params.items()))))
+
+    # -- numba -------------------------------------------------------------------------
+    @property
+    def alpha(self) -> float:
+        """The power of p(y | f) (1 unless :meth:`tempered`)."""
+        return 1.0
+
+    def jit_handle(self):
+        """The tuple generic numba code takes (:mod:`qpviz._jit`), or None without ``jit`` kernels."""
+        if self.jit is None:
+            return None
+        handle = self.__dict__.get("_jit_handle")
+        if handle is None:
+            handle = make_handle(self.jit, self.param_array(), self.alpha)
+            self.__dict__["_jit_handle"] = handle
+        return handle
 
     # -- observations ------------------------------------------------------------------
     def check_y(self, y) -> np.ndarray:
         """``y`` as a float array, or :class:`InvalidObservation` saying what is allowed."""
         arr = as_float_array(y, "y")
-        if not np.all(np.isfinite(arr)):
+        if self.support == "binary":
+            if not ((arr == 1.0) | (arr == -1.0)).all():
+                raise InvalidObservation(f"the {self.name} likelihood takes labels y in {{-1, +1}}; got {_show(arr)}")
+        elif self.support == "count":
+            if not ((arr >= 0) & (arr == np.floor(arr)) & (arr < np.inf)).all():
+                raise InvalidObservation(
+                    f"the {self.name} likelihood takes counts y in {{0, 1, 2, ...}}; got {_show(arr)}")
+        elif not np.isfinite(arr).all():
             raise InvalidObservation(f"y must be finite for the {self.name} likelihood")
-        if self.support == "binary" and not np.all((arr == 1.0) | (arr == -1.0)):
-            raise InvalidObservation(
-                f"the {self.name} likelihood takes labels y in {{-1, +1}}; got {_show(arr)}"
-            )
-        if self.support == "count" and not np.all((arr >= 0) & (arr == np.round(arr))):
-            raise InvalidObservation(
-                f"the {self.name} likelihood takes counts y in {{0, 1, 2, ...}}; got {_show(arr)}"
-            )
         return arr
 
     # -- log density -------------------------------------------------------------------
     def log_prob(self, y, f) -> np.ndarray:
-        """log p(y | f), broadcast over ``y`` and ``f``."""
-        y = self.check_y(y)
-        return self._log_prob_numpy(y, as_float_array(f, "f"))
+        """log p(y | f), broadcast over ``y`` and ``f`` (the one method a subclass must define)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} must define log_prob(self, y, f): the vectorised log density log p(y | f)")
 
     def dlog_prob(self, y, f) -> tuple[np.ndarray, np.ndarray]:
-        """(d/df, d^2/df^2) of log p(y | f), broadcast over ``y`` and ``f``."""
-        y = self.check_y(y)
-        return self._dlog_prob_numpy(y, as_float_array(f, "f"))
+        """(d/df, d^2/df^2) of log p(y | f); default: central differences of ``log_prob``.
 
-    def _log_prob_numpy(self, y: np.ndarray, f: np.ndarray) -> np.ndarray:
-        raise NotImplementedError  # every concrete likelihood defines it
-
-    def _dlog_prob_numpy(self, y: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        raise NotImplementedError  # every concrete likelihood defines it
+        Step h = 1e-4 (1 + |f|): truncation error O(h^2), rounding O(eps |log p| / h^2), so
+        about 1e-8 relative for log densities of moderate size.
+        """
+        y = as_float_array(y, "y")
+        f = as_float_array(f, "f")
+        h = 1e-4 * (1.0 + np.abs(f))
+        up, mid, down = self.log_prob(y, f + h), self.log_prob(y, f), self.log_prob(y, f - h)
+        with np.errstate(invalid="ignore"):
+            return (up - down) / (2.0 * h), (up - 2.0 * mid + down) / (h * h)
 
     def kinks(self, y) -> np.ndarray:
         """Points f where log p(y | f) is not smooth (break points for quadrature)."""
@@ -151,7 +224,7 @@ class Likelihood:
         """log Z, mean and variance of q(f) = p(y|f) N(f|cavity_mean, cavity_var) / Z.
 
         Z = int p(y|f) N(f|m, v) df; mean = m + v dlogZ/dm; var = v + v^2 d2logZ/dm2
-        (QP paper App. C, eqs. 29 and 34).
+        (QP paper eq. 5; App. C eqs. 29 and 34).
         """
         y = self.check_y(y)
         m, v = check_cavity(cavity_mean, cavity_var)
@@ -160,9 +233,17 @@ class Likelihood:
         return TiltedMoments(np.asarray(log_z, float), np.asarray(mean, float), np.asarray(var, float))
 
     def _tilted_moments(self, y, m, v):
+        """(log Z, mean, var) of validated, broadcast arrays; subclasses with closed forms override."""
         from qpviz import tilted
 
         return tilted.quadrature_moments(self, y, m, v)
+
+    def _jit_closed_moments(self, y, m, v):
+        """The jitted closed-form moments (``jit.moments``) elementwise over broadcast arrays."""
+        from qpviz._jit import closed_moments_batch
+
+        out = closed_moments_batch(self.jit_handle(), *(np.ravel(a).astype(float) for a in (y, m, v)))
+        return tuple(out[j].reshape(np.shape(y)) for j in range(3))
 
     def tilted_logpdf(self, x, y, cavity_mean, cavity_var) -> np.ndarray:
         """log q(x) of the tilted distribution."""
@@ -172,7 +253,7 @@ class Likelihood:
         log_z = self.tilted_moments(y, m, v).log_z
         log_cavity = -0.5 * (x - m) ** 2 / v - 0.5 * np.log(2 * np.pi * v)
         with np.errstate(divide="ignore"):
-            return self._log_prob_numpy(y, x) + log_cavity - log_z
+            return self.log_prob(y, x) + log_cavity - log_z  # a tempered log_prob includes alpha
 
     def tilted_cdf(self, x, y, cavity_mean, cavity_var) -> np.ndarray:
         """F(x) = int_{-inf}^x q(f) df of the tilted distribution."""
@@ -189,6 +270,27 @@ class Likelihood:
 
         return tilted.tilted_cdf(self, x, y, cavity_mean, cavity_var, upper=upper)
 
+    def tilted_quantile(self, u, y, cavity_mean, cavity_var) -> np.ndarray:
+        """F^-1(u) of one tilted distribution (scalar y and cavity) at probabilities ``u``."""
+        from qpviz import tilted
+
+        return tilted.tilted_quantile(self, u, y, cavity_mean, cavity_var)
+
+    def qp_std(self, y, cavity_mean, cavity_var) -> np.ndarray:
+        """sigma_QP = int phi(Phi^-1(F(f))) df of the tilted distribution (QP paper eq. 7), directly."""
+        from qpviz import tilted
+
+        return tilted.qp_std(self, y, cavity_mean, cavity_var)
+
+    def exact_qp_variance(self, y, m, v):
+        """sigma_QP^2 in closed form for validated, broadcast inputs, or None (then tables or
+        quadrature). Only a Gaussian tilted distribution has one (Theorem 2's equality case)."""
+        return None
+
+    def tempered(self, alpha: float) -> "Likelihood":
+        """p(y | f)^alpha, 0 < alpha <= 1 (Power EP's tilted distributions; paper 001)."""
+        return self if float(alpha) == 1.0 else Tempered(self, alpha)
+
     # -- predictions -------------------------------------------------------------------
     def predictive(self, y, mean, var) -> np.ndarray:
         """p(y) = int p(y | f) N(f | mean, var) df under a Gaussian latent (equals Z)."""
@@ -198,14 +300,107 @@ class Likelihood:
         """log p(y) under a Gaussian latent N(mean, var) (log of :meth:`predictive`)."""
         return self.tilted_moments(y, mean, var).log_z
 
+    def evaluation_log_density(self, y, mean, var) -> np.ndarray:
+        """The log predictive density the QP paper's test metrics use (sec. 6); default: exact."""
+        return self.predictive_log_density(y, mean, var)
 
-def _vectorised_closed_moments(lik: "Likelihood", y, m, v):
-    """The likelihood's jitted closed-form moments, elementwise over broadcast arrays."""
-    from qpviz.likelihoods._dispatch import closed_moments_batch
+    def point_prediction(self, mean, var) -> np.ndarray:
+        """A point prediction of y under N(mean, var) for test errors: the more probable label
+        (binary), the predictive mean (real, counts: E[y] by quadrature over f)."""
+        mean = as_float_array(mean, "mean")
+        var = as_float_array(var, "var")
+        if self.support == "binary":
+            return np.where(self.predictive(1.0, mean, var) >= 0.5, 1.0, -1.0)
+        if self.support == "real":
+            return mean
+        return self._expected_count(mean, var)
 
-    p0, p1 = lik._param_pair()
-    out = closed_moments_batch(lik.kind, p0, p1, *(np.ravel(a).astype(float) for a in (y, m, v)))
-    return tuple(out[j].reshape(np.shape(y)) for j in range(3))
+    def _expected_count(self, mean, var, max_count: int = 200) -> np.ndarray:
+        counts = np.arange(max_count + 1.0)
+        probs = self.predictive(counts[None, :], np.ravel(mean)[:, None], np.ravel(var)[:, None])
+        return (probs @ counts / probs.sum(axis=1)).reshape(np.shape(mean))
+
+    # -- other engines -------------------------------------------------------------------
+    def variational_expectations(self, y, mean, var) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(E, dE/dmean, 2 dE/dvar) with E = E_{N(f|mean,var)}[log p(y|f)] per observation (VB).
+
+        Default: Gauss-Hermite with :data:`qpviz.config.GH_NODES` nodes; for smooth log p,
+        dE/dm = E[d1] and 2 dE/dv = E[d2] (Price / Bonnet). Kinked likelihoods override.
+        """
+        y = np.asarray(y, float)
+        mean = np.asarray(mean, float)
+        var = np.asarray(var, float)
+        x, w = np.polynomial.hermite.hermgauss(config.GH_NODES)
+        w = w / np.sqrt(np.pi)
+        f = mean[..., None] + np.sqrt(2.0 * var)[..., None] * x
+        yy = np.broadcast_to(y[..., None], f.shape)
+        d1, d2 = self.dlog_prob(yy, f)
+        return self.log_prob(yy, f) @ w, d1 @ w, d2 @ w
+
+    def initial_sites(self, y) -> tuple[np.ndarray, np.ndarray]:
+        """Starting site parameters (tau, nu) for EP / QP / VB: flat (0, 0)."""
+        n = np.shape(y)[0]
+        return np.zeros(n), np.zeros(n)
+
+
+class Tempered(Likelihood):
+    """p(y | f)^alpha of a base likelihood, 0 < alpha <= 1 (Power EP; paper 001 sec. 3).
+
+    Not normalised in y; its tilted distribution p(y|f)^alpha N(f|m, v) / Z_alpha has log Z,
+    moments, CDF and sigma_QP by the same quadrature (closed forms are for alpha = 1 only).
+    """
+
+    name = "tempered"
+
+    def __init__(self, base: Likelihood, alpha: float):
+        if isinstance(base, Tempered):
+            alpha, base = base.alpha * float(alpha), base.base
+        a = float(alpha)
+        if not (0.0 < a <= 1.0):
+            raise ValueError(f"alpha must be in (0, 1] (1 = the likelihood itself, -> 0 = VFE); got {alpha!r}")
+        self.base = base
+        self._alpha = a
+        self.support = base.support
+        self.jit = base.jit
+        self.log_concave = base.log_concave
+        self.even_in_f = base.even_in_f
+
+    @property
+    def alpha(self) -> float:
+        return self._alpha
+
+    @property
+    def params(self):
+        return dict(self.base.params)
+
+    def param_array(self):
+        return self.base.param_array()
+
+    def __repr__(self):
+        return f"{self.base!r}.tempered({self._alpha!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, Tempered) and self.base == other.base and self._alpha == other._alpha
+
+    def __hash__(self):
+        return hash(("tempered", hash(self.base), self._alpha))
+
+    def check_y(self, y):
+        return self.base.check_y(y)
+
+    def kinks(self, y):
+        return self.base.kinks(y)
+
+    def log_prob(self, y, f):
+        """alpha log p(y | f) of the base likelihood."""
+        return self._alpha * self.base.log_prob(y, f)
+
+    def dlog_prob(self, y, f):
+        d1, d2 = self.base.dlog_prob(y, f)
+        return self._alpha * d1, self._alpha * d2
+
+    def initial_sites(self, y):
+        return self.base.initial_sites(y)
 
 
 def _show(arr: np.ndarray) -> str:

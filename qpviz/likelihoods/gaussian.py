@@ -4,65 +4,69 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
-from qpviz.config import NUMBA_OPTIONS
-from qpviz.likelihoods.base import Likelihood, check_positive
+from qpviz._jit import JitKernels
+from qpviz.likelihoods.base import Likelihood, Parameter
+from qpviz.likelihoods.registry import register_likelihood
 from qpviz.special import LOG_SQRT_2PI
 
-KIND = 0
 
-
-@njit(**NUMBA_OPTIONS)
-def log_prob_kernel(p0, p1, y, f):
+def _log_prob(params, y, f):
+    variance = params[0]
     r = y - f
-    return -0.5 * r * r / p0 - 0.5 * math.log(p0) - LOG_SQRT_2PI
+    return -0.5 * r * r / variance - 0.5 * math.log(variance) - LOG_SQRT_2PI
 
 
-@njit(**NUMBA_OPTIONS)
-def dlog_prob_kernel(p0, p1, y, f):
-    return (y - f) / p0, -1.0 / p0
+def _dlog_prob(params, y, f, out):
+    variance = params[0]
+    out[0] = (y - f) / variance
+    out[1] = -1.0 / variance
+    return 0.0
 
 
-@njit(**NUMBA_OPTIONS)
-def closed_moments_kernel(p0, p1, y, m, v):
+def _moments(params, y, m, v, out):
     """Z = N(y | m, v + variance); mean = m + v (y - m)/(v + variance); var = v variance/(v + variance)."""
-    total = v + p0
+    variance = params[0]
+    total = v + variance
     r = y - m
-    log_z = -0.5 * r * r / total - 0.5 * math.log(total) - LOG_SQRT_2PI
-    return True, log_z, m + v * r / total, v * p0 / total
+    out[0] = -0.5 * r * r / total - 0.5 * math.log(total) - LOG_SQRT_2PI
+    out[1] = m + v * r / total
+    out[2] = v * variance / total
+    return 1.0
 
 
-@njit(**NUMBA_OPTIONS)
-def starts_kernel(p0, p1, y, m, v):
-    return m + v * (y - m) / (v + p0), np.nan, np.nan
+def _starts(params, y, m, v, out):
+    variance = params[0]
+    out[0] = m + v * (y - m) / (v + variance)
+    out[1] = math.nan
+    out[2] = math.nan
+    return 0.0
 
 
+@register_likelihood
 class Gaussian(Likelihood):
     """p(y | f) = N(y | f, variance); the tilted distribution is Gaussian, so QP = EP."""
 
     name = "gaussian"
-    kind = KIND
+    menu_rank = 10
     support = "real"
+    log_concave = True
+    parameters = (Parameter("variance", 1.0, lower=0.0, doc="observation noise variance", choices=(0.1, 0.5, 1.0),
+                            fit_scale=True),)
+    jit = JitKernels(_log_prob, _dlog_prob, starts=_starts, moments=_moments)
 
-    def __init__(self, variance: float = 1.0):
-        self.variance = check_positive("variance", variance)
+    def log_prob(self, y, f):
+        return -0.5 * np.subtract(y, f) ** 2 / self.variance - 0.5 * np.log(2 * np.pi * self.variance)
 
-    @property
-    def params(self):
-        return {"variance": self.variance}
-
-    def _param_pair(self):
-        return (self.variance, 0.0)
-
-    def _log_prob_numpy(self, y, f):
-        return -0.5 * (y - f) ** 2 / self.variance - 0.5 * np.log(2 * np.pi * self.variance)
-
-    def _dlog_prob_numpy(self, y, f):
-        d1 = (y - f) / self.variance
-        return d1, np.broadcast_to(-1.0 / self.variance, np.shape(d1)).copy()
+    def dlog_prob(self, y, f):
+        d1 = np.subtract(y, f) / self.variance
+        return d1, np.full(np.shape(d1), -1.0 / self.variance)
 
     def _tilted_moments(self, y, m, v):
         total = v + self.variance
         log_z = -0.5 * (y - m) ** 2 / total - 0.5 * np.log(2 * np.pi * total)
         return log_z, m + v * (y - m) / total, v * self.variance / total
+
+    def exact_qp_variance(self, y, m, v):
+        """A Gaussian tilted distribution is its own W2 projection: sigma_QP^2 = var_EP exactly."""
+        return self._tilted_moments(y, m, v)[2]

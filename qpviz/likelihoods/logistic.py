@@ -4,47 +4,42 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
-from qpviz.config import NUMBA_OPTIONS
+from qpviz._jit import JitKernels
 from qpviz.likelihoods.base import Likelihood
+from qpviz.likelihoods.registry import register_likelihood
 from qpviz.special import log1pexp
 
-KIND = 2
 
-
-@njit(**NUMBA_OPTIONS)
-def log_prob_kernel(p0, p1, y, f):
+def _log_prob(params, y, f):
     return -log1pexp(-y * f)
 
 
-@njit(**NUMBA_OPTIONS)
-def dlog_prob_kernel(p0, p1, y, f):
+def _dlog_prob(params, y, f, out):
     # sigma(-y f) = exp(-log1pexp(y f)), stable in both tails
     s_neg = math.exp(-log1pexp(y * f))
     s_pos = math.exp(-log1pexp(-y * f))
-    return y * s_neg, -s_pos * s_neg
+    out[0] = y * s_neg
+    out[1] = -s_pos * s_neg
+    return 0.0
 
 
-@njit(**NUMBA_OPTIONS)
-def starts_kernel(p0, p1, y, m, v):
-    return m, np.nan, np.nan
-
-
+@register_likelihood
 class Logistic(Likelihood):
     """p(y | f) = sigmoid(y f)."""
 
     name = "logistic"
-    kind = KIND
+    menu_rank = 30
     support = "binary"
+    log_concave = True
+    jit = JitKernels(_log_prob, _dlog_prob)
+    qp_table = {"fold": "binary", "t_lo": -10.0, "t_hi": 10.0}
 
-    def __init__(self):
-        pass
+    def log_prob(self, y, f):
+        return -np.logaddexp(0.0, -np.multiply(y, f))
 
-    def _log_prob_numpy(self, y, f):
-        return -np.logaddexp(0.0, -y * f)
-
-    def _dlog_prob_numpy(self, y, f):
-        s_neg = np.exp(-np.logaddexp(0.0, y * f))
-        s_pos = np.exp(-np.logaddexp(0.0, -y * f))
+    def dlog_prob(self, y, f):
+        yf = np.multiply(y, f)
+        s_neg = np.exp(-np.logaddexp(0.0, yf))
+        s_pos = np.exp(-np.logaddexp(0.0, -yf))
         return y * s_neg, -s_pos * s_neg

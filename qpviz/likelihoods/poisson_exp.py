@@ -4,46 +4,51 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 from scipy import special
 
-from qpviz.config import NUMBA_OPTIONS
+from qpviz._jit import JitKernels
 from qpviz.likelihoods.base import Likelihood
+from qpviz.likelihoods.registry import register_likelihood
 
-KIND = 5
 
-
-@njit(**NUMBA_OPTIONS)
-def log_prob_kernel(p0, p1, y, f):
+def _log_prob(params, y, f):
     return y * f - math.exp(f) - math.lgamma(y + 1.0)
 
 
-@njit(**NUMBA_OPTIONS)
-def dlog_prob_kernel(p0, p1, y, f):
+def _dlog_prob(params, y, f, out):
     rate = math.exp(f)
-    return y - rate, -rate
+    out[0] = y - rate
+    out[1] = -rate
+    return 0.0
 
 
-@njit(**NUMBA_OPTIONS)
-def starts_kernel(p0, p1, y, m, v):
+def _starts(params, y, m, v, out):
     # the likelihood alone peaks at f = log y; Newton (log q is concave) refines from both
-    return m, math.log(y) if y > 0.0 else np.nan, np.nan
+    out[0] = m
+    out[1] = math.log(y) if y > 0.0 else math.nan
+    out[2] = math.nan
+    return 0.0
 
 
+@register_likelihood
 class PoissonExp(Likelihood):
     """p(y | f) = exp(y f - e^f) / y!, counts y = 0, 1, 2, ..."""
 
     name = "poisson_exp"
-    kind = KIND
+    menu_rank = 70
     support = "count"
+    log_concave = True
+    jit = JitKernels(_log_prob, _dlog_prob, starts=_starts)
+    qp_table = {"fold": "count", "t_lo": -10.0, "t_hi": 10.0}
 
-    def __init__(self):
-        pass
-
-    def _log_prob_numpy(self, y, f):
+    def log_prob(self, y, f):
         with np.errstate(over="ignore"):
-            return y * f - np.exp(f) - special.gammaln(y + 1)
+            return np.multiply(y, f) - np.exp(f) - special.gammaln(np.add(y, 1))
 
-    def _dlog_prob_numpy(self, y, f):
+    def dlog_prob(self, y, f):
         rate = np.exp(f)
-        return y - rate, -rate
+        return np.subtract(y, rate), -rate
+
+    def point_prediction(self, mean, var):
+        """The predictive mean count E[exp f] = exp(mean + var / 2)."""
+        return np.exp(np.asarray(mean) + 0.5 * np.asarray(var))

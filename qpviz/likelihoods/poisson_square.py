@@ -15,27 +15,14 @@ import numpy as np
 from numba import njit
 from scipy import special, stats
 
+from qpviz._jit import JitKernels
 from qpviz.config import NUMBA_OPTIONS
-from qpviz.likelihoods.base import Likelihood, _vectorised_closed_moments, check_cavity
+from qpviz.likelihoods.base import Likelihood, check_cavity
+from qpviz.likelihoods.registry import register_likelihood
 
-KIND = 4
+#: Starting site variance: the variance of sqrt(Poisson) (delta method).
+SQRT_COUNT_VARIANCE = 0.25
 LOG2 = math.log(2.0)
-
-
-@njit(**NUMBA_OPTIONS)
-def log_prob_kernel(p0, p1, y, f):
-    if y == 0.0:
-        return -f * f
-    if f == 0.0:
-        return -np.inf
-    return 2.0 * y * math.log(abs(f)) - f * f - math.lgamma(y + 1.0)
-
-
-@njit(**NUMBA_OPTIONS)
-def dlog_prob_kernel(p0, p1, y, f):
-    if y == 0.0:
-        return -2.0 * f, -2.0
-    return 2.0 * y / f - 2.0 * f, -2.0 * y / (f * f) - 2.0
 
 
 @njit(**NUMBA_OPTIONS)
@@ -63,7 +50,7 @@ def log_shifted_moment(n, k, beta, log_tau):
 
 
 @njit(**NUMBA_OPTIONS)
-def closed_moments_kernel(p0, p1, y, m, v):
+def tilted_moments_scalar(y, m, v):
     """Paper eqs. 53-60 as positive sums around beta (f = beta + tau t):
     log Z = log(tau/sqrt v) - h - log y! + log A_0, mean = sign(m) (beta + tau A_1/A_0),
     var = tau^2 (A_2/A_0 - (A_1/A_0)^2) (no E[f^2] - mean^2 cancellation)."""
@@ -80,42 +67,116 @@ def closed_moments_kernel(p0, p1, y, m, v):
     var = tau2 * (ratio2 - ratio1 * ratio1)
     if m < 0.0:
         mean = -mean
-    return True, log_z, mean, var
+    return log_z, mean, var
 
 
-@njit(**NUMBA_OPTIONS)
-def starts_kernel(p0, p1, y, m, v):
+def _log_prob(params, y, f):
+    if y == 0.0:
+        return -f * f
+    if f == 0.0:
+        return -np.inf
+    return 2.0 * y * math.log(abs(f)) - f * f - math.lgamma(y + 1.0)
+
+
+def _dlog_prob(params, y, f, out):
+    if y == 0.0:
+        out[0] = -2.0 * f
+        out[1] = -2.0
+    else:
+        out[0] = 2.0 * y / f - 2.0 * f
+        out[1] = -2.0 * y / (f * f) - 2.0
+    return 0.0
+
+
+def _moments(params, y, m, v, out):
+    out[0], out[1], out[2] = tilted_moments_scalar(y, m, v)
+    return 1.0
+
+
+def _starts(params, y, m, v, out):
     """Stationary points of log q: (1 + 2v) f^2 - m f - 2 y v = 0."""
     a = 1.0 + 2.0 * v
+    out[2] = np.nan
     if y == 0.0:
-        return m / a, np.nan, np.nan
+        out[0] = m / a
+        out[1] = np.nan
+        return 0.0
     root = math.sqrt(m * m + 8.0 * y * v * a)
-    return (m + root) / (2.0 * a), (m - root) / (2.0 * a), np.nan
+    out[0] = (m + root) / (2.0 * a)
+    out[1] = (m - root) / (2.0 * a)
+    return 0.0
 
 
+@register_likelihood
 class PoissonSquare(Likelihood):
     """p(y | f) = (f^2)^y exp(-f^2) / y!, counts y = 0, 1, 2, ..."""
 
     name = "poisson_square"
-    kind = KIND
+    menu_rank = 60
     support = "count"
     log_concave = False  # bimodal in f for y > 0
+    even_in_f = True
+    jit = JitKernels(_log_prob, _dlog_prob, starts=_starts, moments=_moments)
+    qp_table = {"fold": "count_even", "t_lo": 0.0, "t_hi": 10.0}
 
-    def __init__(self):
-        pass
-
-    def _log_prob_numpy(self, y, f):
+    def log_prob(self, y, f):
+        f2 = np.square(f)
         with np.errstate(divide="ignore"):
-            return special.xlogy(y, f**2) - f**2 - special.gammaln(y + 1)
+            return special.xlogy(y, f2) - f2 - special.gammaln(np.add(y, 1))
 
-    def _dlog_prob_numpy(self, y, f):
+    def dlog_prob(self, y, f):
+        y = np.asarray(y, float)
         with np.errstate(divide="ignore", invalid="ignore"):
             d1 = np.where(y == 0, -2 * f, 2 * y / f - 2 * f)
-            d2 = np.where(y == 0, -2.0, -2 * y / f**2 - 2.0)
+            d2 = np.where(y == 0, -2.0, -2 * y / np.square(f) - 2.0)
         return d1, d2
 
     def _tilted_moments(self, y, m, v):
-        return _vectorised_closed_moments(self, y, m, v)
+        return self._jit_closed_moments(y, m, v)
+
+    def initial_sites(self, y):
+        """p(y|f) is symmetric under f -> -f: from flat sites the first cavities have mean 0, every
+        tilted distribution is symmetric and EP stays at the symmetric fixed point q = prior. Start
+        from sites N(f | sqrt(y_i), 1/4) (the variance-stabilised counts), which selects the
+        positive branch f = +sqrt(rate)."""
+        tau = np.full(np.shape(y)[0], 1.0 / SQRT_COUNT_VARIANCE)
+        return tau, tau * np.sqrt(np.asarray(y, float))
+
+    def evaluation_log_density(self, y, mean, var):
+        """The QP paper's predictive for counts (App. H): the negative binomial of eq. 122."""
+        return self.negative_binomial(mean, var).logpmf(self.check_y(y))
+
+    def point_prediction(self, mean, var):
+        """Mode of the App. H negative binomial: floor(c (k - 1)) if k > 1 else 0."""
+        k, c = negative_binomial_params(mean, var)
+        return np.where(k > 1, np.floor(c * (k - 1)), 0.0)
+
+    def count_distribution(self, mean, var, counts):
+        """p(y = count) for each (mean, var) row and count column, by the App. H negative binomial."""
+        return self.negative_binomial(np.asarray(mean)[:, None], np.asarray(var)[:, None]).pmf(
+            np.asarray(counts, float)[None, :])
+
+    def variational_expectations(self, y, mean, var):
+        """Closed form: E[d^2 log p] = E[-2 y / f^2 - 2] diverges although E is smooth in (m, v).
+        f^2 / v is non-central chi-square(1, lambda = m^2 / v), a Poisson(mu = lambda / 2) mixture
+        of chi-square(1 + 2k), and E[log chi-square(n)] = log 2 + psi(n / 2); with
+        S0 = sum_k Pois(k; mu) psi(k + 1/2) and S1 = dS0/dmu = sum_k Pois(k; mu) / (k + 1/2):
+        E[log f^2] = log(2 v) + S0, d/dm = S1 m / v, d/dv = 1/v - S1 m^2 / (2 v^2),
+        E = y E[log f^2] - (m^2 + v) - log y!."""
+        y = np.asarray(y, float)
+        mean = np.asarray(mean, float)
+        var = np.asarray(var, float)
+        mu = mean * mean / (2.0 * var)
+        k_max = int(np.max(mu + 12.0 * np.sqrt(mu) + 40.0))
+        k = np.arange(k_max + 1.0)
+        weights = stats.poisson.pmf(k, mu[..., None])
+        s0 = weights @ special.digamma(k + 0.5)
+        s1 = weights @ (1.0 / (k + 0.5))
+        e_log_f2 = np.log(2.0 * var) + s0
+        d_m = s1 * mean / var
+        d_v = 1.0 / var - s1 * mean * mean / (2.0 * var * var)
+        expectation = y * e_log_f2 - (mean * mean + var) - special.gammaln(y + 1.0)
+        return expectation, y * d_m - 2.0 * mean, 2.0 * (y * d_v - 1.0)
 
     def _tilted_cdf(self, x, y, cavity_mean, cavity_var, upper):
         """Incomplete-gamma sum, QP paper eqs. 61-67 (see :mod:`.tilted_cdfs`)."""

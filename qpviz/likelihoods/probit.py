@@ -7,64 +7,72 @@ import numpy as np
 from numba import njit
 from scipy import special
 
+from qpviz._jit import JitKernels
 from qpviz.config import NUMBA_OPTIONS
-from qpviz.likelihoods.base import Likelihood, _vectorised_closed_moments
+from qpviz.likelihoods.base import Likelihood
+from qpviz.likelihoods.registry import register_likelihood
 from qpviz.special import log_ndtr, mills_ratio, truncation_terms
 
-KIND = 1
-
 
 @njit(**NUMBA_OPTIONS)
-def log_prob_kernel(p0, p1, y, f):
-    return log_ndtr(y * f)
-
-
-@njit(**NUMBA_OPTIONS)
-def dlog_prob_kernel(p0, p1, y, f):
-    z = y * f
-    r = mills_ratio(z)
-    return y * r, -r * (z + r)
-
-
-@njit(**NUMBA_OPTIONS)
-def closed_moments_kernel(p0, p1, y, m, v):
+def tilted_moments_scalar(y, m, v):
     """QP paper eqs. 35-36: z = y m / sqrt(1 + v), Z = Phi(z), r = phi(z)/Phi(z),
     mean = m + y v r / sqrt(1 + v), var = v - v^2 r (z + r) / (1 + v)."""
     root = math.sqrt(1.0 + v)
     z = y * m / root
     r, _, var_factor = truncation_terms(z)
-    return True, log_ndtr(z), m + y * v * r / root, v - v * v * (1.0 - var_factor) / (1.0 + v)
+    return log_ndtr(z), m + y * v * r / root, v - v * v * (1.0 - var_factor) / (1.0 + v)
 
 
-@njit(**NUMBA_OPTIONS)
-def starts_kernel(p0, p1, y, m, v):
-    ok, log_z, mean, var = closed_moments_kernel(p0, p1, y, m, v)
-    return mean, m, np.nan
+def _log_prob(params, y, f):
+    return log_ndtr(y * f)
 
 
+def _dlog_prob(params, y, f, out):
+    z = y * f
+    r = mills_ratio(z)
+    out[0] = y * r
+    out[1] = -r * (z + r)
+    return 0.0
+
+
+def _moments(params, y, m, v, out):
+    out[0], out[1], out[2] = tilted_moments_scalar(y, m, v)
+    return 1.0
+
+
+def _starts(params, y, m, v, out):
+    out[0] = tilted_moments_scalar(y, m, v)[1]
+    out[1] = m
+    out[2] = np.nan
+    return 0.0
+
+
+@register_likelihood
 class Probit(Likelihood):
     """p(y | f) = Phi(y f), the standard normal CDF of the signed latent value."""
 
     name = "probit"
-    kind = KIND
+    menu_rank = 20
     support = "binary"
+    log_concave = True
+    jit = JitKernels(_log_prob, _dlog_prob, starts=_starts, moments=_moments)
+    qp_table = {"fold": "binary", "t_lo": -10.0, "t_hi": 10.0}
 
-    def __init__(self):
-        pass
+    def log_prob(self, y, f):
+        return special.log_ndtr(np.multiply(y, f))
 
-    def _log_prob_numpy(self, y, f):
-        return special.log_ndtr(y * f)
-
-    def _dlog_prob_numpy(self, y, f):
-        z = y * f
+    def dlog_prob(self, y, f):
+        z = np.multiply(y, f)
         r = np.exp(-0.5 * z**2 - 0.5 * np.log(2 * np.pi) - special.log_ndtr(z))
         return y * r, -r * (z + r)
 
     def _tilted_moments(self, y, m, v):
-        return _vectorised_closed_moments(self, y, m, v)
+        return self._jit_closed_moments(y, m, v)
 
     def _tilted_cdf(self, x, y, cavity_mean, cavity_var, upper):
         """Owen's T closed form, QP paper eqs. 45-49 (see :mod:`.tilted_cdfs`)."""
         from qpviz.likelihoods import tilted_cdfs
 
         return tilted_cdfs.probit_tilted_cdf(x, y, cavity_mean, cavity_var, upper=upper)
+

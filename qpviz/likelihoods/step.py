@@ -11,94 +11,95 @@ import numpy as np
 from numba import njit
 from scipy import special
 
+from qpviz._jit import JitKernels
 from qpviz.config import NUMBA_OPTIONS
-from qpviz.likelihoods.base import Likelihood, _vectorised_closed_moments, as_float_array
+from qpviz.likelihoods.base import Likelihood, Parameter
+from qpviz.likelihoods.registry import register_likelihood
 from qpviz.special import log_ndtr, logaddexp, norm_logpdf, truncation_terms
 
-KIND = 3
-
 
 @njit(**NUMBA_OPTIONS)
-def log_prob_kernel(p0, p1, y, f):
-    z = y * f
-    if z > 0.0:
-        return math.log1p(-p0)
-    if z < 0.0:
-        return math.log(p0) if p0 > 0.0 else -np.inf
-    return math.log(0.5)  # H(0) = 1/2, a set of measure zero
-
-
-@njit(**NUMBA_OPTIONS)
-def dlog_prob_kernel(p0, p1, y, f):
-    return 0.0, 0.0
-
-
-@njit(**NUMBA_OPTIONS)
-def closed_moments_kernel(p0, p1, y, m, v):
+def tilted_moments_scalar(eps, y, m, v):
     """Paper 002 eqs. 45-48 with s = sqrt(v): z = y m / s, Z = eps + (1 - 2 eps) Phi(z),
     gamma = (1 - 2 eps) phi(z) / (Z s), mean = m + v gamma y, var = v - v gamma (y m + v gamma).
     (Eq. 48 as printed lacks the minus sign of d2 log Z / dm2 = -gamma (y m + v gamma) / v.)"""
     s = math.sqrt(v)
     z = y * m / s
-    if p0 == 0.0:  # truncated Gaussian: the stable continued-fraction terms
+    if eps == 0.0:  # truncated Gaussian: the stable continued-fraction terms
         r, r_plus_z, var_factor = truncation_terms(z)
         # mean = m + y s r = y s (r + z) since y s z = m (y^2 = 1): no cancellation when m is far out
-        return True, log_ndtr(z), y * s * r_plus_z, v * var_factor
-    log_noise = math.log(p0)
-    log_z = logaddexp(log_noise, math.log1p(-2.0 * p0) + log_ndtr(z))
-    gamma = (1.0 - 2.0 * p0) * math.exp(norm_logpdf(z) - log_z) / s
-    return True, log_z, m + v * gamma * y, v - v * gamma * (y * m + v * gamma)
+        return log_ndtr(z), y * s * r_plus_z, v * var_factor
+    log_z = logaddexp(math.log(eps), math.log1p(-2.0 * eps) + log_ndtr(z))
+    gamma = (1.0 - 2.0 * eps) * math.exp(norm_logpdf(z) - log_z) / s
+    return log_z, m + v * gamma * y, v - v * gamma * (y * m + v * gamma)
 
 
-@njit(**NUMBA_OPTIONS)
-def starts_kernel(p0, p1, y, m, v):
-    ok, log_z, mean, var = closed_moments_kernel(p0, p1, y, m, v)
-    return mean, m, 1e-300 * y
+def _log_prob(params, y, f):
+    eps = params[0]
+    z = y * f
+    if z > 0.0:
+        return math.log1p(-eps)
+    if z < 0.0:
+        return math.log(eps) if eps > 0.0 else -np.inf
+    return math.log(0.5)  # H(0) = 1/2, a set of measure zero
 
 
-@njit(**NUMBA_OPTIONS)
-def kink_kernel(p0, p1, y):
+def _dlog_prob(params, y, f, out):
+    out[0] = 0.0
+    out[1] = 0.0
     return 0.0
 
 
+def _moments(params, y, m, v, out):
+    out[0], out[1], out[2] = tilted_moments_scalar(params[0], y, m, v)
+    return 1.0
+
+
+def _starts(params, y, m, v, out):
+    out[0] = tilted_moments_scalar(params[0], y, m, v)[1]
+    out[1] = m
+    out[2] = 1e-300 * y
+    return 0.0
+
+
+def _kink(params, y):
+    return 0.0
+
+
+@register_likelihood
 class Step(Likelihood):
     """p(y | f) = eps + (1 - 2 eps) H(y f), with 0 <= eps < 1/2."""
 
     name = "step"
-    kind = KIND
+    menu_rank = 40
     support = "binary"
-
-    def __init__(self, eps: float = 0.0):
-        eps = float(as_float_array(eps, "eps"))
-        if not (0.0 <= eps < 0.5):
-            raise ValueError(f"eps (label-noise probability) must be in [0, 0.5); got {eps!r}")
-        self.eps = eps
-        # eps = 0 is a truncation (log-concave); eps > 0 mixes two levels, and its tilted
-        # distribution can be wider than the cavity (negative EP site precision)
-        self.log_concave = eps == 0.0
+    parameters = (Parameter("eps", 0.0, lower=0.0, upper=0.5, lower_inclusive=True,
+                            doc="label-noise probability", choices=(0.0, 0.05, 0.1, 0.2)),)
+    jit = JitKernels(_log_prob, _dlog_prob, starts=_starts, kink=_kink, moments=_moments)
+    # scale-free: p(y | c f) = p(y | f), so sigma_QP / s depends on z = y m / s alone (1-D tables)
+    qp_table = {"fold": "scale_free"}
 
     @property
-    def params(self):
-        return {"eps": self.eps}
-
-    def _param_pair(self):
-        return (self.eps, 0.0)
+    def log_concave(self):
+        # eps = 0 is a truncation (log-concave); eps > 0 mixes two levels, and its tilted
+        # distribution can be wider than the cavity (negative EP site precision)
+        return self.eps == 0.0
 
     def kinks(self, y):
         return np.array([0.0])
 
-    def _log_prob_numpy(self, y, f):
-        z = y * f
+    def log_prob(self, y, f):
+        z = np.multiply(y, f)
         with np.errstate(divide="ignore"):
             return np.where(z > 0, np.log1p(-self.eps), np.where(z < 0, np.log(self.eps), np.log(0.5)))
 
-    def _dlog_prob_numpy(self, y, f):
+    def dlog_prob(self, y, f):
         shape = np.broadcast_shapes(np.shape(y), np.shape(f))
         return np.zeros(shape), np.zeros(shape)
 
     def _tilted_moments(self, y, m, v):
         if self.eps == 0.0:  # the numba kernel holds the stable far-tail form
-            return _vectorised_closed_moments(self, y, m, v)
+            return self._jit_closed_moments(y, m, v)
         s = np.sqrt(v)
         z = y * m / s
         with np.errstate(divide="ignore"):
@@ -111,3 +112,17 @@ class Step(Likelihood):
         from qpviz.likelihoods import tilted_cdfs
 
         return tilted_cdfs.step_tilted_cdf(x, y, cavity_mean, cavity_var, self.eps, upper=upper)
+
+    def variational_expectations(self, y, mean, var):
+        """Closed form (E varies smoothly in m and v although log p jumps): with z = y m / sqrt(v),
+        a = log(1 - eps), b = log(eps): E = a Phi(z) + b Phi(-z), dE/dm = (a - b) phi(z) y / sqrt(v),
+        2 dE/dv = -(a - b) phi(z) z / v."""
+        if self.eps <= 0:
+            raise ValueError("VB needs log p(y|f) finite everywhere; the step likelihood with eps = 0 is not: use "
+                             "eps > 0, e.g. qpviz.likelihood('step', eps=0.05)")
+        y = np.asarray(y, float)
+        a, b = np.log1p(-self.eps), np.log(self.eps)
+        root = np.sqrt(var)
+        z = y * mean / root
+        pdf = np.exp(-0.5 * z * z) / np.sqrt(2 * np.pi)
+        return a * special.ndtr(z) + b * special.ndtr(-z), (a - b) * pdf * y / root, -(a - b) * pdf * z / var

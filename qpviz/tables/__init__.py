@@ -16,7 +16,7 @@ Public functions:
   (what ``qpviz.project(..., method="qp")`` calls);
 * :func:`jit_data` ``(likelihood)`` -> ``(coef, meta)`` float arrays for numba code (empty
   when no table covers the likelihood), used with
-* :func:`qp_var_scalar` ``(coef, meta, kind, p0, p1, y, m, v)`` (numba): sigma_QP^2 from the
+* :func:`qp_var_scalar` ``(coef, meta, lk, y, m, v)`` (numba): sigma_QP^2 from the
   table, or by :func:`qpviz.tilted.qp_std_scalar` where the table does not cover (y, m, v).
 
 Tables load lazily from :data:`qpviz.config.TABLE_DIR` and are verified (format, generating
@@ -39,7 +39,8 @@ from numba import njit
 
 from qpviz import config
 from qpviz.config import NUMBA_OPTIONS
-from qpviz.likelihoods.base import Likelihood, check_cavity
+from qpviz.checks import check_cavity
+from qpviz.likelihoods.base import Likelihood
 from qpviz.tables import store
 from qpviz.tables.families import TableFamily, all_families, family_for
 from qpviz.tables import fast
@@ -155,14 +156,14 @@ def jit_data(likelihood: Likelihood) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(**NUMBA_OPTIONS)
-def qp_var_scalar(coef, meta, kind, p0, p1, y, m, v):
+def qp_var_scalar(coef, meta, lk, y, m, v):
     """sigma_QP^2 of the tilted distribution of (y, m, v): v exp(2 h) with h = log(sigma_QP / sqrt(v))
-    from the table where it covers (y, m, v), else ``qp_std_scalar(kind, p0, p1, y, m, v) ** 2``
+    from the table where it covers (y, m, v), else ``qp_std_scalar(lk, y, m, v) ** 2``
     (QP paper eq. 7 by quadrature)."""
     h = table_log_ratio(coef, meta, y, m, v)
     if h == h:
         return v * math.exp(2.0 * h)
-    sigma = qp_std_scalar(kind, p0, p1, y, m, v)
+    sigma = qp_std_scalar(lk, y, m, v)
     return sigma * sigma
 
 
@@ -171,7 +172,7 @@ BATCH_BLOCK = 1024
 
 
 @njit(**NUMBA_OPTIONS)
-def _qp_var_batch(coef, meta, kind, p0, p1, y, m, v, out):
+def _qp_var_batch(coef, meta, lk, y, m, v, out):
     """qp_var_scalar over arrays, block by block, in passes: mapped coordinates; (2-D tables)
     the patch of each point; the polynomial values; then the rare rest (cells that read the
     stored tree, points no table covers) and sigma_QP^2 = v exp(2 h).
@@ -218,7 +219,7 @@ def _qp_var_batch(coef, meta, kind, p0, p1, y, m, v, out):
             if h == h:
                 out[i] = v[i] * math.exp(2.0 * h)
             else:
-                sigma = qp_std_scalar(kind, p0, p1, y[i], m[i], v[i])
+                sigma = qp_std_scalar(lk, y[i], m[i], v[i])
                 out[i] = sigma * sigma
 
 
@@ -237,7 +238,8 @@ def qp_variance_checked(likelihood: Likelihood, y: np.ndarray, m: np.ndarray, v:
     broadcast to one shape: no second validation pass (qpviz.project uses it)."""
     coef, meta = jit_data(likelihood)
     out = np.empty(y.shape)
-    p0, p1 = likelihood._param_pair()
-    _qp_var_batch(coef, meta, likelihood.kind, float(p0), float(p1), np.ravel(y), np.ravel(m), np.ravel(v),
-                  out.reshape(-1))
+    lk = likelihood.jit_handle()
+    if lk is None:  # no numba kernels: no table either; sigma_QP by the likelihood's own quadrature
+        return np.square(likelihood.qp_std(y, m, v))
+    _qp_var_batch(coef, meta, lk, np.ravel(y), np.ravel(m), np.ravel(v), out.reshape(-1))
     return out

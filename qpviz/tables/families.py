@@ -149,42 +149,59 @@ class TableFamily:
         }
 
 
-def _family(name: str, params: dict, **overrides) -> TableFamily:
+#: The fold codes of ``Likelihood.qp_table["fold"]`` (module docstring).
+FOLDS = {"binary": FOLD_BINARY, "real": FOLD_REAL, "count_even": FOLD_COUNT_EVEN, "count": FOLD_COUNT,
+         "scale_free": FOLD_SCALE_FREE}
+
+
+def _family(cls, params: dict, **overrides) -> TableFamily:
+    """The family of likelihood class ``cls`` (its ``qp_table`` spec) at parameters ``params``."""
+    spec = dict(cls.qp_table)
+    fold = FOLDS[spec.pop("fold")]
     pairs = tuple(sorted((k, float(v)) for k, v in params.items()))
-    if name == "step":
-        base = dict(fold=FOLD_SCALE_FREE, t_lo=-Z_MAX, t_hi=Z_MAX, n_tables=1, degree=7, grid=(64, 1), tol=1e-9)
-    elif name in ("probit", "logistic"):
-        base = dict(fold=FOLD_BINARY, t_lo=-BINARY_MEAN, t_hi=BINARY_MEAN, n_tables=1)
-    elif name in ("student_t", "laplace"):
-        base = dict(fold=FOLD_REAL, t_lo=0.0, t_hi=REAL_OFFSET, n_tables=1)
-    elif name == "poisson_square":
-        base = dict(fold=FOLD_COUNT_EVEN, t_lo=0.0, t_hi=COUNT_MEAN, n_tables=config.MAX_TABLE_COUNT + 1)
-    elif name == "poisson_exp":
-        base = dict(fold=FOLD_COUNT, t_lo=-COUNT_MEAN, t_hi=COUNT_MEAN, n_tables=config.MAX_TABLE_COUNT + 1)
+    if fold == FOLD_SCALE_FREE:
+        base = dict(fold=fold, t_lo=-Z_MAX, t_hi=Z_MAX, n_tables=1, degree=7, grid=(64, 1), tol=1e-9)
+    elif fold in (FOLD_COUNT_EVEN, FOLD_COUNT):
+        base = dict(fold=fold, n_tables=config.MAX_TABLE_COUNT + 1)
     else:
-        raise ValueError(f"no QP table family for likelihood {name!r}")
+        base = dict(fold=fold, n_tables=1)
+    base.update(spec)
     base.update(overrides)
-    return TableFamily(name, pairs, **base)
+    return TableFamily(cls.name, pairs, **base)
+
+
+def table_parameter_sets(cls) -> list[dict]:
+    """The parameter sets of ``cls`` that get tables: its ``presets``, else every combination of
+    its parameters' ``choices`` (the values the dashboard offers), else its defaults."""
+    if cls.presets:
+        return [dict(p) for p in cls.presets]
+    sets = [{}]
+    for p in cls.parameters:
+        sets = [dict(s, **{p.name: value}) for s in sets for value in (p.choices or (p.default,))]
+    return sets
 
 
 def all_families() -> list[TableFamily]:
-    """The families shipped: the parameter sets the dashboard offers (qpviz.config)."""
-    fams = [_family("probit", {}), _family("logistic", {})]
-    fams += [_family("step", {"eps": eps}) for eps in config.APP_STEP_EPS]
-    fams += [_family("poisson_square", {}), _family("poisson_exp", {})]
-    fams += [_family("student_t", {"nu": nu, "scale": sc}) for nu, sc in config.APP_STUDENT_T]
-    fams += [_family("laplace", {"scale": sc}) for sc in config.APP_LAPLACE_SCALE]
-    return fams
+    """The families shipped: every registered likelihood with a ``qp_table`` spec, at the parameter
+    sets the dashboard offers (:func:`table_parameter_sets`)."""
+    from qpviz.likelihoods import REGISTRY
+
+    return [_family(cls, params) for cls in REGISTRY.values() if cls.qp_table is not None
+            for params in table_parameter_sets(cls)]
 
 
 _BY_KEY: dict[tuple, dict[tuple, TableFamily]] = {}
 
 
 def family_for(lik) -> TableFamily | None:
-    """The shipped family of a likelihood object, or None (gaussian, other parameters)."""
-    config_key = (config.APP_STEP_EPS, config.APP_STUDENT_T, config.APP_LAPLACE_SCALE, config.MAX_TABLE_COUNT)
+    """The shipped family of a likelihood object, or None (no table spec, other parameters, tempered)."""
+    if type(lik).qp_table is None or lik.alpha != 1.0:
+        return None
+    from qpviz.likelihoods import REGISTRY
+
+    config_key = (tuple(REGISTRY.items()), config.MAX_TABLE_COUNT)
     index = _BY_KEY.get(config_key)
-    if index is None:  # built once per set of app parameters (lookups are per call)
+    if index is None:  # built once per registry state (lookups are per call)
         index = {(fam.likelihood, fam.params): fam for fam in all_families()}
         _BY_KEY.clear()
         _BY_KEY[config_key] = index

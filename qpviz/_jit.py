@@ -1,0 +1,200 @@
+"""The numba face of a likelihood: its jitted kernels as first-class function values.
+
+Generic numba code (the tilted quadrature, the site updates, the QP tables' fallback, MCMC)
+reaches a likelihood through one tuple, its *handle*::
+
+    lk = (log_prob, dlog_prob, starts, kink, moments, params, alpha)
+
+The first five entries are ``numba.cfunc`` objects with the fixed C signatures below, so the
+generic kernels are compiled once for every likelihood (numba types them as function pointers)
+and numba's on-disk cache serves them across processes; ``params`` is the likelihood's declared
+parameters as a float64 array (each kernel reads them by name at its top) and ``alpha`` the power
+of a tempered likelihood p(y | f)^alpha (Power EP; 1 for the plain likelihood).
+
+A likelihood class offers jitted kernels by setting ``jit = JitKernels(...)`` to plain Python
+functions of these signatures; they are compiled the first time a handle is asked for (only the
+likelihoods a page or a fit uses compile, and only once: ``cache=True``).
+
+Kernel signatures (``params`` is a float64 pointer, ``out`` a float64 output pointer):
+
+* ``log_prob(params, y, f) -> log p(y | f)``;
+* ``dlog_prob(params, y, f, out) -> 0``: out[0] = d/df log p, out[1] = d^2/df^2 log p;
+* ``starts(params, y, m, v, out) -> 0``: out[0:3] = up to three points near the modes of the
+  tilted density (NaN = unused);
+* ``kink(params, y) -> f``: the point where log p(y | f) is not smooth, or NaN;
+* ``moments(params, y, m, v, out) -> 1`` with out[0:3] = (log Z, mean, var) of the tilted
+  distribution in closed form, or ``-> 0`` where there is none (the quadrature takes over).
+"""
+from __future__ import annotations
+
+import math
+import threading
+import warnings
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+from numba import cfunc, njit, types
+from numba.core.errors import NumbaExperimentalFeatureWarning
+
+from qpviz.config import NUMBA_OPTIONS
+
+__all__ = [
+    "JitKernels",
+    "LOG_PROB_SIG",
+    "DLOG_PROB_SIG",
+    "STARTS_SIG",
+    "KINK_SIG",
+    "MOMENTS_SIG",
+    "make_handle",
+    "lk_log_prob",
+    "lk_dlog_prob",
+    "lk_starts",
+    "lk_kink",
+    "lk_moments",
+    "log_prob_batch",
+    "dlog_prob_batch",
+    "closed_moments_batch",
+]
+
+# numba calls function-pointer arguments "experimental"; they are the documented first-class
+# function feature and the reason the generic kernels compile once. Only this message is ignored.
+warnings.filterwarnings("ignore", message="First-class function type feature is experimental",
+                        category=NumbaExperimentalFeatureWarning)
+
+_F8 = types.float64
+_PTR = types.CPointer(types.float64)
+LOG_PROB_SIG = _F8(_PTR, _F8, _F8)
+DLOG_PROB_SIG = _F8(_PTR, _F8, _F8, _PTR)
+STARTS_SIG = _F8(_PTR, _F8, _F8, _F8, _PTR)
+KINK_SIG = _F8(_PTR, _F8)
+MOMENTS_SIG = _F8(_PTR, _F8, _F8, _F8, _PTR)
+
+_CFUNC_OPTIONS = {"cache": NUMBA_OPTIONS["cache"], "error_model": NUMBA_OPTIONS["error_model"]}
+
+
+def no_kink(params, y):
+    """Default ``kink``: log p(y | f) is smooth everywhere."""
+    return math.nan
+
+
+def no_moments(params, y, m, v, out):
+    """Default ``moments``: no closed form (the quadrature computes the moments)."""
+    return 0.0
+
+
+def cavity_start(params, y, m, v, out):
+    """Default ``starts``: the cavity mean (Newton climbs from there to the mode)."""
+    out[0] = m
+    out[1] = math.nan
+    out[2] = math.nan
+    return 0.0
+
+
+@dataclass(frozen=True)
+class JitKernels:
+    """Plain Python kernels of one likelihood class (module docstring), compiled on first use."""
+
+    log_prob: Callable
+    dlog_prob: Callable
+    starts: Callable = cavity_start
+    kink: Callable = no_kink
+    moments: Callable = no_moments
+
+    def compiled(self) -> tuple:
+        """The five kernels as cfunc objects (compiled once per process, cached on disk)."""
+        return tuple(_compile(fn, sig) for fn, sig in ((self.log_prob, LOG_PROB_SIG), (self.dlog_prob, DLOG_PROB_SIG),
+                                                       (self.starts, STARTS_SIG), (self.kink, KINK_SIG),
+                                                       (self.moments, MOMENTS_SIG)))
+
+
+_COMPILED: dict = {}
+_COMPILE_LOCK = threading.Lock()
+
+
+def _compile(fn: Callable, signature) -> object:
+    key = (fn, str(signature))
+    found = _COMPILED.get(key)
+    if found is None:
+        with _COMPILE_LOCK:
+            found = _COMPILED.get(key)
+            if found is None:
+                found = cfunc(signature, **_CFUNC_OPTIONS)(fn)
+                _COMPILED[key] = found
+    return found
+
+
+def make_handle(kernels: JitKernels, params: np.ndarray, alpha: float = 1.0) -> tuple:
+    """The tuple generic numba code takes (module docstring)."""
+    packed = np.ascontiguousarray(params, dtype=np.float64)
+    if packed.size == 0:
+        packed = np.zeros(1)  # kernels without parameters never read it
+    return kernels.compiled() + (packed, float(alpha))
+
+
+# -- calls from numba code ---------------------------------------------------------------------
+@njit(**NUMBA_OPTIONS)
+def lk_log_prob(lk, y, f):
+    """alpha log p(y | f)."""
+    return lk[6] * lk[0](lk[5].ctypes, y, f)
+
+
+@njit(**NUMBA_OPTIONS)
+def lk_dlog_prob(lk, y, f):
+    """(d/df, d^2/df^2) of alpha log p(y | f)."""
+    out = np.empty(2)
+    lk[1](lk[5].ctypes, y, f, out.ctypes)
+    return lk[6] * out[0], lk[6] * out[1]
+
+
+@njit(**NUMBA_OPTIONS)
+def lk_starts(lk, y, m, v):
+    """Up to three points near the modes of the tilted density (NaN = unused)."""
+    out = np.empty(3)
+    lk[2](lk[5].ctypes, y, m, v, out.ctypes)
+    return out[0], out[1], out[2]
+
+
+@njit(**NUMBA_OPTIONS)
+def lk_kink(lk, y):
+    """The point where log p(y | f) is not smooth, or NaN."""
+    return lk[3](lk[5].ctypes, y)
+
+
+@njit(**NUMBA_OPTIONS)
+def lk_moments(lk, y, m, v):
+    """(available, log Z, mean, var) of the tilted distribution in closed form (never for alpha != 1)."""
+    if lk[6] != 1.0:
+        return False, np.nan, np.nan, np.nan
+    out = np.empty(3)
+    ok = lk[4](lk[5].ctypes, y, m, v, out.ctypes)
+    if ok == 0.0:
+        return False, np.nan, np.nan, np.nan
+    return True, out[0], out[1], out[2]
+
+
+@njit(**NUMBA_OPTIONS)
+def log_prob_batch(lk, y, f):
+    """lk_log_prob elementwise over 1-D arrays."""
+    out = np.empty(y.size)
+    for i in range(y.size):
+        out[i] = lk_log_prob(lk, y[i], f[i])
+    return out
+
+
+@njit(**NUMBA_OPTIONS)
+def dlog_prob_batch(lk, y, f):
+    """lk_dlog_prob elementwise over 1-D arrays: rows d1, d2."""
+    out = np.empty((2, y.size))
+    for i in range(y.size):
+        out[0, i], out[1, i] = lk_dlog_prob(lk, y[i], f[i])
+    return out
+
+
+@njit(**NUMBA_OPTIONS)
+def closed_moments_batch(lk, y, m, v):
+    """lk_moments over 1-D arrays: rows log Z, mean, var (NaN where there is no closed form)."""
+    out = np.empty((3, y.size))
+    for i in range(y.size):
+        _, out[0, i], out[1, i], out[2, i] = lk_moments(lk, y[i], m[i], v[i])
+    return out
