@@ -35,7 +35,9 @@ from typing import Callable
 
 import numpy as np
 from numba import cfunc, njit, types
+from numba.core import cgutils
 from numba.core.errors import NumbaExperimentalFeatureWarning
+from numba.extending import intrinsic
 
 from qpviz.config import NUMBA_OPTIONS
 
@@ -133,6 +135,21 @@ def make_handle(kernels: JitKernels, params: np.ndarray, alpha: float = 1.0) -> 
 
 
 # -- calls from numba code ---------------------------------------------------------------------
+@intrinsic
+def stack_buffer(typingctx, size):
+    """A float64 pointer to ``size`` (a literal int) doubles on the calling function's stack: the
+    kernels' output arguments without a heap allocation per call (which cost more than a probit
+    moment itself)."""
+    if not isinstance(size, types.IntegerLiteral):
+        return None
+    count = size.literal_value
+
+    def codegen(context, builder, signature, args):
+        return cgutils.alloca_once(builder, context.get_value_type(types.float64), size=count)
+
+    return _PTR(size), codegen
+
+
 @njit(**NUMBA_OPTIONS)
 def lk_log_prob(lk, y, f):
     """alpha log p(y | f)."""
@@ -142,16 +159,16 @@ def lk_log_prob(lk, y, f):
 @njit(**NUMBA_OPTIONS)
 def lk_dlog_prob(lk, y, f):
     """(d/df, d^2/df^2) of alpha log p(y | f)."""
-    out = np.empty(2)
-    lk[1](lk[5].ctypes, y, f, out.ctypes)
+    out = stack_buffer(2)
+    lk[1](lk[5].ctypes, y, f, out)
     return lk[6] * out[0], lk[6] * out[1]
 
 
 @njit(**NUMBA_OPTIONS)
 def lk_starts(lk, y, m, v):
     """Up to three points near the modes of the tilted density (NaN = unused)."""
-    out = np.empty(3)
-    lk[2](lk[5].ctypes, y, m, v, out.ctypes)
+    out = stack_buffer(3)
+    lk[2](lk[5].ctypes, y, m, v, out)
     return out[0], out[1], out[2]
 
 
@@ -166,8 +183,8 @@ def lk_moments(lk, y, m, v):
     """(available, log Z, mean, var) of the tilted distribution in closed form (never for alpha != 1)."""
     if lk[6] != 1.0:
         return False, np.nan, np.nan, np.nan
-    out = np.empty(3)
-    ok = lk[4](lk[5].ctypes, y, m, v, out.ctypes)
+    out = stack_buffer(3)
+    ok = lk[4](lk[5].ctypes, y, m, v, out)
     if ok == 0.0:
         return False, np.nan, np.nan, np.nan
     return True, out[0], out[1], out[2]

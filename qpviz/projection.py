@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from qpviz.likelihoods.base import Likelihood, check_cavity
+from qpviz.checks import check_cavity
+from qpviz.likelihoods.base import Likelihood
 
 __all__ = [
     "Projection",
@@ -22,6 +23,7 @@ __all__ = [
     "NonPositiveSitePrecision",
     "project",
     "site_update",
+    "site_natural_params",
     "w2_to_gaussian",
     "kl_to_gaussian",
 ]
@@ -89,18 +91,30 @@ class SiteUpdate:
 
 
 def site_update(cavity_mean, cavity_var, mean, var) -> SiteUpdate:
-    """Site = N(mean, var) / N(cavity_mean, cavity_var), QP paper eq. 6.
+    """Site = N(mean, var) / N(cavity_mean, cavity_var), QP paper eq. 6, cancellation-free.
 
     site precision 1/s~2 = 1/var - 1/cavity_var; site mean mu~ = s~2 (mean/var - cavity_mean/cavity_var).
+    Evaluated as (:func:`site_natural_params`)
+
+        precision = (cavity_var - var) / (cavity_var var),
+        precision_mean = ((mean - cavity_mean) cavity_var + cavity_mean (cavity_var - var)) / (cavity_var var):
+
+    the differences are exact in floating point when var is near cavity_var (Sterbenz), where
+    1/var - 1/cavity_var would cancel (a probit site far from the boundary: var = cavity_var (1 - 1e-14)).
     """
     cavity_mean, cavity_var = check_cavity(cavity_mean, cavity_var)
     mean = np.asarray(mean, float)
     var = np.asarray(var, float)
     if np.any(~(var > 0)):
         raise ValueError("the projected variance must be > 0")
-    precision = 1.0 / var - 1.0 / cavity_var
-    precision_mean = mean / var - cavity_mean / cavity_var
+    precision, precision_mean = site_natural_params(cavity_mean, cavity_var, mean, var)
     return SiteUpdate(precision, precision_mean, precision > 0)
+
+
+def site_natural_params(cavity_mean, cavity_var, mean, var):
+    """(precision, precision_mean) of N(mean, var) / N(cavity_mean, cavity_var) (see :func:`site_update`)."""
+    scale = cavity_var * var
+    return (cavity_var - var) / scale, ((mean - cavity_mean) * cavity_var + cavity_mean * (cavity_var - var)) / scale
 
 
 def project(likelihood: Likelihood, y, cavity_mean, cavity_var, method: str = "ep", *, use_table: bool = True) -> Projection:
@@ -115,14 +129,19 @@ def project(likelihood: Likelihood, y, cavity_mean, cavity_var, method: str = "e
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if not isinstance(likelihood, Likelihood):
         raise TypeError("likelihood must be a qpviz likelihood, e.g. qpviz.likelihood('probit')")
-    moments = likelihood.tilted_moments(y, cavity_mean, cavity_var)
+    y, m, v = _validated(likelihood, y, cavity_mean, cavity_var)  # once: vectorised, no per-point Python
+    log_z, mean, var = (np.asarray(a, float) for a in likelihood._tilted_moments(y, m, v))
+    if method == "qp":
+        # Theorem 2 bounds sigma_QP by sigma_EP; a table's 1e-8 error must not cross the bound where
+        # the two are nearly equal (far-out cavities: both ~ cavity_var (1 - 1e-14))
+        var = np.minimum(_qp_variance_checked(likelihood, y, m, v, use_table), var)
+    return Projection(method, mean, var, log_z, m, v)
+
+
+def _validated(likelihood, y, cavity_mean, cavity_var):
+    """Checked y and cavity, broadcast to one shape (contiguous float64, no copy when already so)."""
     m, v = check_cavity(cavity_mean, cavity_var)
-    y_arr, m, v = np.broadcast_arrays(likelihood.check_y(y), m, v)
-    if method == "ep":
-        var = moments.var
-    else:
-        var = _qp_variance_checked(likelihood, y_arr, m, v, use_table)
-    return Projection(method, moments.mean, np.asarray(var, float), moments.log_z, m, v)
+    return np.broadcast_arrays(likelihood.check_y(y), m, v)
 
 
 def qp_variance(likelihood: Likelihood, y, cavity_mean, cavity_var, *, use_table: bool = True) -> np.ndarray:
@@ -133,9 +152,7 @@ def qp_variance(likelihood: Likelihood, y, cavity_mean, cavity_var, *, use_table
     """
     if not isinstance(likelihood, Likelihood):
         raise TypeError("likelihood must be a qpviz likelihood, e.g. qpviz.likelihood('probit')")
-    m, v = check_cavity(cavity_mean, cavity_var)
-    y_arr, m, v = np.broadcast_arrays(likelihood.check_y(y), m, v)
-    return _qp_variance_checked(likelihood, y_arr, m, v, use_table)
+    return _qp_variance_checked(likelihood, *_validated(likelihood, y, cavity_mean, cavity_var), use_table)
 
 
 def _qp_variance_checked(likelihood: Likelihood, y, m, v, use_table: bool) -> np.ndarray:

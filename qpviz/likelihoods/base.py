@@ -242,7 +242,8 @@ class Likelihood:
         """The jitted closed-form moments (``jit.moments``) elementwise over broadcast arrays."""
         from qpviz._jit import closed_moments_batch
 
-        out = closed_moments_batch(self.jit_handle(), *(np.ravel(a).astype(float) for a in (y, m, v)))
+        out = closed_moments_batch(self.jit_handle(), *(np.ascontiguousarray(a, dtype=np.float64).reshape(-1)
+                                                         for a in (y, m, v)))
         return tuple(out[j].reshape(np.shape(y)) for j in range(3))
 
     def tilted_logpdf(self, x, y, cavity_mean, cavity_var) -> np.ndarray:

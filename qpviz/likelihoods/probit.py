@@ -11,7 +11,7 @@ from qpviz._jit import JitKernels
 from qpviz.config import NUMBA_OPTIONS
 from qpviz.likelihoods.base import Likelihood
 from qpviz.likelihoods.registry import register_likelihood
-from qpviz.special import log_ndtr, mills_ratio, truncation_terms
+from qpviz.special import log_ndtr, mills_ratio, truncated_normal_terms
 
 
 @njit(**NUMBA_OPTIONS)
@@ -20,8 +20,8 @@ def tilted_moments_scalar(y, m, v):
     mean = m + y v r / sqrt(1 + v), var = v - v^2 r (z + r) / (1 + v)."""
     root = math.sqrt(1.0 + v)
     z = y * m / root
-    r, _, var_factor = truncation_terms(z)
-    return log_ndtr(z), m + y * v * r / root, v - v * v * (1.0 - var_factor) / (1.0 + v)
+    log_cdf, r, _, var_factor = truncated_normal_terms(z)
+    return log_cdf, m + y * v * r / root, v - v * v * (1.0 - var_factor) / (1.0 + v)
 
 
 def _log_prob(params, y, f):

@@ -15,7 +15,7 @@ from qpviz._jit import JitKernels
 from qpviz.config import NUMBA_OPTIONS
 from qpviz.likelihoods.base import Likelihood, Parameter
 from qpviz.likelihoods.registry import register_likelihood
-from qpviz.special import log_ndtr, logaddexp, norm_logpdf, truncation_terms
+from qpviz.special import log_ndtr, logaddexp, norm_logpdf, truncated_normal_terms
 
 
 @njit(**NUMBA_OPTIONS)
@@ -26,9 +26,9 @@ def tilted_moments_scalar(eps, y, m, v):
     s = math.sqrt(v)
     z = y * m / s
     if eps == 0.0:  # truncated Gaussian: the stable continued-fraction terms
-        r, r_plus_z, var_factor = truncation_terms(z)
+        log_cdf, r, r_plus_z, var_factor = truncated_normal_terms(z)
         # mean = m + y s r = y s (r + z) since y s z = m (y^2 = 1): no cancellation when m is far out
-        return log_ndtr(z), y * s * r_plus_z, v * var_factor
+        return log_cdf, y * s * r_plus_z, v * var_factor
     log_z = logaddexp(math.log(eps), math.log1p(-2.0 * eps) + log_ndtr(z))
     gamma = (1.0 - 2.0 * eps) * math.exp(norm_logpdf(z) - log_z) / s
     return log_z, m + v * gamma * y, v - v * gamma * (y * m + v * gamma)
