@@ -222,8 +222,11 @@ def _locate(ctx: _Context, kink_tab: np.ndarray):
         grid[active], vals[active], lps[active] = g, val, lp
         peak = val.max(axis=1)
         none = ~(peak > -np.inf)
-        left_open = (val[:, 0] > peak - TAIL_LOG_DROP) | none
-        right_open = (val[:, -1] > peak - TAIL_LOG_DROP) | none
+        # an end is closed when its two outermost points lie TAIL_LOG_DROP below the peak (one
+        # point alone may sit on an isolated zero of the density, e.g. f = 0 for poisson_square)
+        thr = (peak - TAIL_LOG_DROP)[:, None]
+        left_open = np.any(val[:, :2] > thr, axis=1) | none
+        right_open = np.any(val[:, -2:] > thr, axis=1) | none
         grow = left_open | right_open
         if not grow.any():
             active = active[:0]
@@ -334,7 +337,7 @@ def _panel_values(ctx, owner, a, b):
 
 def _adaptive_mass(ctx, owner, a, b, n_owner, rel_tol):
     """Bisect panels breadth-first until each panel and its halves agree to rel_tol of the
-    owner's mass. Returns the final panels (owner, a, b, vals, mass) and ok per owner."""
+    owner's mass and to 100 rel_tol of the panel's own mass. Returns the final panels (owner, a, b, vals, mass) and ok per owner."""
     vals, mass = _panel_values(ctx, owner, a, b)
     total = np.bincount(owner, mass, minlength=n_owner)
     ok = np.ones(n_owner, dtype=bool)
@@ -353,7 +356,10 @@ def _adaptive_mass(ctx, owner, a, b, n_owner, rel_tol):
         err = np.abs(ml + mr - mass)
         scale = np.abs(a) + np.abs(b) + ctx.s[owner]
         tiny = (b - a) <= 1e-13 * scale
-        conv = (err <= rel_tol * total[owner]) | tiny
+        # relative to the point's mass, and to the panel's own mass so that tail probabilities
+        # (sums of small panels) keep their relative accuracy
+        tol = np.minimum(rel_tol * total[owner], 1e2 * rel_tol * np.abs(ml + mr))
+        conv = (err <= np.maximum(tol, 1e-300 * total[owner])) | tiny
         full = count[owner] >= QP_MAX_PANELS
         last = level == _MAX_LEVELS
         stop = conv | full | last
@@ -523,3 +529,225 @@ def tilted_summary(log_prob, y, cavity_mean, cavity_var, *, kinks=None, want_qp=
         sigma = np.minimum(sigma, std)  # Theorem 2 holds exactly; rounding may not break it
     return TiltedSummaryNumpy(log_z.reshape(shape), mean.reshape(shape), var.reshape(shape),
                               sigma.reshape(shape), ok.reshape(shape))
+
+
+# -- 4. CDF and quantiles --------------------------------------------------------------------
+def _panel_table(P, n):
+    """Left ends of each point's sorted panels, padded with +inf: shape (n, max panels)."""
+    count, start = P["count"], P["start"]
+    width = max(int(count.max()), 1)
+    table = np.full((n, width), np.inf)
+    pos = np.arange(P["owner"].size) - start[P["owner"]]
+    table[P["owner"], pos] = P["a"]
+    hi = P["b"][start + count - 1]
+    return table, hi
+
+
+def _tail_mass(ctx, owner, x, lower):
+    """(log int_{-inf}^x q, or log int_x^inf q with lower=False, relative to exp(ctx.shift);
+    ok) outside the support: an adaptive integral of its own, relative to q(x), over the
+    range where log q lies within TAIL_LOG_DROP of log q(x)."""
+    q = x.size
+    sub = _Context(ctx.log_prob, ctx.y[owner], ctx.m[owner], ctx.v[owner])
+    idx = np.arange(q)
+    lp_x = sub.lp(idx, x)
+    out = np.full(q, -np.inf)
+    ok = np.ones(q, dtype=bool)
+    live = lp_x > -np.inf
+    if not live.any():
+        return out, ok
+    sub.anchor = x.copy()
+    sub.shift = np.where(live, lp_x, 0.0)
+    sign = -1.0 if lower else 1.0  # direction away from the support
+    # first guess of the length from the local slope of log q, then doubling
+    delta = 1e-7 * (np.abs(x) + sub.s)
+    slope = -sub.logq(idx, x + sign * delta) / delta
+    with np.errstate(divide="ignore", invalid="ignore"):
+        length = np.where(slope > 0, 1.5 * TAIL_LOG_DROP / slope, sub.s)
+    length = np.clip(length, 1e-6 * sub.s, 1e3 * sub.s)
+    todo = np.flatnonzero(live)
+    for _ in range(_MAX_LEVELS):
+        if todo.size == 0:
+            break
+        ends = x[todo, None] + sign * length[todo, None] * np.array([0.5, 1.0])
+        val = sub.logq(todo[:, None], ends)
+        open_ = np.any(val > -TAIL_LOG_DROP, axis=1)
+        length[todo[open_]] *= 2.0
+        todo = todo[open_]
+    ok[todo] = False
+    fractions = np.array([0.0, 1.0 / 64, 1.0 / 16, 0.25, 1.0])
+    live_idx = np.flatnonzero(live)
+    owner_p = np.repeat(live_idx, fractions.size - 1)
+    edges = x[live_idx, None] + sign * length[live_idx, None] * fractions[None, :]
+    lo_e = np.minimum(edges[:, :-1], edges[:, 1:]).ravel()
+    hi_e = np.maximum(edges[:, :-1], edges[:, 1:]).ravel()
+    panels, ok_p = _adaptive_mass(sub, owner_p, lo_e, hi_e, q, QP_REL_TOL * 1e-2)
+    mass = np.bincount(panels[0], panels[4], minlength=q)
+    ell = ctx.logq(owner, x)  # log q(x) relative to the owner's anchor
+    with np.errstate(divide="ignore"):
+        out[live] = np.log(mass[live]) + ell[live]
+    return out, ok & ok_p
+
+
+def _with_tails(ctx, P, table, hi):
+    """P with the masses beyond the support (below exp(-TAIL_LOG_DROP) of the peak, negligible
+    for moments but not for tail probabilities near the support's ends) added to the prefix and
+    suffix sums and the total."""
+    n = ctx.m.size
+    idx = np.arange(n)
+    lo = P["a"][P["start"]]
+    left, _ = _tail_mass(ctx, idx, lo, True)
+    right, _ = _tail_mass(ctx, idx, hi, False)
+    left, right = np.exp(left), np.exp(right)
+    P = dict(P)
+    P["prefix"] = P["prefix"] + left[P["owner"]]
+    P["suffix"] = P["suffix"] + right[P["owner"]]
+    P["total"] = P["total"] + left + right
+    return P
+
+
+def _log_mass(ctx, P, table, hi, owner, x, lower):
+    """log of the mass left of x (lower) or right of x, relative to exp(ctx.shift), with
+    log q(x) (same scale) and an ok flag."""
+    q = x.size
+    k = (table[owner] <= x[:, None]).sum(axis=1) - 1
+    inside = (k >= 0) & (x < hi[owner])
+    out = np.empty(q)
+    ok = np.ones(q, dtype=bool)
+    ii = np.flatnonzero(inside)
+    if ii.size:
+        kk = P["start"][owner[ii]] + k[ii]
+        if lower:
+            f, half = _nodes(P["a"][kk], x[ii])
+            base = P["prefix"][kk]
+        else:
+            f, half = _nodes(x[ii], P["b"][kk])
+            base = P["suffix"][kk]
+        part = half * (ctx.density(owner[ii][:, None], f) @ _W)
+        with np.errstate(divide="ignore"):
+            out[ii] = np.log(np.maximum(base + part, 0.0))
+    near = ~inside & ((x < hi[owner]) if lower else (k >= 0))
+    ni = np.flatnonzero(near)
+    if ni.size:
+        out[ni], ok[ni] = _tail_mass(ctx, owner[ni], x[ni], lower)
+    far = ~inside & ~near
+    out[far] = np.log(P["total"][owner[far]])
+    return out, ok
+
+
+def tilted_cdf(log_prob, x, y, cavity_mean, cavity_var, *, upper=False, kinks=None):
+    """F(x) = int_{-inf}^x q (or, with ``upper=True``, 1 - F(x) computed directly as
+    int_x^inf q) of the tilted distribution q(f) = p(y|f) N(f|m, v) / Z; inputs broadcast."""
+    x = _float_array(x, "x")
+    y, m, v = _inputs(log_prob, y, cavity_mean, cavity_var, kinks)
+    x, y, m, v = np.broadcast_arrays(x, y, m, v)
+    shape = x.shape
+    if x.size == 0:
+        return np.empty(shape)
+    trip = np.column_stack([y.ravel(), m.ravel(), v.ravel()])
+    uniq, inverse = np.unique(trip, axis=0, return_inverse=True)
+    inverse = inverse.ravel()
+    ctx = _Context(log_prob, uniq[:, 0].copy(), uniq[:, 1].copy(), uniq[:, 2].copy())
+    P, _ = _build(ctx, _kink_table(kinks, ctx.y), QP_REL_TOL)
+    table, hi = _panel_table(P, ctx.m.size)
+    P = _with_tails(ctx, P, table, hi)
+    log_mass, _ = _log_mass(ctx, P, table, hi, inverse, x.ravel().copy(), not upper)
+    with np.errstate(under="ignore"):
+        out = np.exp(log_mass - np.log(P["total"][inverse]))
+    return np.minimum(out, 1.0).reshape(shape)
+
+
+def tilted_quantile(log_prob, u, y, cavity_mean, cavity_var, *, kinks=None):
+    """F^-1(u) of one tilted distribution (scalar y, cavity_mean, cavity_var), for probabilities
+    ``u`` in [0, 1] (u = 0 and 1 give the ends of the numerical support).
+
+    Safeguarded Newton on log F(x) = log u for u <= 1/2 and on log S(x) = log(1 - u) above, so
+    both tails keep their relative accuracy."""
+    u = _float_array(u, "u")
+    if np.any((u < 0) | (u > 1)):
+        raise ValueError("u must lie in [0, 1]")
+    y, m, v = _inputs(log_prob, y, cavity_mean, cavity_var, kinks)
+    if y.ndim != 0:
+        raise ValueError("tilted_quantile takes one tilted distribution: scalar y, cavity_mean, cavity_var")
+    ctx = _Context(log_prob, y.reshape(1), m.reshape(1), v.reshape(1))
+    P, _ = _build(ctx, _kink_table(kinks, ctx.y), QP_REL_TOL)
+    table, hi = _panel_table(P, 1)
+    P = _with_tails(ctx, P, table, hi)
+    lo = P["a"][0]
+    total = P["total"][0]
+    flat = u.ravel()
+    out = np.empty(flat.size)
+    out[flat == 0.0] = lo
+    out[flat == 1.0] = hi[0]
+    for lower in (True, False):
+        sel = np.flatnonzero(((flat <= 0.5) if lower else (flat > 0.5)) & (flat > 0.0) & (flat < 1.0))
+        if sel.size == 0:
+            continue
+        prob = flat[sel] if lower else 1.0 - flat[sel]
+        target = np.log(prob) + np.log(total)
+        out[sel] = _solve_quantile(ctx, P, table, hi, target, lower)
+    return out.reshape(u.shape)
+
+
+def _solve_quantile(ctx, P, table, hi, target, lower):
+    """x with log G(x) = target, G the mass left of x (lower) or right of x: bracketed Newton."""
+    q = target.size
+    owner = np.zeros(q, dtype=np.int64)
+    n_p = P["count"][0]
+    a, b = P["a"][:n_p], P["b"][:n_p]
+    with np.errstate(divide="ignore"):
+        if lower:
+            cum = np.log(P["prefix"][:n_p] + P["mass"][:n_p])  # mass left of each panel's right end
+            k = np.minimum(np.searchsorted(cum, target), n_p - 1)
+        else:
+            cum = np.log(P["suffix"][:n_p] + P["mass"][:n_p])  # mass right of each panel's left end
+            k = np.clip(np.searchsorted(-cum, -target, side="right") - 1, 0, n_p - 1)
+    xl, xr = a[k].copy(), b[k].copy()
+    span = hi[0] - a[0]
+    # targets beyond the support: open the bracket outwards (the tail is monotone there)
+    if lower:
+        beyond = target < _log_mass(ctx, P, table, hi, owner, xl, True)[0]
+        xl = np.where(beyond, xl - span, xl)
+        xr = np.where(beyond, a[0], xr)
+    else:
+        beyond = target < _log_mass(ctx, P, table, hi, owner, xr, False)[0]
+        xr = np.where(beyond, xr + span, xr)
+        xl = np.where(beyond, hi[0], xl)
+    for _ in range(_MAX_LEVELS):
+        idx = np.flatnonzero(beyond)
+        if idx.size == 0:
+            break
+        probe = xl[idx] if lower else xr[idx]
+        g = _log_mass(ctx, P, table, hi, owner[idx], probe, lower)[0]
+        still = target[idx] < g
+        w = xr[idx] - xl[idx]
+        if lower:
+            xr[idx[still]] = xl[idx[still]]
+            xl[idx[still]] -= 2.0 * w[still]
+        else:
+            xl[idx[still]] = xr[idx[still]]
+            xr[idx[still]] += 2.0 * w[still]
+        beyond[idx[~still]] = False
+    x = 0.5 * (xl + xr)
+    active = np.arange(q)
+    scale = np.abs(x) + np.sqrt(ctx.v[0])
+    for _ in range(100):
+        if active.size == 0:
+            break
+        xa = x[active]
+        g, _ = _log_mass(ctx, P, table, hi, owner[active], xa, lower)
+        resid = g - target[active]  # increasing in x for lower, decreasing otherwise
+        rising = resid > 0 if lower else resid < 0
+        xr[active] = np.where(rising, xa, xr[active])
+        xl[active] = np.where(rising, xl[active], xa)
+        ell = ctx.logq(owner[active], xa)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            slope = np.exp(ell - g) * (1.0 if lower else -1.0)  # d log G / dx
+            step = -resid / slope
+        new = np.where(resid == 0, xa, xa + step)
+        bad = ~np.isfinite(new) | (new < xl[active]) | (new > xr[active])
+        new = np.where(bad, 0.5 * (xl[active] + xr[active]), new)
+        done = (np.abs(new - xa) <= 1e-15 * scale[active]) | (xr[active] - xl[active] <= 1e-15 * scale[active])
+        x[active] = new
+        active = active[~done]
+    return x
