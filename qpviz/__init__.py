@@ -2,7 +2,9 @@
 
 Public API (stable; documented in the README):
 
-* ``qpviz.likelihood(name, **params)`` -> a likelihood object (:mod:`qpviz.likelihoods`)
+* ``qpviz.likelihood(name, **params)`` -> a likelihood object (:mod:`qpviz.likelihoods`);
+  ``qpviz.Likelihood`` (base class: a subclass defining only ``log_prob`` works everywhere),
+  ``qpviz.Parameter`` (declared parameters) and ``qpviz.register_likelihood`` (adds one by name)
 * ``qpviz.project(likelihood, y, cavity_mean, cavity_var, method="ep"|"qp")`` -> a
   :class:`~qpviz.projection.Projection` with ``.mean`` and ``.var`` (:mod:`qpviz.projection`)
 * ``qpviz.fit(X, y, likelihood, kernel, method="ep"|"qp"|"vb"|"laplace"|"mcmc")`` -> a GP
@@ -17,8 +19,9 @@ drop_stale_caches()  # before any jitted module loads: numba does not track cros
 
 from qpviz import kernels  # noqa: E402
 from qpviz.inference import fit  # noqa: E402
-from qpviz.likelihoods import likelihood  # noqa: E402
+from qpviz.likelihoods import Likelihood, Parameter, likelihood, register_likelihood  # noqa: E402
 from qpviz.projection import project  # noqa: E402
 
-__all__ = ["likelihood", "project", "fit", "kernels", "__version__"]
+__all__ = ["likelihood", "Likelihood", "Parameter", "register_likelihood", "project", "fit", "kernels",
+           "__version__"]
 __version__ = "0.1.0"

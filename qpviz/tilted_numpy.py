@@ -90,6 +90,7 @@ class TiltedSummaryNumpy:
     var: np.ndarray
     qp_std: np.ndarray
     ok: np.ndarray
+    entropy: np.ndarray  # -int q log q (for KL to a Gaussian)
 
 
 # -- input handling --------------------------------------------------------------------------
@@ -444,7 +445,11 @@ def _moments(ctx, P):
     c = f - mean[owner][:, None]
     var = np.bincount(owner, (wv * c * c).sum(axis=1), minlength=n) / total
     log_z = (np.log(total) + ctx.shift - 0.5 * (ctx.anchor - ctx.m) ** 2 / ctx.v - 0.5 * np.log(ctx.v) - LOG_SQRT_2PI)
-    return log_z, mean, var
+    # q = vals / total on the nodes (vals are relative to the peak), so -int q log q = log total - int vals log vals / total
+    with np.errstate(divide="ignore", invalid="ignore"):
+        vlogv = np.where(P["vals"] > 0.0, P["vals"] * np.log(P["vals"]), 0.0)
+    entropy = np.log(total) - np.bincount(owner, (vlogv * _W[None, :] * half[:, None]).sum(axis=1), minlength=n) / total
+    return log_z, mean, var, entropy
 
 
 # -- 3. sigma_QP -----------------------------------------------------------------------------
@@ -528,9 +533,9 @@ def tilted_summary(log_prob, y, cavity_mean, cavity_var, *, kinks=None, want_qp=
     ctx = _Context(log_prob, y.ravel().copy(), m.ravel().copy(), v.ravel().copy())
     if ctx.m.size == 0:
         empty = np.empty(shape)
-        return TiltedSummaryNumpy(empty, empty.copy(), empty.copy(), empty.copy(), np.empty(shape, bool))
+        return TiltedSummaryNumpy(empty, empty.copy(), empty.copy(), empty.copy(), np.empty(shape, bool), empty.copy())
     P, ok = _build(ctx, _kink_table(kinks, ctx.y), rel_tol)
-    log_z, mean, var = _moments(ctx, P)
+    log_z, mean, var, entropy = _moments(ctx, P)
     sigma = np.full(ctx.m.size, np.nan)
     if want_qp:
         std = np.sqrt(var)
@@ -538,7 +543,7 @@ def tilted_summary(log_prob, y, cavity_mean, cavity_var, *, kinks=None, want_qp=
         ok = ok & ok_qp
         sigma = np.minimum(sigma, std)  # Theorem 2 holds exactly; rounding may not break it
     return TiltedSummaryNumpy(log_z.reshape(shape), mean.reshape(shape), var.reshape(shape),
-                              sigma.reshape(shape), ok.reshape(shape))
+                              sigma.reshape(shape), ok.reshape(shape), entropy.reshape(shape))
 
 
 # -- 4. CDF and quantiles --------------------------------------------------------------------

@@ -106,7 +106,9 @@ def run_sites(prior, likelihood, y, method: str = "ep", *, tol: float = 1e-6, da
     sweep = 0
     for sweep in range(1, int(max_sweeps) + 1):
         tau_prev, nu_prev = tau, nu
-        if parallel:
+        if parallel and rule.jit is None:  # no numba kernels: the same update on arrays
+            tau, nu, log_z, status = rule.step(y, state.mean, state.var, tau_prev, nu_prev)
+        elif parallel:
             tau, nu = np.empty(n), np.empty(n)
             log_z = np.empty(n)
             status = np.zeros(n, dtype=np.int64)

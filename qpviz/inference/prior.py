@@ -83,6 +83,17 @@ class DensePrior:
         tau, nu = state.tau.copy(), state.nu.copy()
         log_z = np.full(self.n, np.nan)
         status = np.zeros(self.n, dtype=np.int64)
+        if rule.jit is None:  # no numba kernels: rank-one updates in Python, sites by rule.step
+            for i in np.asarray(order, np.int64):
+                t_new, n_new, log_z[i], status[i] = (float(a) for a in rule.step(y[i], mean[i], cov[i, i], tau[i], nu[i]))
+                dtau, dnu = t_new - tau[i], n_new - nu[i]
+                tau[i], nu[i] = t_new, n_new
+                if dtau != 0.0 or dnu != 0.0:
+                    s = cov[:, i].copy()
+                    c = dtau / (1.0 + dtau * s[i])
+                    mean += (dnu - c * (mean[i] + s[i] * dnu)) * s
+                    cov -= c * np.outer(s, s)
+            return tau, nu, log_z, status
         sites.sequential_sweep_dense(cov, mean, tau, nu, y, np.asarray(order, np.int64), rule.method_code,
                                      rule.handle, rule.damping, rule.coef, rule.meta,
                                      log_z, status)
