@@ -80,7 +80,7 @@ class SiteRule:
     def step(self, y, post_mean, post_var, tau, nu):
         """:func:`site_step` on NumPy arrays (broadcast), through the likelihood's Python API:
         returns (tau_new, nu_new, log_z, status) arrays."""
-        from qpviz.projection import qp_variance
+        from qpviz.projection import qp_variance, site_natural_params
 
         y, post_mean, post_var, tau, nu = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64) for a in
                                                                 (y, post_mean, post_var, tau, nu)))
@@ -93,12 +93,12 @@ class SiteRule:
         moments = self.likelihood.tilted_moments(y, m, v)
         log_z, mean, var = moments.log_z, moments.mean, moments.var
         if self.method_code == QP:
-            var = qp_variance(self.likelihood, y, m, v, use_table=self.use_table)
+            var = np.minimum(qp_variance(self.likelihood, y, m, v, use_table=self.use_table), var)
         good = good_cavity & (var > 0.0) & np.isfinite(mean) & np.isfinite(var)
-        safe_var = np.where(good, var, 1.0)
+        site_tau, site_nu = site_natural_params(m, v, mean, np.where(good, var, 1.0))
         d = self.damping
-        tau_new = (1.0 - d) * tau + d * (1.0 / safe_var - tau_c)
-        nu_new = (1.0 - d) * nu + d * (mean / safe_var - nu_c)
+        tau_new = (1.0 - d) * tau + d * site_tau
+        nu_new = (1.0 - d) * nu + d * site_nu
         clipped = good & (tau_new < 0.0)
         status = np.where(~good_cavity, SKIPPED_CAVITY, np.where(~good, SKIPPED_PROJECTION,
                                                                  np.where(clipped, CLIPPED, OK)))
@@ -112,7 +112,8 @@ def project_scalar(method, lk, y, m, v, coef, meta):
     """(log Z, mean, var) of the projection of the tilted distribution (EP: eq. 5; QP: eq. 7)."""
     log_z, mean, var = tilted_moments_scalar(lk, y, m, v)
     if method == QP:
-        var = _table_qp_var(coef, meta, lk, y, m, v)
+        # Theorem 2 (sigma_QP <= sigma_EP) also where a table's 1e-8 error exceeds the true gap
+        var = min(_table_qp_var(coef, meta, lk, y, m, v), var)
     return log_z, mean, var
 
 
@@ -128,11 +129,22 @@ def site_step(method, lk, y, post_mean, post_var, tau, nu, damping, coef, meta):
     log_z, mean, var = project_scalar(method, lk, y, m, v, coef, meta)
     if not (var > 0.0) or not np.isfinite(mean) or not np.isfinite(var):
         return tau, nu, log_z, SKIPPED_PROJECTION
-    tau_new = (1.0 - damping) * tau + damping * (1.0 / var - tau_c)
-    nu_new = (1.0 - damping) * nu + damping * (mean / var - nu_c)
+    site_tau, site_nu = site_natural(m, v, mean, var)
+    tau_new = (1.0 - damping) * tau + damping * site_tau
+    nu_new = (1.0 - damping) * nu + damping * site_nu
     if tau_new < 0.0:
         return 0.0, nu_new, log_z, CLIPPED
     return tau_new, nu_new, log_z, OK
+
+
+@njit(**NUMBA_OPTIONS)
+def site_natural(cavity_mean, cavity_var, mean, var):
+    """Eq. 6 without cancellation (:func:`qpviz.projection.site_natural_params`):
+    precision (v - var) / (v var), precision-mean ((mean - m) v + m (v - var)) / (v var); the
+    differences are exact when var ~ v (Sterbenz), where 1/var - 1/v would cancel."""
+    scale = cavity_var * var
+    shrink = cavity_var - var
+    return shrink / scale, ((mean - cavity_mean) * cavity_var + cavity_mean * shrink) / scale
 
 
 @njit(**NUMBA_OPTIONS)
