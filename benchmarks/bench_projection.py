@@ -1,10 +1,17 @@
-"""EP versus direct-QP projections per second, for every likelihood (issue: projection core).
+"""Projections per second, for every likelihood.
 
-Direct QP integrates eq. 7 adaptively for each tilted distribution, so it is expected to be much
-slower than EP's closed forms; the lookup tables (bench_tables.py) close that gap. Points are
-random cavities over the stated domain (mean in [-10, 10], std in [0.05, 20], log-uniform std).
+Two tables, measured side by side in one run:
 
-    python benchmarks/bench_projection.py [n_points]
+1. the public ``qpviz.project(lik, y, m, v, method="ep" | "qp")`` on arrays of ``--public``
+   points (default 10^6; QP reads the lookup tables), and ``qpviz.projection.qp_variance`` (QP's
+   variances alone), as CPU-time rates on one core (numba runs single-threaded here);
+2. EP versus *direct* QP (eq. 7 integrated adaptively for each tilted distribution, no table)
+   on ``n_points`` cavities.
+
+Points are random cavities over the tables' domain (mean in [-10, 10], std in [0.05, 20],
+log-uniform std), random labels for binary likelihoods.
+
+    python benchmarks/bench_projection.py [n_points] [--public N]
 """
 from __future__ import annotations
 
@@ -39,6 +46,39 @@ def rate(fn, n_points: int) -> float:
     return n_points / best
 
 
+def cpu_rate(fn, n_points: int, repeats: int = 3) -> float:
+    """Points per CPU second (process time: one core), best of ``repeats`` after a warm-up."""
+    fn()
+    best = np.inf
+    for _ in range(repeats):
+        start = time.process_time()
+        fn()
+        best = min(best, time.process_time() - start)
+    return n_points / best
+
+
+def public_rates(n_points: int) -> None:
+    from qpviz.projection import qp_variance
+
+    rng = np.random.default_rng(1)
+    m = rng.uniform(-10, 10, n_points)
+    v = np.exp(rng.uniform(np.log(0.05), np.log(20.0), n_points)) ** 2
+    print(f"qpviz.project on {n_points} points, CPU-time rates (one core), best of 3, in millions per second")
+    print("(likelihoods with closed-form EP moments; the others' EP is quadrature, see the second table)")
+    print(f"{'likelihood':34s} {'EP':>8s} {'QP':>8s} {'QP var only':>12s} {'QP/EP time':>11s}")
+    for name, params, y in CASES:
+        lik = qpviz.likelihood(name, **params)
+        if not tilted._has_own_moments(lik):  # EP by quadrature (~50 us a point): table 2 covers it
+            continue
+        if lik.support == "binary":
+            y = np.where(rng.random(n_points) < 0.5, -1.0, 1.0)
+        ep = cpu_rate(lambda: qpviz.project(lik, y, m, v, method="ep"), n_points)
+        qp = cpu_rate(lambda: qpviz.project(lik, y, m, v, method="qp"), n_points)
+        var_only = cpu_rate(lambda: qp_variance(lik, y, m, v), n_points)
+        label = f"{name}({', '.join(f'{k}={val}' for k, val in params.items())})"
+        print(f"{label:34s} {ep / 1e6:8.2f} {qp / 1e6:8.2f} {var_only / 1e6:12.2f} {ep / qp:11.2f}")
+
+
 def main(n_points: int = 2000) -> None:
     rng = np.random.default_rng(0)
     m = rng.uniform(-10, 10, n_points)
@@ -57,4 +97,13 @@ def main(n_points: int = 2000) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 2000)
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("n_points", nargs="?", type=int, default=2000, help="cavities for EP vs direct QP")
+    parser.add_argument("--public", type=int, default=10**6, help="points for qpviz.project (0: skip)")
+    args = parser.parse_args()
+    if args.public:
+        public_rates(args.public)
+        print()
+    main(args.n_points)

@@ -131,7 +131,7 @@ def project(likelihood: Likelihood, y, cavity_mean, cavity_var, method: str = "e
         raise TypeError("likelihood must be a qpviz likelihood, e.g. qpviz.likelihood('probit')")
     y, m, v = _validated(likelihood, y, cavity_mean, cavity_var)  # once: vectorised, no per-point Python
     log_z, mean, var = (np.asarray(a, float) for a in likelihood._tilted_moments(y, m, v))
-    if method == "qp":
+    if method == "qp" and not likelihood.gaussian_tilted:
         # Theorem 2 bounds sigma_QP by sigma_EP; a table's 1e-8 error must not cross the bound where
         # the two are nearly equal (far-out cavities: both ~ cavity_var (1 - 1e-14))
         var = np.minimum(_qp_variance_checked(likelihood, y, m, v, use_table), var)
@@ -159,9 +159,8 @@ def _qp_variance_checked(likelihood: Likelihood, y, m, v, use_table: bool) -> np
     """:func:`qp_variance` of validated, broadcast inputs."""
     from qpviz import tables, tilted
 
-    exact = likelihood.exact_qp_variance(y, m, v)
-    if exact is not None:
-        return exact
+    if likelihood.gaussian_tilted:
+        return likelihood._tilted_moments(y, m, v)[2]
     if use_table:
         return tables.qp_variance_checked(likelihood, y, m, v)
     return tilted.qp_std(likelihood, y, m, v) ** 2

@@ -119,6 +119,8 @@ class Likelihood:
     log_concave: ClassVar[bool] = False
     #: p(y | f) = p(y | -f) for every y (the posterior has two mirror-image branches)
     even_in_f: ClassVar[bool] = False
+    #: every tilted distribution is Gaussian, so QP = EP exactly (Theorem 2's equality case)
+    gaussian_tilted: ClassVar[bool] = False
     jit: ClassVar[JitKernels | None] = None
     presets: ClassVar[tuple[dict, ...]] = ()
     #: position in the dashboard's menus and the registry (ties by name)
@@ -282,11 +284,6 @@ class Likelihood:
         from qpviz import tilted
 
         return tilted.qp_std(self, y, cavity_mean, cavity_var)
-
-    def exact_qp_variance(self, y, m, v):
-        """sigma_QP^2 in closed form for validated, broadcast inputs, or None (then tables or
-        quadrature). Only a Gaussian tilted distribution has one (Theorem 2's equality case)."""
-        return None
 
     def tempered(self, alpha: float) -> "Likelihood":
         """p(y | f)^alpha, 0 < alpha <= 1 (Power EP's tilted distributions; paper 001)."""

@@ -51,6 +51,7 @@ class Gaussian(Likelihood):
     menu_rank = 10
     support = "real"
     log_concave = True
+    gaussian_tilted = True  # its own W2 projection: sigma_QP = sigma_EP exactly
     parameters = (Parameter("variance", 1.0, lower=0.0, doc="observation noise variance", choices=(0.1, 0.5, 1.0),
                             fit_scale=True),)
     jit = JitKernels(_log_prob, _dlog_prob, starts=_starts, moments=_moments)
@@ -66,7 +67,3 @@ class Gaussian(Likelihood):
         total = v + self.variance
         log_z = -0.5 * (y - m) ** 2 / total - 0.5 * np.log(2 * np.pi * total)
         return log_z, m + v * (y - m) / total, v * self.variance / total
-
-    def exact_qp_variance(self, y, m, v):
-        """A Gaussian tilted distribution is its own W2 projection: sigma_QP^2 = var_EP exactly."""
-        return self._tilted_moments(y, m, v)[2]
