@@ -1,11 +1,14 @@
 """Speed and accuracy of the GP inference engines (numbers printed side by side; no assertions).
 
-Run:  /work/venv/bin/python benchmarks/bench_inference.py [--sizes 250 500 1000 2000]
+Run:  .venv/bin/python benchmarks/bench_inference.py [--sizes 250 500 1000 2000 4000] [--threads 1]
 
-1. This machine's DGEMM rate (one thread, 1000 x 1000 product, 2 N^3 flops).
-2. Sequential EP time per sweep (numba rank-one site updates + the end-of-sweep Cholesky
-   recomputation) at several N, the fitted exponent of t ~ N^p and the ratio
-   t / (N^3 / DGEMM rate).
+1. Sequential EP time per sweep (numba site updates, delayed covariance updates applied by
+   BLAS dsyrk; qpviz.inference.dense_sweep) at several N, beside one N x N ``A @ B`` measured
+   in the same run with the same BLAS threads: the ratio sweep / product, the fitted exponent
+   of t ~ N^p, and the time of the fresh factorisation (prior.condition) that a run does every
+   qpviz.config.SWEEP_REFRESH sweeps and at the end, amortised.
+2. The pages' case: EP and QP fits at N = 200 (probit, 1-D) plus predictions on a 400-point
+   grid, warm, median of 20.
 3. QP (lookup tables where qpviz.tables has them, direct sigma_QP otherwise) vs EP time per
    sweep at N = 500, probit.
 4. Distance of each method's latent marginals to the MCMC reference on a 1-D probit problem,
@@ -14,10 +17,12 @@ Run:  /work/venv/bin/python benchmarks/bench_inference.py [--sizes 250 500 1000 
 from __future__ import annotations
 
 import os
+import sys
 
-# One BLAS thread: on this shared 2-core machine multi-threaded BLAS was 10-30x slower.
+# BLAS threads: --threads (default 1) for every product, sweep and factorisation of this run
+_threads = sys.argv[sys.argv.index("--threads") + 1] if "--threads" in sys.argv else "1"
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+    os.environ[_var] = _threads
 
 import argparse  # noqa: E402
 import time  # noqa: E402
@@ -32,14 +37,16 @@ from qpviz.inference.metrics import marginal_distances  # noqa: E402
 from qpviz.inference.sites import SiteRule  # noqa: E402
 
 
-def dgemm_rate(n: int = 1000, repeats: int = 3) -> float:
-    a = np.random.default_rng(0).random((n, n))
+def product_seconds(n: int, repeats: int = 3) -> float:
+    """Best time of one n x n ``A @ B`` (DGEMM, 2 n^3 flops)."""
+    gen = np.random.default_rng(0)
+    a, b = gen.random((n, n)), gen.random((n, n))
     best = np.inf
     for _ in range(repeats):
         start = time.perf_counter()
-        a @ a
+        a @ b
         best = min(best, time.perf_counter() - start)
-    return 2.0 * n**3 / best
+    return best
 
 
 def probit_data(n: int, seed: int = 0):
@@ -50,25 +57,51 @@ def probit_data(n: int, seed: int = 0):
 
 
 def time_per_sweep(n: int, method: str = "ep", sweeps: int = 3) -> tuple[float, float]:
-    """Median (site sweep, recomputation) seconds over ``sweeps`` sequential sweeps from flat sites."""
+    """Median seconds of one sequential sweep (carried state, as a run does between fresh
+    factorisations) and of one fresh factorisation prior.condition (+ the sweep state it starts)."""
     X, y = probit_data(n)
     prior = DensePrior(kernels.RBF(1.7, [0.8, 1.4]), X)
     rule = SiteRule.build(method, qpviz.likelihood("probit"), 1.0)
+    start = time.perf_counter()
     state = prior.condition(np.zeros(n), np.zeros(n))
-    t_sweep, t_recompute = [], []
+    carried = prior.start_sweeps(state)
+    t_fresh = [time.perf_counter() - start]
+    t_sweep = []
     for _ in range(sweeps):
         start = time.perf_counter()
-        tau, nu, _, _ = prior.sequential_sweep(state, np.arange(n), rule, y)
-        mid = time.perf_counter()
-        state = prior.condition(tau, nu)
-        t_sweep.append(mid - start)
-        t_recompute.append(time.perf_counter() - mid)
-    return float(np.median(t_sweep)), float(np.median(t_recompute))
+        prior.sequential_sweep(carried, np.arange(n), rule, y)
+        t_sweep.append(time.perf_counter() - start)
+    start = time.perf_counter()
+    prior.start_sweeps(prior.condition(carried.tau, carried.nu))
+    t_fresh.append(time.perf_counter() - start)
+    return float(np.median(t_sweep)), float(np.median(t_fresh))
+
+
+def page_fit_seconds(repeats: int = 20) -> float:
+    """Median seconds of EP + QP fits (N = 200, 1-D probit) and their predictions on 400 points."""
+    gen = np.random.default_rng(0)
+    X = np.sort(gen.uniform(-3, 3, 200))[:, None]
+    y = np.where(np.sin(2 * X[:, 0]) + 0.3 * gen.normal(size=200) > 0, 1.0, -1.0)
+    grid = np.linspace(-3.5, 3.5, 400)[:, None]
+    k = kernels.RBF(2.0, 0.7)
+
+    def once():
+        for method in ("ep", "qp"):
+            fit(X, y, "probit", k, method=method).predict_f(grid)
+
+    once()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        once()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[250, 500, 1000, 2000])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[250, 500, 1000, 2000, 4000])
+    parser.add_argument("--threads", default="1", help="BLAS threads for the whole run (read at import)")
     args = parser.parse_args()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -78,26 +111,32 @@ def main():
     time_per_sweep(50, "ep", 1)  # compile
     time_per_sweep(50, "qp", 1)
 
-    rate = dgemm_rate()
-    print(f"# DGEMM rate (1 thread, n = 1000): {rate / 1e9:.2f} GFLOP/s")
-    print("\n## sequential EP, probit, time per sweep")
-    print(f"{'N':>6} {'sweep s':>10} {'recompute s':>12} {'total s':>10} {'N^3/rate s':>11} {'ratio':>7}")
-    totals = []
+    from qpviz import config
+
+    print(f"# BLAS threads: {_threads}; fresh factorisation every {config.SWEEP_REFRESH} sweeps")
+    print("\n## sequential EP, probit: one sweep vs one N x N product A @ B (same run, same threads)")
+    print(f"{'N':>6} {'A@B s':>9} {'sweep s':>9} {'ratio':>6} {'fresh s':>9} {'sweep+fresh/' + str(config.SWEEP_REFRESH):>15}"
+          f" {'ratio':>6}")
+    sweeps = []
     for n in args.sizes:
-        sweep, recompute = time_per_sweep(n, "ep", sweeps=3 if n <= 1000 else 2)
-        total = sweep + recompute
-        totals.append(total)
-        ref = n**3 / rate
-        print(f"{n:>6} {sweep:>10.4f} {recompute:>12.4f} {total:>10.4f} {ref:>11.4f} {total / ref:>7.2f}")
+        product = product_seconds(n)
+        sweep, fresh = time_per_sweep(n, "ep", sweeps=3 if n <= 2000 else 2)
+        sweeps.append(sweep)
+        amortised = sweep + fresh / config.SWEEP_REFRESH
+        print(f"{n:>6} {product:>9.4f} {sweep:>9.4f} {sweep / product:>6.2f} {fresh:>9.4f} {amortised:>15.4f}"
+              f" {amortised / product:>6.2f}")
     if len(args.sizes) > 1:
-        slope = np.polyfit(np.log(args.sizes), np.log(totals), 1)[0]
-        print(f"fitted exponent p in t ~ N^p: {slope:.2f}")
+        slope = np.polyfit(np.log(args.sizes), np.log(sweeps), 1)[0]
+        print(f"fitted exponent p in sweep time ~ N^p: {slope:.2f}")
+
+    print("\n## the pages' case: EP + QP fits at N = 200 (1-D probit) and predictions on 400 points, warm")
+    print(f"median of 20: {1e3 * page_fit_seconds():.1f} ms")
 
     print(f"\n## QP vs EP time per sweep, N = 500, probit ({table_note})")
     ep, qp = [], []
     for _ in range(5):  # interleaved, best of 5: the machine is shared
-        ep.append(sum(time_per_sweep(500, "ep")))
-        qp.append(sum(time_per_sweep(500, "qp")))
+        ep.append(time_per_sweep(500, "ep")[0])
+        qp.append(time_per_sweep(500, "qp")[0])
     print(f"EP {min(ep):.4f} s   QP {min(qp):.4f} s   QP / EP = {min(qp) / min(ep):.2f}   (best of 5 each)")
 
     print("\n## distance of latent marginals to the MCMC reference (1-D probit, N = 30)")

@@ -21,6 +21,9 @@ __all__ = [
     "APP_LAPLACE_SCALE",
     "APP_GAUSSIAN_VARIANCE",
     "MAX_TABLE_COUNT",
+    "BLAS_SINGLE_THREAD_N",
+    "BLAS3_SWEEP_N",
+    "SWEEP_REFRESH",
 ]
 
 #: Diagonal jitter added to kernel matrices before a Cholesky factorisation.
@@ -44,6 +47,19 @@ GH_NODES = 64
 
 #: Folder of the cached QP lookup tables (located from this file, never the CWD).
 TABLE_DIR = Path(__file__).resolve().parent.parent / "lookup_tables"
+
+#: Dense problems with fewer latent values than this run their linear algebra on one BLAS thread:
+#: OpenBLAS's threads spin-wait on a busy 2-core machine (a 200 x 200 Cholesky took 22 ms, not
+#: 0.2 ms, measured; :mod:`qpviz._blas`).
+BLAS_SINGLE_THREAD_N = 800
+
+#: Sequential EP/QP sweeps apply their delayed covariance updates with BLAS dsyrk from this many
+#: latent values on (below, inside the numba kernel; :mod:`qpviz.inference.dense_sweep`).
+BLAS3_SWEEP_N = 400
+
+#: A sequential EP/QP run re-factorises the posterior from its sites every this many sweeps (and
+#: at the end), so rank-one rounding never accumulates for long (:mod:`qpviz.inference.sweep`).
+SWEEP_REFRESH = 5
 
 #: Options for every numba kernel of the package.
 NUMBA_OPTIONS = {"cache": True, "nogil": True, "error_model": "numpy"}

@@ -54,33 +54,6 @@ def test_sequential_parallel_random_agree(probit_data):
         assert other.log_marginal_likelihood == pytest.approx(ref.log_marginal_likelihood, abs=1e-8)
 
 
-def test_rank_one_sweep_matches_recomputation(rng):
-    from qpviz.inference.sites import SWEEP_BLOCK
-
-    n = 2 * SWEEP_BLOCK + 17  # several delayed-update blocks and a partial one
-    X = rng.normal(size=(n, 2))
-    y = np.where(X[:, 0] + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)
-    lik = qpviz.likelihood("probit")
-    prior = DensePrior(kernels.RBF(1.0, 1.0), X)
-    res = run_sites(prior, lik, y, "ep", max_sweeps=1, warn=False)
-    from qpviz.inference.sites import SiteRule
-
-    state = prior.condition(res.tau, res.nu)
-    cov, mean = state.cov.copy(), state.mean.copy()
-    from qpviz.inference import sites
-
-    tau, nu = res.tau.copy(), res.nu.copy()
-    rule = SiteRule.build("ep", lik, 1.0)
-    log_z = np.empty(len(y))
-    status = np.zeros(len(y), dtype=np.int64)
-    sites.sequential_sweep_dense(cov, mean, tau, nu, y, rng.permutation(len(y)), rule.method_code, rule.handle, 1.0,
-                                 rule.coef, rule.meta, log_z, status)
-    assert np.max(np.abs(tau - res.tau)) > 1e-3  # the sweep really moved the sites
-    fresh = prior.condition(tau, nu)
-    np.testing.assert_allclose(cov, fresh.cov, rtol=0, atol=1e-10)
-    np.testing.assert_allclose(mean, fresh.mean, rtol=0, atol=1e-10)
-
-
 @pytest.mark.parametrize("data, name", [("probit_data", "probit"), ("count_data", "poisson_square")])
 def test_qp_predictive_variance_not_larger_than_ep(data, name, request, rng):
     """Corollary 2.2 (App. I): sigma_QP^2(f_*) <= sigma_EP^2(f_*) at every test point."""

@@ -6,9 +6,12 @@ optimise=False, **options)`` returns a posterior with ``predict_f``, ``log_margi
 
 Modules:
 
-* :mod:`.prior`: the prior / linear-algebra interface (dense now; sparse priors plug in here);
+* :mod:`.prior`: the prior interface every engine uses (typed ``Protocol``s); :mod:`.dense`
+  its exact dense implementation, :mod:`.dense_sweep` that prior's blocked (BLAS-3)
+  sequential sweep;
 * :mod:`.sites`: numba site updates (cavity, EP/QP projection, damping, negative precisions);
-* :mod:`.ep`: the shared EP/QP loop (sequential rank-one or parallel) and the evidence, eq. 4;
+* :mod:`.sweep`: the EP/QP sweep loop (sequential or parallel, convergence), written once;
+* :mod:`.ep`: EP and QP runs on that loop, and the evidence, eq. 4;
 * :mod:`.vb`, :mod:`.laplace`, :mod:`.mcmc`: the other methods;
 * :mod:`.posterior`: the posterior objects and predictions (probabilities, App. H counts);
 * :mod:`.metrics`: test error and negative test log-likelihood (QP paper sec. 6);
@@ -20,7 +23,8 @@ from qpviz.inference.compare import Comparison, compare_methods
 from qpviz.inference.ep import ConvergenceWarning
 from qpviz.inference.fit import METHODS, fit, optimise_hyperparameters
 from qpviz.inference.posterior import GPPosterior, SamplePosterior
-from qpviz.inference.prior import DensePrior
+from qpviz.inference.dense import DensePrior
+from qpviz.inference.prior import GaussianState, Prior
 
-__all__ = ["fit", "optimise_hyperparameters", "METHODS", "GPPosterior", "SamplePosterior", "DensePrior",
+__all__ = ["fit", "optimise_hyperparameters", "METHODS", "GPPosterior", "SamplePosterior", "DensePrior", "Prior", "GaussianState",
            "ConvergenceWarning", "compare_methods", "Comparison"]

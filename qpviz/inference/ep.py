@@ -1,18 +1,10 @@
 """Expectation Propagation and Quantile Propagation: one loop, two projections (QP paper Alg. 1).
 
-The loop keeps the site parameters (tau_i, nu_i) and the posterior of the prior object
-(:mod:`.prior`). A *sweep* updates every site once (:mod:`.sites`), either
-
-* sequentially (``parallel=False``): each site update is followed by a rank-one update of the
-  posterior (inside one numba kernel); the order is 0..N-1 (``order="fixed"``) or a fresh
-  random permutation per sweep (``order="random"``, seeded); or
-* in parallel (``parallel=True``): all cavities from the same posterior, all projections, then
-  one recomputation (damping is usually needed: default 0.5).
-
-After every sweep the posterior is recomputed from scratch (Cholesky of B = I + T^1/2 K T^1/2)
-for stability. Convergence: max(RMS(tau - tau_prev), RMS(nu - nu_prev)) < ``tol`` (the paper
-uses 1e-6) within ``max_sweeps`` sweeps; otherwise ``converged`` is False, the per-sweep history
-is kept and a :class:`ConvergenceWarning` is issued.
+:func:`run_sites` checks its options, builds the site rule (EP: eq. 5; QP: eq. 7;
+:mod:`.sites`), runs the sweep loop shared by every prior (:mod:`.sweep`: sequential or
+parallel, damping, convergence) and evaluates the evidence. A run that does not converge
+within ``max_sweeps`` returns ``converged=False`` with its per-sweep history and issues a
+:class:`ConvergenceWarning`.
 
 The approximate log evidence (QP paper eq. 4, with the proper site normalisers Z~_i, written as
 in GPML's infEP):
@@ -33,8 +25,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from qpviz.inference import sites
+from qpviz.inference.sweep import run_sweeps
 
 __all__ = ["SiteFit", "ConvergenceWarning", "run_sites", "site_log_marginal", "default_sites"]
+
 
 def default_sites(likelihood, y) -> tuple[np.ndarray, np.ndarray]:
     """Starting sites (tau, nu): the likelihood's own choice (``initial_sites``; flat (0, 0) unless
@@ -63,20 +57,18 @@ class SiteFit:
     cavity_tau: np.ndarray | None = None
     cavity_nu: np.ndarray | None = None
     log_z: np.ndarray | None = None
-
-
-def _rms(a: np.ndarray) -> float:
-    return float(np.sqrt(np.mean(a * a))) if a.size else 0.0
+    drift: float = 0.0
 
 
 def run_sites(prior, likelihood, y, method: str = "ep", *, tol: float = 1e-6, damping: float | None = None,
               order: str = "fixed", parallel: bool = False, max_sweeps: int = 200, seed: int = 0,
-              init=None, use_table: bool = True, warn: bool = True) -> SiteFit:
+              init=None, use_table: bool = True, warn: bool = True, refresh: int | None = None) -> SiteFit:
     """Run EP (``method="ep"``) or QP (``"qp"``) to convergence on ``prior`` and ``likelihood``.
 
-    ``init`` = (tau, nu) warm-starts the sites (all tau >= 0; default :func:`default_sites`). See the module docstring for the
-    options; the returned :class:`SiteFit` carries the per-sweep change history and counts of
-    clipped / skipped site updates.
+    ``init`` = (tau, nu) warm-starts the sites (all tau >= 0; default :func:`default_sites`);
+    ``refresh``: sweeps between fresh factorisations of a sequential run (default
+    :data:`qpviz.config.SWEEP_REFRESH`). The returned :class:`SiteFit` carries the per-sweep
+    change history, counts of clipped / skipped site updates and the sweep drift.
     """
     y = np.ascontiguousarray(likelihood.check_y(y), dtype=np.float64)
     n = prior.n
@@ -91,51 +83,25 @@ def run_sites(prior, likelihood, y, method: str = "ep", *, tol: float = 1e-6, da
     if damping is None:
         damping = 0.5 if parallel else 1.0
     rule = sites.SiteRule.build(method, likelihood, damping, use_table=use_table)
-    rng = np.random.default_rng(seed)
-
     if init is None:
         tau, nu = default_sites(likelihood, y)
     else:
         tau, nu = (np.array(a, dtype=np.float64) for a in init)
         if tau.shape != (n,) or nu.shape != (n,) or np.any(tau < 0):
             raise ValueError(f"init must be (tau, nu) with shape ({n},) each and tau >= 0")
-    state = prior.condition(tau, nu)
-    history: list[float] = []
-    n_clipped = n_skipped = 0
-    converged = False
-    sweep = 0
-    for sweep in range(1, int(max_sweeps) + 1):
-        tau_prev, nu_prev = tau, nu
-        if parallel and rule.jit is None:  # no numba kernels: the same update on arrays
-            tau, nu, log_z, status = rule.step(y, state.mean, state.var, tau_prev, nu_prev)
-        elif parallel:
-            tau, nu = np.empty(n), np.empty(n)
-            log_z = np.empty(n)
-            status = np.zeros(n, dtype=np.int64)
-            sites.parallel_site_updates(state.mean, state.var, tau_prev, nu_prev, y, rule.method_code, rule.handle,
-                                        rule.damping, rule.coef, rule.meta, tau, nu, log_z, status)
-        else:
-            visit = rng.permutation(n) if order == "random" else np.arange(n)
-            tau, nu, log_z, status = prior.sequential_sweep(state, visit, rule, y)
-        n_clipped += int(np.count_nonzero(status == sites.CLIPPED))
-        n_skipped += int(np.count_nonzero(status >= sites.SKIPPED_CAVITY))
-        state = prior.condition(tau, nu)
-        change = max(_rms(tau - tau_prev), _rms(nu - nu_prev))
-        history.append(change)
-        if not np.isfinite(change):
-            break
-        if change < tol:
-            converged = True
-            break
-    if not converged and warn:
+    run = run_sweeps(prior, rule, y, tau, nu, parallel=parallel, order=order, tol=tol, max_sweeps=max_sweeps,
+                     seed=seed, refresh=refresh)
+    if not run.converged and warn:
         warnings.warn(
-            f"{method.upper()} did not converge in {sweep} sweeps (last RMS site change {history[-1]:.3g}, tol {tol:g}); "
-            "increase max_sweeps, add damping (e.g. damping=0.5) or loosen tol",
+            f"{method.upper()} did not converge in {run.n_sweeps} sweeps (last RMS site change {run.history[-1]:.3g}, "
+            f"tol {tol:g}); increase max_sweeps, add damping (e.g. damping=0.5) or loosen tol",
             ConvergenceWarning,
             stacklevel=2,
         )
+    state = run.state
     log_ml, tau_c, nu_c, log_z = site_log_marginal(state, likelihood, y)
-    return SiteFit(method, tau, nu, state, log_ml, converged, sweep, history, n_clipped, n_skipped, tau_c, nu_c, log_z)
+    return SiteFit(method, state.tau, state.nu, state, log_ml, run.converged, run.n_sweeps, run.history,
+                   run.n_clipped, run.n_skipped, tau_c, nu_c, log_z, run.drift)
 
 
 def site_log_marginal(state, likelihood, y) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:

@@ -5,7 +5,7 @@
 
 ``optimise=True`` follows the QP paper (Alg. 1 line 15, sec. 6): the kernel's log
 hyper-parameters maximise EP's approximate evidence (eq. 4) with scipy's L-BFGS-B, using the
-analytic gradient of :meth:`DenseGaussian.grad_log_marginal` and warm-started EP runs; the
+analytic gradient of the posterior state's ``grad_log_marginal`` (:mod:`.prior`) and warm-started EP runs; the
 requested method then runs with those hyper-parameters (for QP this is the paper's protocol:
 hyper-parameters from EP, then QP sites, which report their own evidence).
 """
@@ -18,7 +18,7 @@ from qpviz.inference.ep import run_sites
 from qpviz.inference.laplace import run_laplace
 from qpviz.inference.mcmc import run_mcmc
 from qpviz.inference.posterior import GPPosterior, SamplePosterior
-from qpviz.inference.prior import DensePrior
+from qpviz.inference.dense import DensePrior
 from qpviz.inference.vb import run_vb
 from qpviz.kernels import Kernel
 from qpviz.likelihoods import Likelihood
@@ -31,8 +31,8 @@ METHODS = ("ep", "qp", "vb", "laplace", "mcmc")
 
 #: options each method accepts (besides ``jitter``, ``prior`` and ``max_opt_iter``)
 OPTIONS = {
-    "ep": ("tol", "damping", "order", "parallel", "max_sweeps", "seed", "use_table", "init", "warn"),
-    "qp": ("tol", "damping", "order", "parallel", "max_sweeps", "seed", "use_table", "init", "warn"),
+    "ep": ("tol", "damping", "order", "parallel", "max_sweeps", "seed", "use_table", "init", "warn", "refresh"),
+    "qp": ("tol", "damping", "order", "parallel", "max_sweeps", "seed", "use_table", "init", "warn", "refresh"),
     "vb": ("tol", "damping", "max_iter", "warn"),
     "laplace": ("tol", "max_iter", "warn"),
     "mcmc": ("n_samples", "burn_in", "thin", "seed"),
@@ -90,7 +90,7 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
     if method in ("ep", "qp"):
         res = run_sites(prior, lik, y, method, **options)
         diagnostics.update(n_clipped=res.n_clipped, n_skipped=res.n_skipped, cavity_tau=res.cavity_tau,
-                           cavity_nu=res.cavity_nu, log_z=res.log_z)
+                           cavity_nu=res.cavity_nu, log_z=res.log_z, sweep_drift=res.drift)
         return GPPosterior(method, lik, prior.X, y, res.state, res.log_marginal_likelihood, res.converged,
                            res.n_sweeps, res.history, diagnostics)
     if method == "vb":

@@ -7,8 +7,10 @@ f = K alpha (R&W Alg. 3.1): with W = -d^2 log p(y|f) / df^2,
 
 For likelihoods that are not log-concave W can be negative: the Newton direction then uses
 max(W, 0) (a Fisher-like, still ascending direction) and every step is damped by halving until
-Psi does not decrease. Convergence: max |f_new - f| < ``tol``. Start: f = 0, or f = sqrt(y) for Poisson-square
-(its positive branch, see :func:`.ep.default_sites`). The result is expressed as
+Psi does not decrease. Convergence: max |f_new - f| < ``tol``. Start: the posterior mean of the likelihood's initial
+sites (f = 0, or near sqrt(y) on the positive branch for Poisson-square, see
+:func:`.ep.default_sites`). Every linear-algebra step is a ``prior.condition`` (:mod:`.prior`):
+the Newton update is the posterior mean of the sites (W, W f + d log p/df). The result is expressed as
 sites tau = W(f_hat), nu = W f_hat + d log p/df (so that Sigma nu = f_hat), and the evidence is
 R&W eq. 3.32: log q(y) = log p(y|f_hat) - alpha^T f_hat / 2 - log|I + K W| / 2.
 """
@@ -17,8 +19,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy import linalg
-
 from qpviz.inference.ep import ConvergenceWarning, default_sites
 
 __all__ = ["run_laplace"]
@@ -35,11 +35,10 @@ def run_laplace(prior, likelihood, y, *, tol: float = 1e-9, max_iter: int = 100,
             f"the Laplace approximation needs a twice-differentiable log-likelihood; the {likelihood.name} likelihood "
             "has a kink (its curvature is 0 or undefined). Use method='ep', 'qp' or 'vb' for it"
         )
-    K = prior.K
-    tau0, nu0 = default_sites(likelihood, y)
-    f = np.where(tau0 > 0, nu0 / np.where(tau0 > 0, tau0, 1.0), 0.0)  # f = 0, or sqrt(y) for Poisson-square
-    alpha = linalg.solve(K, f, assume_a="pos")
-    n = prior.n
+    # start from the likelihood's initial sites: f = 0 (flat sites), or near the positive branch
+    # sqrt(y) for Poisson-square (see .ep.default_sites); alpha with f = K alpha from the prior
+    start = prior.condition(*default_sites(likelihood, y))
+    f, alpha = start.mean, start.alpha
     psi = _psi(likelihood, y, alpha, f)
     if not np.isfinite(psi):
         raise ValueError(
@@ -52,14 +51,15 @@ def run_laplace(prior, likelihood, y, *, tol: float = 1e-9, max_iter: int = 100,
     for it in range(1, int(max_iter) + 1):
         d1, d2 = likelihood.dlog_prob(y, f)
         w = np.maximum(-d2, 0.0)
-        sw = np.sqrt(w)
-        L = linalg.cholesky(np.eye(n) + sw[:, None] * K * sw[None, :], lower=True)
-        b = w * f + d1
-        direction = b - sw * linalg.cho_solve((L, True), sw * (K @ b)) - alpha
+        # R&W Alg. 3.1's Newton target is the posterior of sites (W, W f + d log p/df):
+        # alpha_new = b - W^1/2 B^-1 W^1/2 K b = that state's alpha, f_new = K alpha_new its mean
+        target = prior.condition(w, w * f + d1)
+        direction_alpha = target.alpha - alpha
+        direction_f = target.mean - f
         step = 1.0
         for _ in range(40):
-            alpha_try = alpha + step * direction
-            f_try = K @ alpha_try
+            alpha_try = alpha + step * direction_alpha
+            f_try = f + step * direction_f  # = K alpha_try (linear)
             psi_try = _psi(likelihood, y, alpha_try, f_try)
             if psi_try >= psi - 1e-12 * abs(psi):
                 break

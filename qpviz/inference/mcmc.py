@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
-from scipy import linalg
-
 from qpviz.config import NUMBA_OPTIONS
 from qpviz._jit import lk_log_prob
 
@@ -116,7 +114,7 @@ def run_mcmc(prior, likelihood, y, *, n_samples: int = 4000, burn_in: int = 1000
     if prior.n > 2000:
         raise ValueError(f"the MCMC reference is meant for small problems (N <= 2000); got N = {prior.n}")
     y = np.ascontiguousarray(likelihood.check_y(y), dtype=np.float64)
-    L = np.ascontiguousarray(linalg.cholesky(prior.K, lower=True))
+    L = np.ascontiguousarray(prior.cov_sqrt())  # K = L L^T: ESS proposals nu = L z
     f0 = _start(likelihood, y)
     lk = likelihood.jit_handle()
     if lk is not None:

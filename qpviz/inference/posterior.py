@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from qpviz.kernels import as_inputs
 
 __all__ = ["GPPosterior", "SamplePosterior"]
 
@@ -167,14 +166,8 @@ class SamplePosterior(_Predictions):
         return self.prior.kernel
 
     def predict_f(self, X_new, full_cov: bool = False):
-        from scipy import linalg
-
         if full_cov:
             raise ValueError("SamplePosterior.predict_f gives marginal variances only; call it with full_cov=False")
-        X_new = as_inputs(X_new, "X_new")
-        Ks = self.prior.kernel(self.prior.X, X_new)
-        chol = linalg.cho_factor(self.prior.K, lower=True)
-        A_T = linalg.cho_solve(chol, Ks)  # K^-1 k_*, shape (N, M)
-        projected = self.samples @ A_T  # (S, M)
-        var = self.prior.kernel.diag(X_new) - np.einsum("ij,ij->j", Ks, A_T) + projected.var(axis=0)
-        return projected.mean(axis=0), var
+        P, cond_var = self.prior.conditional(X_new)  # f_* | f ~ N(P^T f, cond_var)
+        projected = self.samples @ P  # (S, M)
+        return projected.mean(axis=0), cond_var + projected.var(axis=0)

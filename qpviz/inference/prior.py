@@ -1,182 +1,108 @@
-"""The Gaussian-process prior and its linear algebra (the swappable "solver" of the engines).
+"""The prior interface every engine uses: a GP prior turns sites into a Gaussian posterior.
 
-Every engine (EP, QP, VB, Laplace) represents its Gaussian approximation by *sites*: one
+Every Gaussian engine (EP, QP, VB, Laplace) represents its approximation by *sites*: one
 Gaussian factor t_i(f_i) ~ exp(-tau_i f_i^2 / 2 + nu_i f_i) per observation, in natural
 parameters (precision tau_i, precision-times-mean nu_i). The approximate posterior is
 (QP paper eq. 3)
 
     q(f) = N(f | mu, Sigma),  Sigma = (K^-1 + T)^-1,  mu = Sigma nu,  T = diag(tau).
 
-A *prior* object turns sites into that posterior. The interface the engines use is
+A :class:`Prior` owns K and all linear algebra with it; engines only call the methods below,
+never touch K and never build N x N arrays themselves. So a new prior (low-rank plus diagonal
+for FITC / PITC / DTC / VFE / Power EP, block-diagonal, VSGP's local covariances, sites on
+minibatches, sites computed in other processes) is a new implementation of this interface, not
+a new engine. Implementations must be pickleable (plain arrays and kernels: no closures, no
+compiled-code handles), so that site updates can run in worker processes.
 
-* ``prior.n``: number of latent values; ``prior.kernel``, ``prior.X``;
-* ``prior.condition(tau, nu)`` -> a conditioned state with ``.mean``, ``.var`` (marginals of
-  q), ``.half_log_det`` (= 1/2 log|I + K T|), ``.nu_sigma_nu`` (= nu^T Sigma nu, both for
-  the evidence, eq. 4), ``.alpha`` (= (K + T^-1)^-1 T^-1 nu, so mu = K alpha),
-  ``.predict_f(X_new)`` and ``.grad_log_marginal()`` (the explicit part of d log Z_EP/d theta);
-* ``prior.with_kernel(kernel)``: the same inputs under new hyper-parameters;
-* ``prior.sequential_sweep(state, order, site_rule, y)``: one sequential EP sweep with
-  rank-one updates in that prior's own representation (here the dense Sigma).
-
-:class:`DensePrior` is the exact O(N^3) implementation. A sparse low-rank-plus-diagonal prior
-(FITC / VFE / Power EP, paper 001) implements the same methods with its own representation;
-the engines in :mod:`qpviz.inference.ep`, :mod:`.vb` and :mod:`.laplace` need nothing else.
+:class:`qpviz.inference.dense.DensePrior` (exact, O(N^3)) is the first implementation.
 """
 from __future__ import annotations
 
+from typing import Protocol, runtime_checkable
+
 import numpy as np
-from scipy import linalg
 
-from qpviz import config
-from qpviz.kernels import Kernel, as_inputs
-
-__all__ = ["DensePrior", "DenseGaussian", "IndefinitePosterior"]
+__all__ = ["Prior", "GaussianState", "SweepState", "IndefinitePosterior", "DensePrior", "DenseGaussian"]
 
 
 class IndefinitePosterior(np.linalg.LinAlgError):
     """Sites with negative precisions that make K^-1 + T indefinite (no Gaussian posterior)."""
 
 
-class DensePrior:
-    """f ~ N(0, K(X, X) + jitter I), stored densely.
+@runtime_checkable
+class GaussianState(Protocol):
+    """q(f) = N(mean, Sigma) of a prior conditioned on sites (tau, nu): what engines read."""
 
-    ``jitter`` defaults to :data:`qpviz.config.JITTER` (the one place it is set).
-    """
+    prior: "Prior"
+    tau: np.ndarray  #: site precisions, shape (N,)
+    nu: np.ndarray  #: site precision-means, shape (N,)
+    mean: np.ndarray  #: mu, the posterior means at the training inputs
+    var: np.ndarray  #: diag(Sigma), the posterior marginal variances
+    alpha: np.ndarray  #: weights with mu = K alpha (mu^T alpha = mu^T K^-1 mu)
+    half_log_det: float  #: 1/2 log|I + K T| (the evidence, eq. 4; VB's KL)
+    nu_sigma_nu: float  #: nu^T Sigma nu (the evidence, eq. 4)
 
-    def __init__(self, kernel: Kernel, X, jitter: float | None = None):
-        if not isinstance(kernel, Kernel):
-            raise TypeError(f"kernel must be a qpviz kernel such as qpviz.kernels.RBF(), got {kernel!r}")
-        self.kernel = kernel
-        self.X = as_inputs(X)
-        self.jitter = config.JITTER if jitter is None else float(jitter)
-        self.K = kernel(self.X)
-        self.K[np.diag_indices_from(self.K)] += self.jitter
+    def predict_f(self, X_new, full_cov: bool = False):
+        """Latent mean and variance (or covariance) at new inputs (R&W eqs. 3.60-3.61)."""
+
+    def grad_log_marginal(self) -> np.ndarray:
+        """Explicit gradient of log Z_EP (eq. 4) in the kernel's log hyper-parameters."""
+
+    def squared_cov_matvec(self, v: np.ndarray) -> np.ndarray:
+        """(Sigma o Sigma) v, the elementwise square of Sigma times v (VB's gradient in lambda)."""
+
+
+@runtime_checkable
+class SweepState(Protocol):
+    """What a sequential sweep carries from one sweep to the next (its own representation of q,
+    possibly cheaper than a fresh :class:`GaussianState`); ``prior.condition(tau, nu)`` turns its
+    sites into the exact state."""
+
+    tau: np.ndarray
+    nu: np.ndarray
+    mean: np.ndarray
+    var: np.ndarray
+
+
+@runtime_checkable
+class Prior(Protocol):
+    """f ~ N(0, K(X, X)) and its linear algebra (the swappable "solver" of every engine)."""
+
+    kernel: object  #: a :class:`qpviz.kernels.Kernel`
+    X: np.ndarray  #: training inputs, shape (N, D)
 
     @property
     def n(self) -> int:
-        return self.X.shape[0]
+        """Number of latent values (= observations)."""
 
-    def with_kernel(self, kernel: Kernel) -> "DensePrior":
-        return DensePrior(kernel, self.X, self.jitter)
+    def with_kernel(self, kernel) -> "Prior":
+        """The same inputs (and structure) under new hyper-parameters."""
 
-    def kernel_grads(self) -> list[np.ndarray]:
-        """dK/d log theta_j (the jitter does not depend on theta)."""
-        return self.kernel.grad_log_params(self.X)
+    def condition(self, tau, nu) -> GaussianState:
+        """q(f) proportional to N(f | 0, K) prod_i exp(-tau_i f_i^2 / 2 + nu_i f_i) (eq. 3).
 
-    def condition(self, tau, nu) -> "DenseGaussian":
-        """q(f) proportional to N(f | 0, K) prod_i exp(-tau_i f_i^2 / 2 + nu_i f_i) (QP paper eq. 3)."""
-        tau = np.asarray(tau, float)
-        nu = np.asarray(nu, float)
-        if tau.shape != (self.n,) or nu.shape != (self.n,):
-            raise ValueError(f"site parameters must have shape ({self.n},); got {tau.shape} and {nu.shape}")
-        return DenseGaussian(self, tau, nu)
+        Raises :class:`IndefinitePosterior` when negative site precisions leave no Gaussian."""
 
-    def sequential_sweep(self, state: "DenseGaussian", order: np.ndarray, rule, y: np.ndarray):
-        """One sequential site sweep with rank-one updates of Sigma and mu (see :mod:`.sites`).
+    def start_sweeps(self, state: GaussianState) -> SweepState:
+        """A sweep state holding the same q as ``state`` (copies: sweeps update it in place)."""
 
-        Returns (tau, nu, log_z, status) after the sweep; ``state`` is consumed.
-        """
-        from qpviz.inference import sites
+    def sequential_sweep(self, sweep: SweepState, order: np.ndarray, rule, y: np.ndarray):
+        """Update the sites in ``order`` one after the other, each against the posterior left by
+        the previous ones (``rule``: :class:`qpviz.inference.sites.SiteRule`); ``order`` may be
+        any subset (a minibatch). Changes ``sweep`` in place; returns (log_z, status) per site
+        (NaN / 0 for sites not in ``order``)."""
 
-        cov = np.array(state.cov, order="C", copy=True)
-        mean = state.mean.copy()
-        tau, nu = state.tau.copy(), state.nu.copy()
-        log_z = np.full(self.n, np.nan)
-        status = np.zeros(self.n, dtype=np.int64)
-        if rule.jit is None:  # no numba kernels: rank-one updates in Python, sites by rule.step
-            for i in np.asarray(order, np.int64):
-                t_new, n_new, log_z[i], status[i] = (float(a) for a in rule.step(y[i], mean[i], cov[i, i], tau[i], nu[i]))
-                dtau, dnu = t_new - tau[i], n_new - nu[i]
-                tau[i], nu[i] = t_new, n_new
-                if dtau != 0.0 or dnu != 0.0:
-                    s = cov[:, i].copy()
-                    c = dtau / (1.0 + dtau * s[i])
-                    mean += (dnu - c * (mean[i] + s[i] * dnu)) * s
-                    cov -= c * np.outer(s, s)
-            return tau, nu, log_z, status
-        sites.sequential_sweep_dense(cov, mean, tau, nu, y, np.asarray(order, np.int64), rule.method_code,
-                                     rule.handle, rule.damping, rule.coef, rule.meta,
-                                     log_z, status)
-        return tau, nu, log_z, status
+    def cov_sqrt(self) -> np.ndarray:
+        """A matrix L with K = L L^T (MCMC's proposals; VB's whitening)."""
+
+    def conditional(self, X_new) -> tuple[np.ndarray, np.ndarray]:
+        """(P, var) with f_* | f ~ N(P^T f, diag var) at new inputs (sample posteriors)."""
 
 
-class DenseGaussian:
-    """The posterior N(mu, Sigma) of a :class:`DensePrior` given sites (tau, nu).
+def __getattr__(name):
+    # the dense implementation lives in .dense; importable from here as before
+    if name in ("DensePrior", "DenseGaussian"):
+        from qpviz.inference import dense
 
-    All tau >= 0: GPML's stable form with B = I + T^1/2 K T^1/2 = L L^T (Rasmussen and
-    Williams, Alg. 3.5): Sigma = K - V^T V with V = L^-1 T^1/2 K (marginals diag(K) - colsum(V^2)
-    at once, the full Sigma only when asked for), alpha = nu - T^1/2 B^-1
-    T^1/2 K nu. Some tau < 0 (non-log-concave likelihoods in VB / Laplace): the general form
-    Sigma = (I + K T)^-1 K, alpha = (I + T K)^-1 nu by LU; the determinant of I + K T must be
-    positive, else :class:`IndefinitePosterior`.
-    """
-
-    def __init__(self, prior: DensePrior, tau: np.ndarray, nu: np.ndarray):
-        self.prior, self.tau, self.nu = prior, tau, nu
-        K = prior.K
-        n = prior.n
-        self.stable = bool(np.all(tau >= 0))
-        if self.stable:
-            sw = np.sqrt(tau)
-            B = np.eye(n) + sw[:, None] * K * sw[None, :]
-            self._L = linalg.cholesky(B, lower=True)
-            self._sw = sw
-            self._V = linalg.solve_triangular(self._L, sw[:, None] * K, lower=True, check_finite=False)
-            self._cov = None  # K - V^T V, formed on first use (parallel EP and VB need only its diagonal)
-            self.var = np.diag(K) - np.einsum("ij,ij->j", self._V, self._V)
-            self.alpha = nu - sw * linalg.cho_solve((self._L, True), sw * (K @ nu))
-            self.half_log_det = float(np.sum(np.log(np.diag(self._L))))
-        else:
-            A = np.eye(n) + K * tau[None, :]  # I + K T
-            sign, logdet = np.linalg.slogdet(A)
-            if sign <= 0:
-                raise IndefinitePosterior(
-                    "the site precisions make K^-1 + T indefinite (no Gaussian posterior); use damping or a "
-                    "log-concave likelihood"
-                )
-            self._lu = linalg.lu_factor(A.T)  # (I + T K) = (I + K T)^T
-            cov = linalg.solve(A, K)
-            self._cov = 0.5 * (cov + cov.T)
-            self.alpha = linalg.lu_solve(self._lu, nu)
-            self.half_log_det = 0.5 * logdet
-            self.var = np.diag(self._cov).copy()
-            if np.any(self.var <= 0):
-                raise IndefinitePosterior("the site precisions give a non-positive posterior variance")
-        self.mean = K @ self.alpha
-        self.nu_sigma_nu = float(nu @ self.mean)
-
-    @property
-    def cov(self) -> np.ndarray:
-        """Sigma = (K^-1 + T)^-1 (N x N; formed once, on first use)."""
-        if self._cov is None:
-            self._cov = self.prior.K - self._V.T @ self._V
-        return self._cov
-
-    def _solve_w(self, rhs: np.ndarray) -> np.ndarray:
-        """W rhs with W = (K + T^-1)^-1 = T^1/2 B^-1 T^1/2 (= (I + T K)^-1 T in general)."""
-        if self.stable:
-            sw = self._sw.reshape((-1,) + (1,) * (rhs.ndim - 1))
-            return sw * linalg.cho_solve((self._L, True), sw * rhs)
-        t = self.tau.reshape((-1,) + (1,) * (rhs.ndim - 1))
-        return linalg.lu_solve(self._lu, t * rhs)
-
-    def predict_f(self, X_new, full_cov: bool = False):
-        """Latent mean k_*^T alpha and variance k_** - k_*^T (K + T^-1)^-1 k_* (R&W eqs. 3.60-3.61)."""
-        kernel = self.prior.kernel
-        X_new = as_inputs(X_new, "X_new")
-        Ks = kernel(self.prior.X, X_new)
-        mean = Ks.T @ self.alpha
-        WKs = self._solve_w(Ks)
-        if full_cov:
-            return mean, kernel(X_new) - Ks.T @ WKs
-        return mean, kernel.diag(X_new) - np.einsum("ij,ij->j", Ks, WKs)
-
-    def grad_log_marginal(self) -> np.ndarray:
-        """Explicit gradient 1/2 tr((alpha alpha^T - W) dK/d log theta_j) (R&W eq. 5.9; GPML infEP).
-
-        At an EP fixed point the sites' implicit dependence on theta adds nothing (the evidence
-        is stationary in the site parameters), so this is the gradient of eq. 4.
-        """
-        W = self._solve_w(np.eye(self.prior.n))
-        F = np.outer(self.alpha, self.alpha) - 0.5 * (W + W.T)
-        return np.array([0.5 * np.sum(F * dK) for dK in self.prior.kernel_grads()])
+        return getattr(dense, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -31,7 +31,7 @@ from qpviz.tilted import tilted_moments_scalar
 
 
 __all__ = ["EP", "QP", "OK", "CLIPPED", "SKIPPED_CAVITY", "SKIPPED_PROJECTION", "SiteRule", "site_step", "site_step_packed",
-           "sequential_sweep_dense", "parallel_site_updates"]
+           "site_natural", "parallel_site_updates", "cavity_log_z"]
 
 EP = 0
 QP = 1
@@ -46,7 +46,12 @@ SKIPPED_PROJECTION = 3
 
 @dataclass(frozen=True)
 class SiteRule:
-    """Everything a site update needs: projection, likelihood (and its numba handle), damping, tables."""
+    """Everything a site update needs: projection, likelihood, damping, tables.
+
+    Pickleable (site updates may run in other processes): it holds plain data and the likelihood;
+    the likelihood's numba handle (compiled function pointers, not pickleable) is looked up
+    where the rule is used (:attr:`handle`).
+    """
 
     method_code: int
     damping: float
@@ -54,7 +59,11 @@ class SiteRule:
     meta: np.ndarray
     likelihood: object
     use_table: bool
-    handle: tuple | None
+
+    @property
+    def handle(self):
+        """The likelihood's numba handle (:mod:`qpviz._jit`), or None without jitted kernels."""
+        return self.likelihood.jit_handle()
 
     @classmethod
     def build(cls, method: str, likelihood, damping: float, use_table: bool = True) -> "SiteRule":
@@ -66,16 +75,31 @@ class SiteRule:
         if method == "qp" and use_table:
             coef, meta = _table_jit_data(likelihood)
         return cls(METHOD_CODES[method], float(damping), np.ascontiguousarray(coef, dtype=np.float64),
-                   np.ascontiguousarray(meta, dtype=np.float64), likelihood, bool(use_table),
-                   likelihood.jit_handle())
+                   np.ascontiguousarray(meta, dtype=np.float64), likelihood, bool(use_table))
 
     @property
     def jit(self):
         """The rule as one opaque tuple for numba code (:func:`site_step_packed`), or None when the
         likelihood has no jitted kernels (then use :meth:`step`)."""
-        if self.handle is None:
+        handle = self.handle
+        if handle is None:
             return None
-        return (self.method_code, self.handle, self.damping, self.coef, self.meta)
+        return (self.method_code, handle, self.damping, self.coef, self.meta)
+
+    def update_all(self, y, post_mean, post_var, tau, nu):
+        """Every site from the same posterior marginals (parallel EP / QP): the numba kernel
+        :func:`parallel_site_updates`, or :meth:`step` without numba kernels. Returns
+        (tau_new, nu_new, log_z, status) arrays."""
+        packed = self.jit
+        if packed is None:
+            return self.step(y, post_mean, post_var, tau, nu)
+        n = post_mean.shape[0]
+        tau_out, nu_out, log_z = np.empty(n), np.empty(n), np.empty(n)
+        status = np.zeros(n, dtype=np.int64)
+        method, handle, damping, coef, meta = packed
+        parallel_site_updates(post_mean, post_var, tau, nu, y, method, handle, damping, coef, meta, tau_out, nu_out,
+                              log_z, status)
+        return tau_out, nu_out, log_z, status
 
     def step(self, y, post_mean, post_var, tau, nu):
         """:func:`site_step` on NumPy arrays (broadcast), through the likelihood's Python API:
@@ -151,70 +175,6 @@ def site_natural(cavity_mean, cavity_var, mean, var):
 def site_step_packed(rule, y, post_mean, post_var, tau, nu):
     """:func:`site_step` with the rule packed by :attr:`SiteRule.jit` -> (tau_new, nu_new, log_z, status)."""
     return site_step(rule[0], rule[1], y, post_mean, post_var, tau, nu, rule[2], rule[3], rule[4])
-
-
-#: Sites whose rank-one updates are collected before they are applied as one rank-k update.
-SWEEP_BLOCK = 64
-
-
-@njit(**NUMBA_OPTIONS)
-def sequential_sweep_dense(cov, mean, tau, nu, y, order, method, lk, damping, coef, meta, log_z, status):
-    """Update the sites in ``order``, each followed by the rank-one update of (Sigma, mu) (in place).
-
-    With s = Sigma[:, i] and dtau, dnu the site change (R&W eq. 3.70; QP paper App. I eq. 128):
-    Sigma <- Sigma - c s s^T, c = dtau / (1 + dtau Sigma_ii); mu <- mu + (dnu - c (mu_i + Sigma_ii dnu)) s.
-
-    The Sigma updates are delayed in blocks of :data:`SWEEP_BLOCK` sites: inside a block the
-    current column of site i is Sigma[:, i] - sum_j c_j s_j s_j[i] over the block's earlier
-    updates (O(N k)), and at the block end Sigma -= S^T diag(c) S is applied by one matrix
-    product (BLAS-3) instead of k memory-bound rank-one passes. The arithmetic is the same
-    sequence of rank-one updates; only their application is grouped.
-    """
-    n = mean.shape[0]
-    block = np.empty((SWEEP_BLOCK, n))
-    coefs = np.empty(SWEEP_BLOCK)
-    s = np.empty(n)
-    t = 0
-    for i in order:
-        for j in range(n):
-            s[j] = cov[i, j]
-        for b in range(t):
-            w = coefs[b] * block[b, i]
-            for j in range(n):
-                s[j] -= w * block[b, j]
-        t_new, n_new, lz, st = site_step(method, lk, y[i], mean[i], s[i], tau[i], nu[i], damping,
-                                         coef, meta)
-        log_z[i] = lz
-        status[i] = st
-        dtau = t_new - tau[i]
-        dnu = n_new - nu[i]
-        tau[i] = t_new
-        nu[i] = n_new
-        if dtau == 0.0 and dnu == 0.0:
-            continue
-        c = dtau / (1.0 + dtau * s[i])
-        shift = dnu - c * (mean[i] + s[i] * dnu)
-        for j in range(n):
-            mean[j] += shift * s[j]
-            block[t, j] = s[j]
-        coefs[t] = c
-        t += 1
-        if t == SWEEP_BLOCK:
-            _apply_block(cov, block, coefs, t)
-            t = 0
-    if t > 0:
-        _apply_block(cov, block, coefs, t)
-
-
-@njit(**NUMBA_OPTIONS)
-def _apply_block(cov, block, coefs, t):
-    """cov -= sum_{b < t} coefs[b] block[b] block[b]^T, as one matrix product."""
-    scaled = block[:t] * coefs[:t].reshape((t, 1))
-    update = np.dot(scaled.T, block[:t])
-    n = cov.shape[0]
-    for j in range(n):
-        for k in range(n):
-            cov[j, k] -= update[j, k]
 
 
 @njit(**NUMBA_OPTIONS)

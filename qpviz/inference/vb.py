@@ -137,7 +137,7 @@ def _maximise_elbo(prior, likelihood, y, state, tol: float, max_iter: int):
     """L-BFGS on the ELBO over (u, lambda) -> (state, iterations, success).
 
     Opper and Archambeau's parameters with the mean whitened by the prior: m = L_K u
-    (K = L_K L_K^T), Sigma = (K^-1 + diag(lambda))^-1, so the sites are tau = lambda,
+    (K = L_K L_K^T, ``prior.cov_sqrt()``), Sigma = (K^-1 + diag(lambda))^-1, so the sites are tau = lambda,
     nu = K^-1 m + lambda m. Gradients (O&A 2009): dELBO/du = L_K^T E[d1] - u,
     dELBO/dlambda = -(Sigma o Sigma)(h + lambda) / 2 with h = 2 dE/dv. Sites that make
     K^-1 + Lambda indefinite get the value +inf (L-BFGS backs off). Convergence here is
@@ -149,7 +149,7 @@ def _maximise_elbo(prior, likelihood, y, state, tol: float, max_iter: int):
 
     from qpviz.inference.prior import IndefinitePosterior
 
-    chol = linalg.cholesky(prior.K, lower=True)
+    chol = prior.cov_sqrt()  # K = L L^T
     n = prior.n
 
     def sites(params):
@@ -167,8 +167,7 @@ def _maximise_elbo(prior, likelihood, y, state, tol: float, max_iter: int):
         u = params[:n]
         # m^T K^-1 m = u^T u exactly (st.mean @ st.alpha loses digits when K is ill-conditioned)
         value = float(np.sum(expected)) - (0.5 * (-np.sum(st.tau * st.var) + u @ u) + st.half_log_det)
-        cov = st.cov
-        grad = np.concatenate([chol.T @ g - u, -0.5 * ((cov * cov) @ (h + lam))])
+        grad = np.concatenate([chol.T @ g - u, -0.5 * st.squared_cov_matvec(h + lam)])
         return -value, -grad
 
     x = np.concatenate([linalg.solve_triangular(chol, state.mean, lower=True), state.tau])

@@ -167,6 +167,12 @@ class Likelihood:
     def __hash__(self) -> int:
         return hash((type(self).__qualname__, self.name, tuple(sorted(self.params.items()))))
 
+    def __getstate__(self):
+        # the numba handle holds compiled function pointers (not pickleable): rebuilt on first use
+        state = dict(self.__dict__)
+        state.pop("_jit_handle", None)
+        return state
+
     # -- numba -------------------------------------------------------------------------
     @property
     def alpha(self) -> float:
@@ -239,6 +245,13 @@ class Likelihood:
         from qpviz import tilted
 
         return tilted.quadrature_moments(self, y, m, v)
+
+    @staticmethod
+    def _batch_moments(batch, y, m, v, *leading):
+        """(log Z, mean, var) of broadcast arrays from a likelihood's own jitted batch kernel
+        ``batch(*leading, y, m, v)`` over flat arrays (rows log Z, mean, var)."""
+        out = batch(*leading, *(np.ascontiguousarray(a, dtype=np.float64).reshape(-1) for a in (y, m, v)))
+        return tuple(out[j].reshape(np.shape(y)) for j in range(3))
 
     def _jit_closed_moments(self, y, m, v):
         """The jitted closed-form moments (``jit.moments``) elementwise over broadcast arrays."""

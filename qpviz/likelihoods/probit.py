@@ -24,6 +24,16 @@ def tilted_moments_scalar(y, m, v):
     return log_cdf, m + y * v * r / root, v - v * v * (1.0 - var_factor) / (1.0 + v)
 
 
+@njit(**NUMBA_OPTIONS)
+def tilted_moments_batch(y, m, v):
+    """:func:`tilted_moments_scalar` over 1-D arrays, called directly (no function pointer: the
+    public projection's rate; rows log Z, mean, var)."""
+    out = np.empty((3, y.size))
+    for i in range(y.size):
+        out[0, i], out[1, i], out[2, i] = tilted_moments_scalar(y[i], m[i], v[i])
+    return out
+
+
 def _log_prob(params, y, f):
     return log_ndtr(y * f)
 
@@ -68,7 +78,7 @@ class Probit(Likelihood):
         return y * r, -r * (z + r)
 
     def _tilted_moments(self, y, m, v):
-        return self._jit_closed_moments(y, m, v)
+        return self._batch_moments(tilted_moments_batch, y, m, v)
 
     def _tilted_cdf(self, x, y, cavity_mean, cavity_var, upper):
         """Owen's T closed form, QP paper eqs. 45-49 (see :mod:`.tilted_cdfs`)."""

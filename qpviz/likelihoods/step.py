@@ -34,6 +34,15 @@ def tilted_moments_scalar(eps, y, m, v):
     return log_z, m + v * gamma * y, v - v * gamma * (y * m + v * gamma)
 
 
+@njit(**NUMBA_OPTIONS)
+def tilted_moments_batch(eps, y, m, v):
+    """:func:`tilted_moments_scalar` over 1-D arrays, called directly (rows log Z, mean, var)."""
+    out = np.empty((3, y.size))
+    for i in range(y.size):
+        out[0, i], out[1, i], out[2, i] = tilted_moments_scalar(eps, y[i], m[i], v[i])
+    return out
+
+
 def _log_prob(params, y, f):
     eps = params[0]
     z = y * f
@@ -98,14 +107,7 @@ class Step(Likelihood):
         return np.zeros(shape), np.zeros(shape)
 
     def _tilted_moments(self, y, m, v):
-        if self.eps == 0.0:  # the numba kernel holds the stable far-tail form
-            return self._jit_closed_moments(y, m, v)
-        s = np.sqrt(v)
-        z = y * m / s
-        with np.errstate(divide="ignore"):
-            log_z = np.logaddexp(np.log(self.eps), np.log1p(-2 * self.eps) + special.log_ndtr(z))
-        gamma = (1 - 2 * self.eps) * np.exp(-0.5 * z**2 - 0.5 * np.log(2 * np.pi) - log_z) / s
-        return log_z, m + v * gamma * y, v - v * gamma * (y * m + v * gamma)
+        return self._batch_moments(tilted_moments_batch, y, m, v, self.eps)
 
     def _tilted_cdf(self, x, y, cavity_mean, cavity_var, upper):
         """Two-piece truncated-normal closed form (see :mod:`.tilted_cdfs`)."""
