@@ -14,7 +14,7 @@ import param
 from qpviz import explorer
 
 __all__ = ["PROJECTOR_WIDGET_CSS", "URL_DELAY_MS", "SLIDER_QUERY", "PromptFloatSlider", "PromptIntSlider",
-           "ParameterInputs", "SliderQuery", "UrlState"]
+           "ParameterInputs", "SliderQuery", "UrlState", "parameter_widget"]
 
 #: Projector mode: larger text inside every control (labels, inputs, options, buttons) and the numbers.
 PROJECTOR_WIDGET_CSS = ":host, :host * { font-size: 20px !important; line-height: 1.3 !important; }"

@@ -152,6 +152,10 @@ class ParameterControl:
         return value
 
 
+def _join(head: str, doc: str) -> str:
+    return f"{head}: {doc}" if doc else head
+
+
 def _preset_label(preset: dict) -> str:
     return ", ".join(f"{k}={v:g}" for k, v in preset.items())
 
@@ -165,21 +169,23 @@ def parameter_controls(name: str) -> list[ParameterControl]:
     """
     cls = _likelihood_class(name)
     start = initial_params(name)
+    names = tuple(p.name for p in cls.parameters)
     if cls.presets:
         presets = {_preset_label(p): {k: float(v) for k, v in p.items()} for p in cls.presets}
-        label = f"{name} ({', '.join(p.name for p in cls.parameters)})"
-        return [ParameterControl(name, name, label, "preset", next(iter(presets)), {k: k for k in presets},
-                                 tuple(p.name for p in cls.parameters), presets)]
+        return [ParameterControl(name, key=name, label=f"{', '.join(names)} (presets)", kind="preset",
+                                 default=next(iter(presets)), options={k: k for k in presets}, parameters=names,
+                                 presets=presets)]
     controls = []
     for p in cls.parameters:
-        described = f"{name}: {p.doc or p.name}"
+        key = f"{name}_{p.name}"
         if p.choices:
             values = sorted({float(v) for v in (*p.choices, start[p.name])})
-            controls.append(ParameterControl(name, f"{name}_{p.name}", f"{described} ({p.name})", "select",
-                                             start[p.name], {f"{v:g}": v for v in values}, (p.name,)))
+            controls.append(ParameterControl(name, key=key, label=_join(p.name, p.doc), kind="select",
+                                             default=start[p.name], options={f"{v:g}": v for v in values},
+                                             parameters=(p.name,)))
         else:
-            controls.append(ParameterControl(name, f"{name}_{p.name}", f"{described} ({p.name} in {p.describe_range()})",
-                                             "number", start[p.name], parameters=(p.name,)))
+            controls.append(ParameterControl(name, key=key, label=_join(f"{p.name} in {p.describe_range()}", p.doc),
+                                             kind="number", default=start[p.name], parameters=(p.name,)))
     return controls
 
 
@@ -200,11 +206,13 @@ def check_inputs(lik: Likelihood, y: float, cavity_mean: float, cavity_std: floa
     if lik.support == "real" and abs(y) > MAX_ABS_REAL_Y:
         raise ValueError(f"y must be in [-{MAX_ABS_REAL_Y:g}, {MAX_ABS_REAL_Y:g}]; got {y:g}")
     if not CAVITY_MEAN_SLIDER[0] <= cavity_mean <= CAVITY_MEAN_SLIDER[1]:
-        raise ValueError(f"the cavity mean must be in [{CAVITY_MEAN_SLIDER[0]:g}, {CAVITY_MEAN_SLIDER[1]:g}]; got {cavity_mean:g}")
+        lo, hi = CAVITY_MEAN_SLIDER
+        raise ValueError(f"the cavity mean must be in [{lo:g}, {hi:g}]; got {cavity_mean:g}")
     if cavity_std <= 0:
         raise ValueError(f"the cavity std must be > 0 (a Gaussian needs a positive spread); got {cavity_std:g}")
     if not CAVITY_STD_SLIDER[0] <= cavity_std <= CAVITY_STD_SLIDER[1]:
-        raise ValueError(f"the cavity std must be in [{CAVITY_STD_SLIDER[0]:g}, {CAVITY_STD_SLIDER[1]:g}]; got {cavity_std:g}")
+        lo, hi = CAVITY_STD_SLIDER
+        raise ValueError(f"the cavity std must be in [{lo:g}, {hi:g}]; got {cavity_std:g}")
 
 
 def normal_pdf(x, mean, var) -> np.ndarray:
