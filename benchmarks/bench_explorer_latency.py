@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "tests" / "browser"))
 from pagetools import CHROMIUM_ARGS, chromium_path, serve_app, stop  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
-from qpviz.explorer import LIKELIHOOD_NAMES, ExplorerState, compute  # noqa: E402
+from qpviz.explorer import ExplorerState, compute, likelihood_names  # noqa: E402
 
 #: Arms window.__latency, a promise of {numbers, plots} in ms after the next keydown.
 ARM_JS = """() => { window.__latency = new Promise((resolve, reject) => {
@@ -202,7 +202,7 @@ def measure_latency(playwright, presses: int, baseline: bool) -> None:
         wait_loaded(page)
         print(f"{'likelihood':22s} {'numbers median':>15s} {'numbers max':>12s} {'plots median':>13s} {'plots p90':>9s} {'plots max':>10s}"
               f" {'compute':>8s}  (ms; {presses} presses; compute = server-side explorer.compute, in-process)")
-        for name in LIKELIHOOD_NAMES:
+        for name in likelihood_names():
             page.locator(".qpviz-likelihood select").select_option(name)
             page.wait_for_function(
                 "name => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title'"

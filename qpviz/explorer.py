@@ -10,11 +10,17 @@ two Gaussian projections (QP paper eqs. 5 and 7):
 to show), validates every change (bad input leaves the last good state and sets ``error``) and
 keeps the data of every view in ``result``. The views' data come from plain functions
 (:func:`densities`, :func:`quantiles`, :func:`summary`, :func:`ratio_map`) that tests call directly.
+
+The likelihoods and their parameters come from the registry (``qpviz.likelihoods.REGISTRY``):
+the state offers every registered likelihood, keeps the current one's declared parameters in
+``likelihood_params`` and validates them with the class's own :class:`qpviz.Parameter` checks;
+:func:`parameter_controls` describes the inputs a page shows for them. A likelihood registered
+with ``qpviz.register_likelihood`` appears here with no other change.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import param
@@ -22,17 +28,22 @@ from scipy import special
 
 import qpviz
 from qpviz import config
+from qpviz.likelihoods import REGISTRY
 from qpviz.likelihoods.base import Likelihood
 from qpviz.projection import Projection, kl_to_gaussian, qp_variance, w2_to_gaussian
+from qpviz.tables.families import BINARY_MEAN as TABLE_MEAN_LIMIT
+from qpviz.tables.families import STD_RANGE as TABLE_STD_RANGE
 from qpviz.tilted import tilted_quantile, tilted_summary
 
 __all__ = [
-    "LIKELIHOOD_NAMES",
-    "STUDENT_T_CHOICES",
-    "MEAN_RANGE",
-    "STD_RANGE",
+    "CAVITY_MEAN_SLIDER",
+    "CAVITY_STD_SLIDER",
     "ExplorerState",
     "ExplorerResult",
+    "ParameterControl",
+    "likelihood_names",
+    "initial_params",
+    "parameter_controls",
     "build_likelihood",
     "parse_number",
     "default_y",
@@ -42,23 +53,13 @@ __all__ = [
     "ratio_map",
 ]
 
-LIKELIHOOD_NAMES = (
-    "gaussian",
-    "probit",
-    "logistic",
-    "step",
-    "poisson_square",
-    "poisson_exp",
-    "student_t",
-    "laplace",
-)
-
-#: Labels of the (nu, scale) pairs of config.APP_STUDENT_T, as the page offers them.
-STUDENT_T_CHOICES = {f"nu={nu:g}, scale={scale:g}": (nu, scale) for nu, scale in config.APP_STUDENT_T}
-
-#: Cavity means and standard deviations the page accepts (slider ranges and the map's extent).
-MEAN_RANGE = (-8.0, 8.0)
-STD_RANGE = (0.05, 8.0)
+#: Cavity means and standard deviations the page accepts: its sliders' ranges and the extent of the
+#: var_QP/var_EP map. A subset of the QP tables' domain (qpviz.tables.families: every std in
+#: TABLE_STD_RANGE = (0.05, 20), |m| <= TABLE_MEAN_LIMIT = 10 for labels and counts, |m - y| <= 20
+#: for real y), so the tables' fast path serves every cavity of the page for labels, counts and
+#: real |y| <= 12 (larger typed y are computed directly).
+CAVITY_MEAN_SLIDER = (-8.0, 8.0)
+CAVITY_STD_SLIDER = (TABLE_STD_RANGE[0], 8.0)
 #: Largest |y| accepted for real observations and largest count for Poisson observations.
 MAX_ABS_REAL_Y = 50.0
 MAX_COUNT = 1000
@@ -85,22 +86,107 @@ def parse_number(value, name: str) -> float:
     return number
 
 
-def build_likelihood(name: str, *, gaussian_variance=1.0, step_eps=0.0, student_t="", laplace_scale=1.0) -> Likelihood:
-    """The likelihood ``name`` with the page's parameter choices (only its own ones are used)."""
-    if name == "gaussian":
-        return qpviz.likelihood(name, variance=gaussian_variance)
-    if name == "step":
-        return qpviz.likelihood(name, eps=step_eps)
-    if name == "student_t":
-        if student_t not in STUDENT_T_CHOICES:
-            raise ValueError(f"student_t parameters must be one of {sorted(STUDENT_T_CHOICES)}; got {student_t!r}")
-        nu, scale = STUDENT_T_CHOICES[student_t]
-        return qpviz.likelihood(name, nu=nu, scale=scale)
-    if name == "laplace":
-        return qpviz.likelihood(name, scale=laplace_scale)
-    if name not in LIKELIHOOD_NAMES:
-        raise ValueError(f"likelihood must be one of {LIKELIHOOD_NAMES}; got {name!r}")
-    return qpviz.likelihood(name)
+def likelihood_names() -> list[str]:
+    """The registered likelihoods, in menu order (read now: later registrations are included)."""
+    return list(REGISTRY)
+
+
+def _likelihood_class(name: str) -> type[Likelihood]:
+    if not isinstance(name, str) or name not in REGISTRY:
+        raise ValueError(f"likelihood must be one of {likelihood_names()}; got {name!r}")
+    return REGISTRY[name]
+
+
+def initial_params(name: str) -> dict[str, float]:
+    """The parameters a likelihood starts with on the page: its first preset (the page offers
+    presets when it declares them) over its declared defaults."""
+    cls = _likelihood_class(name)
+    values = {p.name: float(p.default) for p in cls.parameters}
+    if cls.presets:
+        values.update({k: float(v) for k, v in cls.presets[0].items()})
+    return values
+
+
+def build_likelihood(name: str, **params) -> Likelihood:
+    """``qpviz.likelihood(name, **params)``: the class checks its own parameters (messages from
+    :meth:`qpviz.Parameter.check`); unknown names list the registered likelihoods."""
+    return _likelihood_class(name)(**params)
+
+
+@dataclass(frozen=True)
+class ParameterControl:
+    """One input of a likelihood's parameters on the page (described here, drawn by the app).
+
+    ``kind`` is "select" (``options``: label -> value of one parameter, the parameter's
+    ``choices``), "preset" (``options``: label -> label of one of the class's ``presets``, which
+    set several parameters at once) or "number" (a typed number; the label shows its range).
+    ``key`` names the control in the page's URL: ``<likelihood>_<parameter>``, or the
+    likelihood's name for its presets.
+    """
+
+    likelihood: str
+    key: str
+    label: str
+    kind: str
+    default: object
+    options: dict = field(default_factory=dict)
+    parameters: tuple[str, ...] = ()
+    presets: dict = field(default_factory=dict)
+
+    def params_for(self, value) -> dict:
+        """The likelihood parameters this control sets when it shows ``value``."""
+        if self.kind == "preset":
+            if value not in self.presets:
+                raise ValueError(f"{self.label} must be one of {list(self.presets)}; got {value!r}")
+            return dict(self.presets[value])
+        return {self.parameters[0]: value}
+
+    def value_for(self, params: dict):
+        """The value this control shows for the likelihood parameters ``params`` (None if it cannot)."""
+        if self.kind == "preset":
+            wanted = {k: float(params[k]) for k in self.parameters if k in params}
+            return next((label for label, values in self.presets.items() if values == wanted), None)
+        value = params.get(self.parameters[0])
+        if self.kind == "select" and value not in self.options.values():
+            return None
+        return value
+
+
+def _join(head: str, doc: str) -> str:
+    return f"{head}: {doc}" if doc else head
+
+
+def _preset_label(preset: dict) -> str:
+    return ", ".join(f"{k}={v:g}" for k, v in preset.items())
+
+
+def parameter_controls(name: str) -> list[ParameterControl]:
+    """The inputs the page shows for the parameters of likelihood ``name`` (from its class).
+
+    A class with ``presets`` gets one select over them (e.g. student_t's (nu, scale) pairs);
+    otherwise each declared :class:`qpviz.Parameter` gets a select over its ``choices`` (plus
+    its default) or, without choices, a number input whose label shows the valid range.
+    """
+    cls = _likelihood_class(name)
+    start = initial_params(name)
+    names = tuple(p.name for p in cls.parameters)
+    if cls.presets:
+        presets = {_preset_label(p): {k: float(v) for k, v in p.items()} for p in cls.presets}
+        return [ParameterControl(name, key=name, label=f"{', '.join(names)} (presets)", kind="preset",
+                                 default=next(iter(presets)), options={k: k for k in presets}, parameters=names,
+                                 presets=presets)]
+    controls = []
+    for p in cls.parameters:
+        key = f"{name}_{p.name}"
+        if p.choices:
+            values = sorted({float(v) for v in (*p.choices, start[p.name])})
+            controls.append(ParameterControl(name, key=key, label=_join(p.name, p.doc), kind="select",
+                                             default=start[p.name], options={f"{v:g}": v for v in values},
+                                             parameters=(p.name,)))
+        else:
+            controls.append(ParameterControl(name, key=key, label=_join(f"{p.name} in {p.describe_range()}", p.doc),
+                                             kind="number", default=start[p.name], parameters=(p.name,)))
+    return controls
 
 
 def default_y(lik: Likelihood, y: float) -> float:
@@ -119,12 +205,14 @@ def check_inputs(lik: Likelihood, y: float, cavity_mean: float, cavity_std: floa
         raise ValueError(f"the count y must be at most {MAX_COUNT}; got {y:g}")
     if lik.support == "real" and abs(y) > MAX_ABS_REAL_Y:
         raise ValueError(f"y must be in [-{MAX_ABS_REAL_Y:g}, {MAX_ABS_REAL_Y:g}]; got {y:g}")
-    if not MEAN_RANGE[0] <= cavity_mean <= MEAN_RANGE[1]:
-        raise ValueError(f"the cavity mean must be in [{MEAN_RANGE[0]:g}, {MEAN_RANGE[1]:g}]; got {cavity_mean:g}")
+    if not CAVITY_MEAN_SLIDER[0] <= cavity_mean <= CAVITY_MEAN_SLIDER[1]:
+        lo, hi = CAVITY_MEAN_SLIDER
+        raise ValueError(f"the cavity mean must be in [{lo:g}, {hi:g}]; got {cavity_mean:g}")
     if cavity_std <= 0:
         raise ValueError(f"the cavity std must be > 0 (a Gaussian needs a positive spread); got {cavity_std:g}")
-    if not STD_RANGE[0] <= cavity_std <= STD_RANGE[1]:
-        raise ValueError(f"the cavity std must be in [{STD_RANGE[0]:g}, {STD_RANGE[1]:g}]; got {cavity_std:g}")
+    if not CAVITY_STD_SLIDER[0] <= cavity_std <= CAVITY_STD_SLIDER[1]:
+        lo, hi = CAVITY_STD_SLIDER
+        raise ValueError(f"the cavity std must be in [{lo:g}, {hi:g}]; got {cavity_std:g}")
 
 
 def normal_pdf(x, mean, var) -> np.ndarray:
@@ -233,8 +321,8 @@ def ratio_map(lik: Likelihood, y, shape: tuple[int, int] = MAP_SHAPE) -> dict:
     var_EP from ``lik.tilted_moments`` and var_QP from ``qpviz.projection.qp_variance`` (eq. 7),
     both vectorised over the grid; the ratio is <= 1 everywhere (QP paper Theorem 2).
     """
-    means = np.linspace(MEAN_RANGE[0], MEAN_RANGE[1], shape[0])
-    stds = np.linspace(STD_RANGE[0], STD_RANGE[1], shape[1])
+    means = np.linspace(CAVITY_MEAN_SLIDER[0], CAVITY_MEAN_SLIDER[1], shape[0])
+    stds = np.linspace(CAVITY_STD_SLIDER[0], CAVITY_STD_SLIDER[1], shape[1])
     M, S = np.meshgrid(means, stds)
     V = S**2
     y_grid = np.full_like(M, float(y))
@@ -264,50 +352,63 @@ class ExplorerState(param.Parameterized):
     """Inputs of the Projection Explorer, always valid, and the data of its views.
 
     Change inputs with :meth:`update` (all at once, validated): bad input leaves every input and
-    ``result`` as they were and sets ``error`` to a message saying what to change.
+    ``result`` as they were and sets ``error`` to a message saying what to change. The
+    likelihood list is the registry's when the state is made (:meth:`refresh_likelihoods`
+    re-reads it; :meth:`update` does too when asked for a name it does not list yet).
     """
 
-    likelihood = param.Selector(default="probit", objects=list(LIKELIHOOD_NAMES), doc="Likelihood p(y|f).")
-    gaussian_variance = param.Selector(
-        default=config.APP_GAUSSIAN_VARIANCE[-1], objects=list(config.APP_GAUSSIAN_VARIANCE),
-        doc="Noise variance of the gaussian likelihood.")
-    step_eps = param.Selector(
-        default=config.APP_STEP_EPS[2], objects=list(config.APP_STEP_EPS),
-        doc="Label-noise probability of the step likelihood.")
-    student_t = param.Selector(
-        default=next(iter(STUDENT_T_CHOICES)), objects=list(STUDENT_T_CHOICES),
-        doc="(nu, scale) of the Student-t likelihood.")
-    laplace_scale = param.Selector(
-        default=config.APP_LAPLACE_SCALE[1], objects=list(config.APP_LAPLACE_SCALE),
-        doc="Scale of the Laplace likelihood.")
+    likelihood = param.Selector(default="probit", objects=["probit"], doc="Likelihood p(y|f), a registered name.")
+    likelihood_params = param.Dict(
+        default={}, doc="The current likelihood's declared parameters (name -> value); see initial_params.")
     y = param.Number(default=1.0, doc="Observation: label -1/+1, a count, or a real value.")
-    cavity_mean = param.Number(default=0.5, softbounds=MEAN_RANGE, doc="Cavity mean m.")
-    cavity_std = param.Number(default=1.5, softbounds=STD_RANGE, doc="Cavity standard deviation s (> 0).")
+    cavity_mean = param.Number(default=0.5, softbounds=CAVITY_MEAN_SLIDER, doc="Cavity mean m.")
+    cavity_std = param.Number(default=1.5, softbounds=CAVITY_STD_SLIDER, doc="Cavity standard deviation s (> 0).")
     show_ep = param.Boolean(default=True, doc="Show the EP (KL) projection.")
     show_qp = param.Boolean(default=True, doc="Show the QP (W2) projection.")
     error = param.String(default="", doc="Why the last change was refused ('' if it was accepted).")
     result = param.Parameter(default=None, doc="ExplorerResult of the current inputs.")
 
-    INPUTS = ("likelihood", "gaussian_variance", "step_eps", "student_t", "laplace_scale", "y", "cavity_mean", "cavity_std")
+    INPUTS = ("likelihood", "likelihood_params", "y", "cavity_mean", "cavity_std")
 
     def __init__(self, **params):
         inputs = {k: params.pop(k) for k in list(params) if k in self.INPUTS}
         super().__init__(**params)
+        self.refresh_likelihoods()
+        inputs.setdefault("likelihood", self.likelihood)
         self.update(**inputs)
         if self.error:
             raise ValueError(self.error)
 
+    def refresh_likelihoods(self) -> list[str]:
+        """Offer every likelihood registered now (the registry may have grown since)."""
+        names = likelihood_names()
+        if self.param.likelihood.objects != names:
+            self.param.likelihood.objects = names
+        return names
+
     def likelihood_object(self, **overrides) -> Likelihood:
-        """The current likelihood (or the one ``overrides`` would give)."""
-        values = {k: overrides.get(k, getattr(self, k)) for k in ("gaussian_variance", "step_eps", "student_t", "laplace_scale")}
-        return build_likelihood(overrides.get("likelihood", self.likelihood), **values)
+        """The current likelihood (or the one ``likelihood`` / ``likelihood_params`` overrides give)."""
+        return build_likelihood(overrides.get("likelihood", self.likelihood),
+                                **overrides.get("likelihood_params", self.likelihood_params))
+
+    def _new_params(self, name: str, given) -> dict:
+        """The parameters of ``name`` after a change: ``given`` over the current ones (same
+        likelihood) or over the likelihood's initial ones (a new likelihood)."""
+        if given is None:
+            given = {}
+        if not isinstance(given, dict):
+            raise TypeError(f"likelihood_params must be a dict of parameter name -> value; got {given!r}")
+        base = self.likelihood_params if name == self.likelihood and self.result is not None else initial_params(name)
+        return {**base, **given}
 
     def update(self, **changes) -> bool:
         """Apply ``changes`` to the inputs if they give a valid view; return whether they did.
 
-        Numbers may be given as text (typed entry). When only the likelihood (or its
-        parameters) changes and the current y is outside its support, y moves to the nearest
-        valid observation (e.g. a real 0.3 becomes the label +1).
+        ``likelihood_params`` may name only some parameters (the others keep their values, or
+        start from :func:`initial_params` when the likelihood changes). Numbers may be given as
+        text (typed entry). When only the likelihood (or its parameters) changes and the current
+        y is outside its support, y moves to the nearest valid observation (e.g. a real 0.3
+        becomes the label +1).
         """
         unknown = set(changes) - set(self.INPUTS)
         if unknown:
@@ -316,11 +417,13 @@ class ExplorerState(param.Parameterized):
             new = {k: changes.get(k, getattr(self, k)) for k in self.INPUTS}
             for name in ("y", "cavity_mean", "cavity_std"):
                 new[name] = parse_number(new[name], name.replace("_", " "))
-            for name in ("likelihood", "gaussian_variance", "step_eps", "student_t", "laplace_scale"):
-                allowed = self.param[name].objects
-                if new[name] not in allowed:
-                    raise ValueError(f"{name} must be one of {list(allowed)}; got {new[name]!r}")
-            lik = self.likelihood_object(**new)
+            if new["likelihood"] not in self.param.likelihood.objects:
+                self.refresh_likelihoods()
+            _likelihood_class(new["likelihood"])
+            params = self._new_params(new["likelihood"], changes.get("likelihood_params"))
+            params = {k: parse_number(v, k) if isinstance(v, str) else v for k, v in params.items()}
+            lik = build_likelihood(new["likelihood"], **params)
+            new["likelihood_params"] = lik.params
             if "y" not in changes:
                 new["y"] = default_y(lik, new["y"])
             check_inputs(lik, new["y"], new["cavity_mean"], new["cavity_std"])

@@ -13,11 +13,15 @@ import pytest
 from scipy import special, stats
 
 import qpviz
-from qpviz import config, explorer
+from qpviz import explorer
 from qpviz.explorer import ExplorerState
+from qpviz.likelihoods import REGISTRY
+from qpviz.tables import families
 
 #: A valid observation per likelihood for the parametrised tests.
 Y = {"binary": -1.0, "count": 3.0, "real": 0.7}
+#: Several valid observations per support for the registry test.
+Y_VALUES = {"binary": (-1.0, 1.0), "count": (0.0, 1.0, 2.0, 3.0), "real": (-0.8, 0.0, 2.5)}
 
 
 def grid_reference(lik, y, m, s, points=400_001):
@@ -54,9 +58,109 @@ def state_for(name: str, **inputs) -> ExplorerState:
     return state
 
 
-@pytest.fixture(params=explorer.LIKELIHOOD_NAMES)
+@pytest.fixture(params=list(REGISTRY))
 def name(request) -> str:
     return request.param
+
+
+class MyCauchy(qpviz.Likelihood):
+    """A user's likelihood: only log_prob and one declared parameter (no choices, no kernels)."""
+
+    name = "my_cauchy_explorer"
+    support = "real"
+    parameters = (qpviz.Parameter("scale", default=1.0, lower=0.0, doc="half width"),)
+
+    def log_prob(self, y, f):
+        return -np.log(np.pi * self.scale * (1 + ((y - f) / self.scale) ** 2))
+
+
+@pytest.fixture
+def user_likelihood():
+    """MyCauchy registered for one test, and removed from the registry afterwards."""
+    qpviz.register_likelihood(MyCauchy)
+    try:
+        yield MyCauchy
+    finally:
+        REGISTRY.pop(MyCauchy.name, None)
+
+
+# -- the registry is the explorer's list -------------------------------------------------------
+def test_every_registered_likelihood_computes_every_view_with_its_initial_parameters(name):
+    lik = explorer.build_likelihood(name, **explorer.initial_params(name))
+    for y in Y_VALUES[lik.support]:
+        result = explorer.compute(lik, y, 0.4, 1.3)
+        for view in (result.densities, result.quantiles):
+            for key, values in view.items():
+                assert np.all(np.isfinite(values)), (name, y, key)
+        assert all(np.isfinite(v) for v in result.summary.values()), (name, y)
+        data = explorer.ratio_map(lik, y, shape=(5, 4))
+        # <= 1 (Theorem 2) up to the QP tables' error (tol 1e-8) where the ratio is ~1 (small stds)
+        assert np.all(np.isfinite(data["ratio"])) and np.all(data["ratio"] <= 1 + 1e-7), (name, y)
+
+
+def test_the_explorer_offers_the_registry_including_cloglog():
+    state = ExplorerState()
+    assert state.param.likelihood.objects == list(REGISTRY) == explorer.likelihood_names()
+    assert "cloglog" in state.param.likelihood.objects
+    assert state.update(likelihood="cloglog") and state.likelihood_object() == qpviz.likelihood("cloglog")
+    assert state.y == 1.0 and state.likelihood_params == {}
+
+
+def test_a_user_registered_likelihood_appears_with_its_parameter_input(user_likelihood):
+    state = ExplorerState()
+    assert user_likelihood.name in state.param.likelihood.objects
+    assert state.update(likelihood=user_likelihood.name, y=0.3)
+    assert state.likelihood_params == {"scale": 1.0} and np.isfinite(state.result.summary["var_qp"])
+    assert state.update(likelihood_params={"scale": "0.5"}) and state.likelihood_object().scale == 0.5
+    assert state.result.summary["var_qp"] <= state.result.summary["var_ep"] * (1 + 1e-9)
+    assert state.update(likelihood_params={"scale": -1.0}) is False
+    assert "scale must be a finite number in (0, inf) (half width)" in state.error
+    [control] = explorer.parameter_controls(user_likelihood.name)
+    assert (control.kind, control.key, control.default) == ("number", "my_cauchy_explorer_scale", 1.0)
+    assert "(0, inf)" in control.label
+
+
+def test_a_state_made_before_a_registration_offers_it_when_asked(user_likelihood):
+    REGISTRY.pop(user_likelihood.name)
+    state = ExplorerState()
+    assert user_likelihood.name not in state.param.likelihood.objects
+    qpviz.register_likelihood(user_likelihood)
+    assert state.update(likelihood=user_likelihood.name, y=0.0), state.error
+    assert user_likelihood.name in state.param.likelihood.objects
+
+
+def test_parameter_controls_come_from_each_classes_declarations(name):
+    cls = REGISTRY[name]
+    controls = explorer.parameter_controls(name)
+    start = explorer.initial_params(name)
+    assert set(start) == {p.name for p in cls.parameters}
+    covered = {p for c in controls for p in c.parameters}
+    assert covered == set(start)
+    params = {}
+    for control in controls:
+        assert control.likelihood == name
+        assert control.value_for(start) == control.default
+        params.update(control.params_for(control.default))
+        if control.kind == "select":
+            [parameter] = [p for p in cls.parameters if p.name == control.parameters[0]]
+            assert set(parameter.choices) <= set(control.options.values())
+        if control.kind == "preset":
+            assert [control.params_for(label) for label in control.options] == [
+                {k: float(v) for k, v in preset.items()} for preset in cls.presets]
+    assert params == start
+
+
+def test_controls_keep_the_old_url_keys():
+    keys = {c.key for name in REGISTRY for c in explorer.parameter_controls(name)}
+    assert keys >= {"gaussian_variance", "step_eps", "student_t", "laplace_scale"}
+    [student_t] = explorer.parameter_controls("student_t")
+    assert student_t.params_for("nu=4, scale=0.5") == {"nu": 4.0, "scale": 0.5}
+
+
+def test_the_cavity_sliders_lie_inside_the_qp_tables_domain():
+    lo, hi = explorer.CAVITY_STD_SLIDER
+    assert families.STD_RANGE[0] <= lo < hi <= families.STD_RANGE[1]
+    assert max(map(abs, explorer.CAVITY_MEAN_SLIDER)) <= min(families.BINARY_MEAN, families.COUNT_MEAN)
 
 
 # -- the state and its numbers -----------------------------------------------------------------
@@ -152,7 +256,8 @@ def test_quantiles_of_a_gaussian_tilted_distribution_are_exact():
     """Gaussian likelihood: the tilted distribution is the product-of-Gaussians N(mu, sigma^2),
     so F^-1(u) = mu + sigma Phi^-1(u), and the EP and QP lines coincide with it."""
     state = ExplorerState()
-    assert state.update(likelihood="gaussian", gaussian_variance=0.5, y=-1.1, cavity_mean=0.3, cavity_std=math.sqrt(2.0))
+    assert state.update(likelihood="gaussian", likelihood_params={"variance": 0.5}, y=-1.1, cavity_mean=0.3,
+                        cavity_std=math.sqrt(2.0))
     var = 1.0 / (1.0 / 2.0 + 1.0 / 0.5)
     mu = var * (0.3 / 2.0 + -1.1 / 0.5)
     q = state.result.quantiles
@@ -181,15 +286,25 @@ def test_ratio_map_of_the_gaussian_likelihood_is_one():
 # -- inputs and bad input -----------------------------------------------------------------------
 def test_likelihood_parameters_reach_the_likelihood():
     state = ExplorerState()
-    assert state.update(likelihood="student_t", student_t="nu=4, scale=0.5", y=0.0)
+    assert state.update(likelihood="student_t", likelihood_params={"nu": 4, "scale": 0.5}, y=0.0)
     assert state.likelihood_object().params == {"nu": 4.0, "scale": 0.5}
-    assert state.update(likelihood="step", step_eps=0.2)
+    assert state.update(likelihood_params={"nu": 10.0})  # the other parameters keep their values
+    assert state.likelihood_params == {"nu": 10.0, "scale": 0.5}
+    assert state.update(likelihood="step", likelihood_params={"eps": 0.2})
     assert state.likelihood_object() == qpviz.likelihood("step", eps=0.2)
-    assert state.update(likelihood="laplace", laplace_scale=2.0, y=0.0)
+    assert state.update(likelihood="laplace", likelihood_params={"scale": 2.0}, y=0.0)
     assert state.likelihood_object() == qpviz.likelihood("laplace", scale=2.0)
-    assert state.update(likelihood="gaussian", gaussian_variance=0.1)
+    assert state.update(likelihood="gaussian", likelihood_params={"variance": 0.1})
     assert state.likelihood_object() == qpviz.likelihood("gaussian", variance=0.1)
-    assert set(explorer.STUDENT_T_CHOICES.values()) == set(config.APP_STUDENT_T)
+
+
+def test_a_new_likelihood_starts_from_its_first_preset_or_its_defaults():
+    state = ExplorerState()
+    assert state.update(likelihood="step", likelihood_params={"eps": 0.2})
+    assert state.update(likelihood="student_t", y=0.0)
+    assert state.likelihood_params == {k: float(v) for k, v in REGISTRY["student_t"].presets[0].items()}
+    assert state.update(likelihood="step") and state.likelihood_params == {"eps": 0.0}
+    assert state.update(likelihood="step") and state.likelihood_params == {"eps": 0.0}
 
 
 def test_changing_the_likelihood_moves_y_into_its_support():
@@ -230,7 +345,10 @@ def test_page_typed_y_beyond_the_slider_is_accepted(explorer_page):
         ({"y": 0.5}, "{-1, +1}"),
         ({"y": [1, 2]}, "must be a number"),
         ({"likelihood": "cauchy"}, "likelihood must be one of"),
-        ({"step_eps": 0.3}, "step_eps must be one of"),
+        ({"likelihood": "step", "likelihood_params": {"eps": 0.7}}, "eps must be a finite number in [0, 0.5)"),
+        ({"likelihood_params": {"eps": 0.1}}, "the probit likelihood has no parameter(s) ['eps']"),
+        ({"likelihood": "student_t", "likelihood_params": {"nu": "many"}}, "nu must be a number"),
+        ({"likelihood_params": [0.1]}, "likelihood_params must be a dict"),
     ],
 )
 def test_bad_input_keeps_the_last_good_state_and_says_what_to_change(changes, message):
@@ -297,8 +415,38 @@ def test_page_likelihood_change_shows_its_parameter_and_y_widgets(explorer_page)
     assert not any(w.visible for w in explorer_page.parameter_widgets.values())
     explorer_page.likelihood.value = "student_t"
     assert explorer_page.parameter_widgets["student_t"].visible and explorer_page.y_real.visible
+    assert [k for k, w in explorer_page.parameter_widgets.items() if w.visible] == ["student_t"]
     explorer_page.parameter_widgets["student_t"].value = "nu=10, scale=1"
     assert explorer_page.state.likelihood_object().params == {"nu": 10.0, "scale": 1.0}
+
+
+def test_page_menu_is_the_registry_and_parameters_are_remembered_per_likelihood(explorer_page):
+    page = explorer_page
+    assert page.likelihood.options == list(REGISTRY)
+    page.likelihood.value = "cloglog"
+    assert page.state.likelihood == "cloglog" and "densities: cloglog" in page.figures["densities"].title.text
+    page.likelihood.value = "step"
+    assert page.parameter_widgets["step_eps"].visible and page.state.likelihood_params == {"eps": 0.0}
+    page.parameter_widgets["step_eps"].value = 0.2
+    assert page.state.likelihood_object() == qpviz.likelihood("step", eps=0.2)
+    page.likelihood.value = "laplace"
+    page.parameter_widgets["step_eps"].value = 0.05  # hidden: kept for later, not applied now
+    assert page.state.likelihood == "laplace"
+    page.likelihood.value = "step"
+    assert page.state.likelihood_params == {"eps": 0.05}
+
+
+def test_page_of_a_user_registered_likelihood_has_its_number_input(user_likelihood):
+    projection_explorer = pytest.importorskip("projection_explorer")
+    page = projection_explorer.ProjectionExplorer()
+    assert user_likelihood.name in page.likelihood.options
+    page.likelihood.value = user_likelihood.name
+    widget = page.parameter_widgets["my_cauchy_explorer_scale"]
+    assert widget.visible and widget.value == 1.0 and page.y_real.visible
+    widget.value = 2.0
+    assert page.state.likelihood_params == {"scale": 2.0} and not page.alert.visible
+    widget.value = 0.0
+    assert "scale must be a finite number in (0, inf)" in page.alert.object and widget.value == 2.0
 
 
 def test_page_bad_typed_value_shows_alert_and_keeps_the_view(explorer_page):
@@ -321,7 +469,7 @@ def test_page_map_tap_moves_the_cavity(explorer_page):
     assert (explorer_page.state.cavity_mean, explorer_page.state.cavity_std) == (2.35, 0.61)
     assert explorer_page.mean_slider.value == 2.35
     explorer_page.tap.event(x=100.0, y=-3.0)  # outside the map: clipped into range
-    assert (explorer_page.state.cavity_mean, explorer_page.state.cavity_std) == (explorer.MEAN_RANGE[1], explorer.STD_RANGE[0])
+    assert (explorer_page.state.cavity_mean, explorer_page.state.cavity_std) == (explorer.CAVITY_MEAN_SLIDER[1], explorer.CAVITY_STD_SLIDER[0])
 
 
 def test_page_projector_mode_enlarges_fonts(explorer_page):
@@ -342,7 +490,7 @@ def test_page_map_failure_is_shown_not_raised(explorer_page, monkeypatch):
         raise ValueError("table file damaged")
 
     monkeypatch.setattr(projection_explorer, "cached_ratio_map", broken)
-    image = explorer_page.map_image("probit", 1.0, 0.1, "nu=3, scale=1", 1.0, 1.0)
+    image = explorer_page.map_image("probit", {}, 1.0)
     assert "not available" in image.opts.get().kwargs["title"]
     assert np.isnan(image.dimension_values(2)).all()
     assert "table file damaged" in explorer_page.alert.object and explorer_page.alert.visible

@@ -49,6 +49,15 @@ def numbers_text(page: Page) -> str:
     return page.locator(".qpviz-numbers").first.locator("table").first.inner_text()
 
 
+def wait_for_numbers(page: Page, expected: str, timeout_ms: int = TIMEOUT_MS) -> None:
+    """Wait until the first numbers table reads ``expected`` (as numbers_text gives it)."""
+    for _ in range(timeout_ms // 100):
+        if numbers_text(page) == expected:
+            return
+        page.wait_for_timeout(100)
+    assert numbers_text(page) == expected
+
+
 def test_page_loads_with_every_view(explorer: Page):
     titles = plot_titles(explorer)
     for prefix in ("(a) densities", "(b) quantile functions", "(b') Q-Q: σ_EP", "(d) var_QP / var_EP for probit"):
@@ -130,3 +139,29 @@ def test_projector_mode_enlarges_the_plot_titles(explorer: Page):
         timeout=TIMEOUT_MS,
     )  # the page is loaded (fixture), so Bokeh.documents[0] exists
     explorer.wait_for_url(re.compile(r"projector=true"), timeout=TIMEOUT_MS)
+
+
+def test_cloglog_from_the_registry_is_in_the_menu_and_computes(explorer: Page):
+    before = numbers_text(explorer)
+    explorer.locator(".qpviz-likelihood select").select_option("cloglog")
+    wait_for_title(explorer, "(a) densities: cloglog, y = 1, m = 0.50")
+    wait_for_title(explorer, "(d) var_QP / var_EP for cloglog")
+    expect(explorer.locator(".qpviz-numbers table").first).not_to_have_text(before)
+    assert explorer.evaluate(ALERT_JS) == ""
+    explorer.wait_for_url(re.compile(r"[?&]lik=cloglog"), timeout=TIMEOUT_MS)
+
+
+def test_step_eps_input_reaches_the_numbers_and_the_url(explorer: Page):
+    explorer.locator(".qpviz-likelihood select").select_option("step")
+    wait_for_title(explorer, "(a) densities: step, y = 1, m = 0.50")
+    eps = explorer.locator(".qpviz-param-step_eps select")
+    expect(eps).to_be_visible(timeout=TIMEOUT_MS)
+    before = numbers_text(explorer)
+    eps.select_option("0.2")
+    expect(explorer.locator(".qpviz-numbers table").first).not_to_have_text(before, timeout=TIMEOUT_MS)
+    explorer.wait_for_url(re.compile(r"[?&]step_eps=0\.2(&|$)"), timeout=TIMEOUT_MS)
+    with_eps = numbers_text(explorer)
+    explorer.goto(explorer.url)  # the shared link reopens step with eps = 0.2
+    wait_for_title(explorer, "(a) densities: step, y = 1, m = 0.50")
+    wait_for_numbers(explorer, with_eps)
+    expect(explorer.locator(".qpviz-param-step_eps select")).to_have_value("0.2")

@@ -1,0 +1,206 @@
+"""The Projection Explorer's Bokeh figures (views a, b, b'), its numbers table (view c) and the
+data sources they are fed from, patched in place at every change (see :func:`show_columns`).
+
+Nothing here reads widgets or the URL: :class:`ExplorerFigures` draws what an
+``ExplorerState`` holds.
+"""
+from __future__ import annotations
+
+import numpy as np
+import panel as pn
+from bokeh.models import CDSView, ColumnDataSource, IndexFilter, Range1d
+from bokeh.plotting import figure
+
+from qpviz import explorer
+
+__all__ = ["COLOURS", "DASHES", "LABELS", "CURVES", "ExplorerFigures", "NumbersPane", "numbers_html", "show_columns",
+           "style_figure"]
+
+#: Okabe-Ito colours (colour-blind safe); curves also differ by dash pattern.
+COLOURS = {
+    "cavity": "#56B4E9",
+    "likelihood": "#009E73",
+    "tilted": "#000000",
+    "ep": "#D55E00",
+    "qp": "#0072B2",
+}
+DASHES = {"cavity": "dashed", "likelihood": "dotted", "tilted": "solid", "ep": "dashdot", "qp": "solid"}
+LABELS = {"cavity": "cavity", "likelihood": "likelihood (scaled)", "tilted": "tilted", "ep": "EP (KL)", "qp": "QP (W2)"}
+
+#: The lines of each Bokeh figure (the Q-Q view draws the tilted quantiles as points).
+CURVES = {
+    "densities": ("cavity", "likelihood", "tilted", "ep", "qp"),
+    "quantiles": ("tilted", "ep", "qp"),
+    "qq": ("ep", "qp"),
+}
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.6g}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    cells = lambda tag, row: "".join(f"<{tag}>{cell}</{tag}>" for cell in row)  # noqa: E731
+    body = "".join(f"<tr>{cells('td', row)}</tr>" for row in rows)
+    return f"<table><thead><tr>{cells('th', header)}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def numbers_html(summary: dict, show_ep: bool, show_qp: bool) -> str:
+    """The numbers view (c) as HTML tables (built directly: rendering Markdown cost ~3 ms a move)."""
+    rows = [
+        ("Z (evidence)", summary["Z"]),
+        ("log Z", summary["log_Z"]),
+        ("mean (EP = QP)", summary["mean"]),
+        ("var_QP / var_EP", summary["ratio"]),
+    ]
+    tables = [_table(["quantity", "value"], [[name, _fmt(value)] for name, value in rows])]
+    methods = [(m, label) for m, label, shown in (("ep", "EP", show_ep), ("qp", "QP", show_qp)) if shown]
+    if methods:
+        method_rows = [
+            [label, *(_fmt(summary[f"{key}_{m}"]) for m, _ in methods)]
+            for key, label in (
+                ("var", "variance"),
+                ("w2", "W2 to tilted"),
+                ("kl", "KL(tilted ‖ ·)"),
+                ("site_mean", "site mean"),
+                ("site_var", "site variance"),
+            )
+        ]
+        positive = [("yes" if summary[f"site_positive_{m}"] else "<strong>no</strong>") for m, _ in methods]
+        method_rows.append(["site precision &gt; 0", *positive])
+        tables.append(_table(["", *(label for _, label in methods)], method_rows))
+    return "\n".join(tables)
+
+
+class NumbersPane(pn.pane.HTML):
+    """An HTML pane with the Markdown pane's table style."""
+
+    _stylesheets = [*pn.pane.HTML._stylesheets, *pn.pane.Markdown._stylesheets]
+
+
+def show_columns(source: ColumnDataSource, columns: dict, fixed: dict | None = None) -> None:
+    """Show new values of ``columns`` in ``source``; ``fixed`` columns are sent only the first time.
+
+    When no column changes length, the values are sent as one whole-column patch: BokehJS applies
+    a patch without the model change that a new ``data`` dict signals, and that signal reaches each
+    legend through its items' renderers and made it rebuild its entries (new DOM and canvases for
+    every swatch, three legends per move). The source keeps its own copies, which patches overwrite.
+    """
+    current = source.data
+    lengths = {len(values) for values in columns.values()}
+    if len(lengths) == 1 and set(columns) <= set(current) and {len(current[k]) for k in columns} == lengths:
+        n = lengths.pop()
+        source.patch({k: [(slice(0, n), np.asarray(v))] for k, v in columns.items()})
+    else:
+        source.data = {k: np.array(v) for k, v in {**(fixed or {}), **columns}.items()}
+
+
+def _span(columns: dict, keys) -> tuple[float, float]:
+    """Smallest and largest finite value of ``columns[key]`` over ``keys``."""
+    values = np.concatenate([np.asarray(columns[key], float) for key in keys])
+    values = values[np.isfinite(values)]
+    return (float(values.min()), float(values.max())) if values.size else (0.0, 1.0)
+
+
+def _set_range(axis_range: Range1d, lo: float, hi: float, pad: float = 0.05) -> None:
+    """Show [lo, hi] plus ``pad`` of its width on each side (what DataRange1d's default padding shows)."""
+    width = hi - lo if hi > lo else max(abs(hi), 1.0)
+    axis_range.update(start=lo - pad * width, end=hi + pad * width)
+
+
+def style_figure(fig, projector: bool) -> None:
+    """Font sizes and height of one figure (larger in projector mode)."""
+    scale = 1.7 if projector else 1.0
+    fig.title.text_font_size = f"{round(13 * scale)}px"
+    for axis in (*fig.xaxis, *fig.yaxis):
+        axis.axis_label_text_font_size = f"{round(13 * scale)}px"
+        axis.major_label_text_font_size = f"{round(11 * scale)}px"
+    for legend in fig.legend:
+        legend.label_text_font_size = f"{round(12 * scale)}px"
+    fig.height = 430 if projector else 330
+
+
+class ExplorerFigures:
+    """Bokeh figures for views (a), (b) and (b'), fed by ColumnDataSources that each update
+    changes in place (no re-render: only the new arrays travel to the browser), and the data
+    source of the cavity marker drawn on the map (d).
+
+    The quantile view and the Q-Q view share one source (x = u and x = z over the same
+    quantiles; the Q-Q points are every third row through an IndexFilter), and its u and z
+    columns never change, so a cavity move sends the density columns and three quantile
+    columns. The axis ranges are computed here (Range1d) rather than by the browser
+    (DataRange1d), which would send each new range back to the server after every move.
+    """
+
+    def __init__(self, cavity_mean: float, cavity_std: float):
+        self.sources = {
+            "densities": ColumnDataSource(data={"x": [], **{k: [] for k in CURVES["densities"]}}),
+            "quantiles": ColumnDataSource(data={"u": [], "z": [], **{k: [] for k in CURVES["quantiles"]}}),
+        }
+        self.marker = ColumnDataSource(data={"x": [cavity_mean], "y": [cavity_std]})
+        self.ranges = {name: (Range1d(0, 1), Range1d(0, 1)) for name in CURVES}
+        self.figures = {
+            "densities": figure(x_axis_label="f", y_axis_label="density"),
+            "quantiles": figure(x_axis_label="u", y_axis_label="quantile F^-1(u)"),
+            "qq": figure(x_axis_label="Phi^-1(u) (standard normal quantile)", y_axis_label="tilted quantile F^-1(u)"),
+        }
+        x_columns = {"densities": "x", "quantiles": "u", "qq": "z"}
+        self.renderers = {name: {} for name in self.figures}
+        for name, keys in CURVES.items():
+            fig = self.figures[name]
+            fig.x_range, fig.y_range = self.ranges[name]
+            source = self.sources["densities" if name == "densities" else "quantiles"]
+            for key in keys:
+                self.renderers[name][key] = fig.line(
+                    x_columns[name], key, source=source, color=COLOURS[key], line_dash=DASHES[key],
+                    line_width=3 if key == "tilted" else 2, legend_label=LABELS[key],
+                )
+        every_third = CDSView(filter=IndexFilter(list(range(0, explorer.QUANTILE_POINTS, 3))))
+        self.renderers["qq"]["tilted"] = self.figures["qq"].scatter(
+            "z", "tilted", source=self.sources["quantiles"], view=every_third, color=COLOURS["tilted"], size=5,
+            legend_label="tilted quantiles",
+        )
+        for fig in self.figures.values():
+            fig.sizing_mode = "stretch_width"
+            fig.height = 330
+            fig.min_width = 360
+            fig.toolbar_location = "right"  # beside the plot: a long title above never runs under the tools
+            fig.legend.location = "top_left"
+            fig.legend.click_policy = "hide"
+            fig.legend.background_fill_alpha = 0.7
+        densities = self.figures["densities"]
+        densities.add_layout(densities.legend[0], "right")  # five entries: beside the curves, not over them
+
+    def show(self, state: explorer.ExplorerState) -> None:
+        """Push the state's current result into the figures and the marker (call inside pn.io.hold)."""
+        s = state
+        d, q, summary = s.result.densities, s.result.quantiles, s.result.summary
+        shown = [key for key, visible in (("ep", s.show_ep), ("qp", s.show_qp)) if visible]
+        show_columns(self.sources["densities"], {"x": d["x"], **{k: d[k] for k in CURVES["densities"]}})
+        show_columns(self.sources["quantiles"], {k: q[k] for k in CURVES["quantiles"]}, fixed={"u": q["u"], "z": q["z"]})
+        _set_range(self.ranges["densities"][0], d["x"][0], d["x"][-1], pad=0.0)
+        _set_range(self.ranges["densities"][1], *_span(d, ("cavity", "likelihood", "tilted", *shown)))
+        _set_range(self.ranges["quantiles"][0], 0.0, 1.0)
+        _set_range(self.ranges["qq"][0], q["z"][0], q["z"][-1])
+        quantile_span = _span(q, ("tilted", *shown))
+        _set_range(self.ranges["quantiles"][1], *quantile_span)
+        _set_range(self.ranges["qq"][1], *quantile_span)
+        self.figures["densities"].title.text = (
+            f"(a) densities: {s.likelihood}, y = {s.y:g}, m = {s.cavity_mean:.2f}, s = {s.cavity_std:.2f}"
+        )
+        self.figures["quantiles"].title.text = f"(b) quantile functions: mean = {summary['mean']:.4f}"
+        self.figures["qq"].title.text = (
+            f"(b') Q-Q: σ_EP = {np.sqrt(summary['var_ep']):.4f}, σ_QP = {np.sqrt(summary['var_qp']):.4f}"
+        )
+        for renderers in self.renderers.values():
+            for key, visible in (("ep", s.show_ep), ("qp", s.show_qp)):
+                renderers[key].visible = visible
+        show_columns(self.marker, {"x": [s.cavity_mean], "y": [s.cavity_std]})
+
+    def style(self, projector: bool) -> None:
+        """Font sizes of the three figures (larger in projector mode)."""
+        for fig in self.figures.values():
+            style_figure(fig, projector)
+            # a fixed room for the y tick labels: a cavity move that changes their width then
+            # repaints the figure without laying the page out again (~10 ms per move measured)
+            fig.min_border_left = 100 if projector else 70
