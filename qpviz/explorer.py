@@ -319,7 +319,8 @@ def ratio_map(lik: Likelihood, y, shape: tuple[int, int] = MAP_SHAPE) -> dict:
     """Panel (d): var_QP / var_EP on a grid of cavity means x cavity stds (``ratio[i_std, i_mean]``).
 
     var_EP from ``lik.tilted_moments`` and var_QP from ``qpviz.projection.qp_variance`` (eq. 7),
-    both vectorised over the grid; the ratio is <= 1 everywhere (QP paper Theorem 2).
+    both vectorised over the grid; the ratio is <= 1 everywhere (QP paper Theorem 2; var_QP is
+    capped at var_EP, as ``qpviz.project`` does, against the tables' 1e-8 error).
     """
     means = np.linspace(CAVITY_MEAN_SLIDER[0], CAVITY_MEAN_SLIDER[1], shape[0])
     stds = np.linspace(CAVITY_STD_SLIDER[0], CAVITY_STD_SLIDER[1], shape[1])
@@ -327,7 +328,8 @@ def ratio_map(lik: Likelihood, y, shape: tuple[int, int] = MAP_SHAPE) -> dict:
     V = S**2
     y_grid = np.full_like(M, float(y))
     var_ep = lik.tilted_moments(y_grid, M, V).var
-    var_qp = qp_variance(lik, y_grid, M, V)
+    # as in qpviz.project: a table's 1e-8 error must not cross Theorem 2's bound where QP ~ EP
+    var_qp = np.minimum(qp_variance(lik, y_grid, M, V), var_ep)
     return {"means": means, "stds": stds, "ratio": var_qp / var_ep}
 
 
