@@ -24,6 +24,7 @@ __all__ = [
     "BLAS_SINGLE_THREAD_N",
     "BLAS3_SWEEP_N",
     "SWEEP_REFRESH",
+    "HYPER_BOUNDS",
 ]
 
 #: Diagonal jitter added to kernel matrices before a Cholesky factorisation.
@@ -60,6 +61,11 @@ BLAS3_SWEEP_N = 400
 #: A sequential EP/QP run re-factorises the posterior from its sites every this many sweeps (and
 #: at the end), so rank-one rounding never accumulates for long (:mod:`qpviz.inference.sweep`).
 SWEEP_REFRESH = 5
+
+#: Default bounds of every hyper-parameter that ``qpviz.fit(..., optimise=True)`` fits (kernel
+#: variances and length scales, likelihood scales), in natural units: exp(-9) to exp(9). A fitted
+#: value on a bound is reported (``OptimiserBoundWarning``); ``fit(..., bounds=...)`` changes them.
+HYPER_BOUNDS = (1.2340980408667956e-04, 8.1030839275753841e03)
 
 #: Options for every numba kernel of the package.
 NUMBA_OPTIONS = {"cache": True, "nogil": True, "error_model": "numpy"}

@@ -71,6 +71,12 @@ class Kernel:
         """A new kernel of the same kind with the hyper-parameters exp(theta)."""
         raise NotImplementedError
 
+    @property
+    def params(self) -> dict[str, float]:
+        """The hyper-parameters as numbers, by :attr:`param_names` (e.g. ``{"variance": 2.0,
+        "lengthscale": 0.7}``; ARD: ``"lengthscale[0]"``, ...; sums and products: ``"k1.variance"``)."""
+        return {name: float(value) for name, value in zip(self.param_names, np.exp(self.log_params()))}
+
     def __call__(self, X, X2=None) -> np.ndarray:
         X = as_inputs(X)
         X2 = X if X2 is None else as_inputs(X2, "X2")

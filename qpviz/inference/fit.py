@@ -11,9 +11,12 @@ hyper-parameters from EP, then QP sites, which report their own evidence).
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from scipy import optimize
 
+from qpviz import config
 from qpviz.inference.ep import run_sites
 from qpviz.inference.laplace import run_laplace
 from qpviz.inference.mcmc import run_mcmc
@@ -25,7 +28,7 @@ from qpviz.likelihoods import Likelihood
 from qpviz.likelihoods import likelihood as make_likelihood
 
 __all__ = ["fit", "optimise_hyperparameters", "likelihood_log_param_grad", "METHODS", "OPTIONS",
-           "likelihood_scale_params"]
+           "likelihood_scale_params", "OptimiserBoundWarning", "resolve_bounds"]
 
 METHODS = ("ep", "qp", "vb", "laplace", "mcmc")
 
@@ -37,7 +40,11 @@ OPTIONS = {
     "laplace": ("tol", "max_iter", "warn"),
     "mcmc": ("n_samples", "burn_in", "thin", "seed"),
 }
-_COMMON = ("jitter", "prior", "max_opt_iter", "optimise_likelihood")
+_COMMON = ("jitter", "prior", "max_opt_iter", "optimise_likelihood", "bounds")
+
+
+class OptimiserBoundWarning(UserWarning):
+    """A fitted hyper-parameter stopped on a bound of the optimiser (the evidence still rose there)."""
 _EP_FOR_OPTIMISATION = ("tol", "damping", "order", "parallel", "max_sweeps", "seed")
 
 
@@ -59,7 +66,12 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
     ``prior`` replaces the dense prior by another prior object with the same interface
     (:mod:`.prior`), ``max_opt_iter`` bounds the L-BFGS-B iterations of ``optimise=True`` and
     ``optimise_likelihood=True`` also fits the likelihood's scale parameter (Gaussian noise
-    variance, Student-t / Laplace scale).
+    variance, Student-t / Laplace scale). ``bounds`` limits the fitted hyper-parameters (natural
+    units): one ``(low, high)`` pair for all, or a dict by name (``kernel.param_names``, e.g.
+    ``"variance"``, ``"lengthscale[1]"``, and ``"likelihood.scale"``) with the rest at
+    :data:`qpviz.config.HYPER_BOUNDS`; a fitted value on a bound raises an
+    :class:`OptimiserBoundWarning` and is listed in ``diagnostics["optimisation"]["at_bound"]``.
+    The fitted values are ``post.hyperparameters``.
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -72,6 +84,9 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
     jitter = options.pop("jitter", None)
     max_opt_iter = options.pop("max_opt_iter", 100)
     optimise_likelihood = options.pop("optimise_likelihood", False)
+    bounds = options.pop("bounds", None)
+    if bounds is not None and not optimise:
+        raise TypeError("bounds limit the hyper-parameters that optimise=True fits; pass optimise=True or drop bounds")
     if prior is None:
         prior = DensePrior(kernel, X, jitter=jitter)
     y = lik.check_y(y)
@@ -81,7 +96,7 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
     diagnostics: dict = {}
     if optimise:
         ep_options = {k: v for k, v in options.items() if k in _EP_FOR_OPTIMISATION}
-        prior, lik, report = optimise_hyperparameters(prior, lik, y, max_iter=max_opt_iter,
+        prior, lik, report = optimise_hyperparameters(prior, lik, y, max_iter=max_opt_iter, bounds=bounds,
                                                       optimise_likelihood=optimise_likelihood, **ep_options)
         diagnostics["optimisation"] = report
         if method in ("ep", "qp") and "init" not in options:
@@ -134,16 +149,44 @@ def likelihood_log_param_grad(likelihood, names, y, cavity_tau, cavity_nu, step:
     return grad
 
 
-def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, log_bounds=(-9.0, 9.0),
+def resolve_bounds(names, bounds) -> list[tuple[float, float]]:
+    """Log-scale bounds per hyper-parameter ``names`` from ``bounds`` (see :func:`fit`)."""
+    default = config.HYPER_BOUNDS
+    if bounds is None:
+        bounds = {}
+    elif not isinstance(bounds, dict):
+        bounds = {name: bounds for name in names}
+    unknown = sorted(set(bounds) - set(names))
+    if unknown:
+        raise ValueError(f"bounds given for unknown hyper-parameter(s) {unknown}; the fitted ones are {list(names)}")
+    out = []
+    for name in names:
+        try:
+            low, high = (float(b) for b in bounds.get(name, default))
+        except (TypeError, ValueError):
+            raise TypeError(f"the bounds of {name} must be a pair (low, high) of numbers; got {bounds[name]!r}") from None
+        if not (0.0 < low < high < np.inf):
+            raise ValueError(f"the bounds of {name} must satisfy 0 < low < high < inf; got ({low:g}, {high:g})")
+        out.append((float(np.log(low)), float(np.log(high))))
+    return out
+
+
+#: A fitted log hyper-parameter this close to a log bound counts as on the bound.
+_ON_BOUND = 1e-6
+
+
+def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, bounds=None,
                              optimise_likelihood: bool = False, **ep_options):
     """Maximise log Z_EP (eq. 4) over the kernel's log hyper-parameters with L-BFGS-B.
 
     With ``optimise_likelihood=True`` the likelihood's scale parameters
     (:func:`likelihood_scale_params`, e.g. the Gaussian noise variance) are fitted too, on the log
-    scale. Each evaluation runs EP warm-started from the previous sites (tight tolerance: the
-    default ``tol`` is 1e-8 here so that the evidence and its gradient are consistent). Returns
-    (prior with the fitted kernel, fitted likelihood, report with theta, log evidence,
-    evaluations, scipy's message and the last sites).
+    scale. ``bounds``: see :func:`fit` (default :data:`qpviz.config.HYPER_BOUNDS` for each). Each
+    evaluation runs EP warm-started from the previous sites (tight tolerance: the default ``tol``
+    is 1e-8 here so that the evidence and its gradient are consistent). Returns (prior with the
+    fitted kernel, fitted likelihood, report with theta, the fitted values by name, the names on a
+    bound, log evidence, evaluations, scipy's message and the last sites). A value on a bound
+    raises an :class:`OptimiserBoundWarning`.
     """
     ep_options.setdefault("tol", 1e-8)
     ep_options["warn"] = False
@@ -152,6 +195,8 @@ def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, log_b
     lik_names = likelihood_scale_params(likelihood) if optimise_likelihood else ()
     if optimise_likelihood and not lik_names:
         raise ValueError(f"the {likelihood.name} likelihood has no scale parameter to fit; use optimise_likelihood=False")
+    names = kernel0.param_names + tuple(f"likelihood.{n}" for n in lik_names)
+    log_bounds = resolve_bounds(names, bounds)
     cache = {"init": None, "evals": 0, "not_converged": 0}
 
     def build(theta):
@@ -175,13 +220,28 @@ def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, log_b
     theta0 = kernel0.log_params()
     if lik_names:
         theta0 = np.concatenate([theta0, np.log([likelihood.params[n] for n in lik_names])])
+    theta0 = np.clip(theta0, [b[0] for b in log_bounds], [b[1] for b in log_bounds])
     out = optimize.minimize(objective, theta0, jac=True, method="L-BFGS-B",
-                            bounds=[log_bounds] * len(theta0), options={"maxiter": int(max_iter)})
+                            bounds=log_bounds, options={"maxiter": int(max_iter)})
     fitted, fitted_lik = build(out.x)
     final = run_sites(fitted, fitted_lik, y, "ep", **ep_options)
+    at_bound = [name for name, value, (low, high) in zip(names, out.x, log_bounds)
+                if value - low < _ON_BOUND or high - value < _ON_BOUND]
+    if at_bound:
+        values = ", ".join(f"{name} = {np.exp(value):.4g}" for name, value in zip(names, out.x) if name in at_bound)
+        warnings.warn(
+            f"hyper-parameter(s) stopped on a bound of the optimiser: {values}. The EP evidence still rises "
+            "beyond it (often a flat evidence surface: the data do not pin it down); widen the bounds with "
+            "fit(..., bounds={name: (low, high)}) or fix a value by starting there with a narrow bound",
+            OptimiserBoundWarning,
+            stacklevel=3,
+        )
     report = {
         "theta": out.x.copy(),
-        "param_names": kernel0.param_names + tuple(f"likelihood.{n}" for n in lik_names),
+        "param_names": names,
+        "values": {name: float(np.exp(value)) for name, value in zip(names, out.x)},
+        "bounds": {name: (float(np.exp(low)), float(np.exp(high))) for name, (low, high) in zip(names, log_bounds)},
+        "at_bound": at_bound,
         "log_evidence": final.log_marginal_likelihood,
         "evaluations": cache["evals"],
         "ep_not_converged": cache["not_converged"],

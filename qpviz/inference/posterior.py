@@ -25,6 +25,14 @@ __all__ = ["GPPosterior", "SamplePosterior"]
 class _Predictions:
     """Predictions shared by both posterior classes (they need ``predict_f`` and ``likelihood``)."""
 
+    @property
+    def hyperparameters(self) -> dict[str, float]:
+        """The kernel's hyper-parameters and the likelihood's parameters as numbers, by name
+        (``"variance"``, ``"lengthscale"`` / ``"lengthscale[d]"``, ``"likelihood.<name>"``)."""
+        out = dict(self.kernel.params)
+        out.update({f"likelihood.{name}": float(value) for name, value in self.likelihood.params.items()})
+        return out
+
     def predict_proba(self, X_new) -> np.ndarray:
         """p(y_* = +1 | x_*) = int p(+1 | f) N(f | m_*, v_*) df (binary likelihoods only)."""
         if self.likelihood.support != "binary":
