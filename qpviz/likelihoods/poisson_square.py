@@ -179,8 +179,8 @@ class PoissonSquare(Likelihood):
         return expectation, y * d_m - 2.0 * mean, 2.0 * (y * d_v - 1.0)
 
     def _tilted_cdf(self, x, y, cavity_mean, cavity_var, upper):
-        """Incomplete-gamma sum, QP paper eqs. 61-67 (see :mod:`.tilted_cdfs`)."""
-        from qpviz.likelihoods import tilted_cdfs
+        """Incomplete-gamma sum, QP paper eqs. 61-67 (see :mod:`._tilted_cdfs`)."""
+        from qpviz.likelihoods import _tilted_cdfs as tilted_cdfs
 
         return tilted_cdfs.poisson_square_tilted_cdf(x, y, cavity_mean, cavity_var, upper=upper)
 

@@ -71,8 +71,8 @@ class Probit(Likelihood):
         return self._jit_closed_moments(y, m, v)
 
     def _tilted_cdf(self, x, y, cavity_mean, cavity_var, upper):
-        """Owen's T closed form, QP paper eqs. 45-49 (see :mod:`.tilted_cdfs`)."""
-        from qpviz.likelihoods import tilted_cdfs
+        """Owen's T closed form, QP paper eqs. 45-49 (see :mod:`._tilted_cdfs`)."""
+        from qpviz.likelihoods import _tilted_cdfs as tilted_cdfs
 
         return tilted_cdfs.probit_tilted_cdf(x, y, cavity_mean, cavity_var, upper=upper)
 

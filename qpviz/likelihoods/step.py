@@ -108,8 +108,8 @@ class Step(Likelihood):
         return log_z, m + v * gamma * y, v - v * gamma * (y * m + v * gamma)
 
     def _tilted_cdf(self, x, y, cavity_mean, cavity_var, upper):
-        """Two-piece truncated-normal closed form (see :mod:`.tilted_cdfs`)."""
-        from qpviz.likelihoods import tilted_cdfs
+        """Two-piece truncated-normal closed form (see :mod:`._tilted_cdfs`)."""
+        from qpviz.likelihoods import _tilted_cdfs as tilted_cdfs
 
         return tilted_cdfs.step_tilted_cdf(x, y, cavity_mean, cavity_var, self.eps, upper=upper)
 
