@@ -9,6 +9,7 @@ from scipy import special
 
 from qpviz._jit import JitKernels
 from qpviz.config import NUMBA_OPTIONS
+from qpviz.likelihoods import _tilted_cdfs as tilted_cdfs
 from qpviz.likelihoods.base import Likelihood
 from qpviz.likelihoods.registry import register_likelihood
 from qpviz.special import log_ndtr, mills_ratio, truncated_normal_terms
@@ -72,7 +73,5 @@ class Probit(Likelihood):
 
     def _tilted_cdf(self, x, y, cavity_mean, cavity_var, upper):
         """Owen's T closed form, QP paper eqs. 45-49 (see :mod:`._tilted_cdfs`)."""
-        from qpviz.likelihoods import _tilted_cdfs as tilted_cdfs
-
         return tilted_cdfs.probit_tilted_cdf(x, y, cavity_mean, cavity_var, upper=upper)
 
