@@ -27,11 +27,11 @@ import numpy as np  # noqa: E402
 
 import qpviz  # noqa: E402
 from qpviz import tables, tilted  # noqa: E402
-from qpviz.tables.families import STD_RANGE, all_families  # noqa: E402
+from qpviz.tables.families import TABLE_STD_RANGE, all_families  # noqa: E402
 
 
 def cavities(family, rng, n):
-    s = np.exp(rng.uniform(math.log(STD_RANGE[0]), math.log(STD_RANGE[1]), n))
+    s = np.exp(rng.uniform(math.log(TABLE_STD_RANGE[0]), math.log(TABLE_STD_RANGE[1]), n))
     t_lo, t_hi = family.mean_domain
     if family.likelihood in ("student_t", "laplace"):
         y = rng.uniform(-5, 5, n)
@@ -81,7 +81,7 @@ def main(argv=None):
             continue
         y, m, v = cavities(fam, rng, args.n)
         out = np.empty(args.n)
-        table_cpu, table_wall = rate(lambda: tables._qp_var_batch(coef, meta, lik.jit_handle(), y, m, v, out), args.n)
+        table_cpu, table_wall = rate(lambda: tables.batch.qp_var_batch(coef, meta, lik.jit_handle(), y, m, v, out), args.n)
         # EP moments and projections: closed forms are fast, quadratures slow -> size the sample
         quick = lik.name in ("probit", "step", "poisson_square")
         n_ep = args.n if quick else args.n_direct

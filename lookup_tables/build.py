@@ -25,7 +25,7 @@ import numpy as np  # noqa: E402
 from qpviz import config  # noqa: E402
 from qpviz.tables import store  # noqa: E402
 from qpviz.tables.families import TableFamily, all_families  # noqa: E402
-from qpviz.tables.lookup import fit_table, pack  # noqa: E402
+from qpviz.tables.packing import fit_table, pack  # noqa: E402
 
 __all__ = ["build_family", "build_all", "main"]
 
@@ -123,7 +123,7 @@ def validate(n: int, seed: int = 1, bins: int = 4) -> float:
 
     import qpviz.tables as tables
     from qpviz import tilted
-    from qpviz.tables.families import STD_RANGE
+    from qpviz.tables.families import TABLE_STD_RANGE
 
     rng = np.random.default_rng(seed)
     worst = 0.0
@@ -134,8 +134,8 @@ def validate(n: int, seed: int = 1, bins: int = 4) -> float:
             print(f"{fam.file_name}: no usable table")
             worst = math.inf
             continue
-        log_s = np.concatenate([rng.uniform(math.log(STD_RANGE[0]), math.log(STD_RANGE[1]), n),
-                                np.log([STD_RANGE[0], STD_RANGE[0], STD_RANGE[1], STD_RANGE[1]])])
+        log_s = np.concatenate([rng.uniform(math.log(TABLE_STD_RANGE[0]), math.log(TABLE_STD_RANGE[1]), n),
+                                np.log([TABLE_STD_RANGE[0], TABLE_STD_RANGE[0], TABLE_STD_RANGE[1], TABLE_STD_RANGE[1]])])
         t = np.concatenate([rng.uniform(t_lo, t_hi, n), [t_lo, t_hi] * 2])
         if fam.n_tables > 1:
             y = rng.integers(0, fam.n_tables, n + 4).astype(float)
@@ -150,13 +150,13 @@ def validate(n: int, seed: int = 1, bins: int = 4) -> float:
         err = np.abs(np.sqrt(tables.qp_variance(lik, y, m, v)) / tilted.qp_std(lik, y, m, v) - 1.0)
         worst = max(worst, float(err.max()))
         ti = np.minimum(((t - t_lo) / (t_hi - t_lo) * bins).astype(int), bins - 1)
-        si = np.minimum(((log_s - math.log(STD_RANGE[0])) / math.log(STD_RANGE[1] / STD_RANGE[0]) * bins).astype(int), bins - 1)
+        si = np.minimum(((log_s - math.log(TABLE_STD_RANGE[0])) / math.log(TABLE_STD_RANGE[1] / TABLE_STD_RANGE[0]) * bins).astype(int), bins - 1)
         grid = np.zeros((bins, bins))
         np.maximum.at(grid, (si, ti), err)
         print(f"{fam.file_name}: {n + 4} points, max relative error of sigma_QP {err.max():.2e}")
         edges = np.linspace(t_lo, t_hi, bins + 1)
         print("    folded mean t:  " + " ".join(f"[{a:+.0f},{b:+.0f}]".rjust(9) for a, b in zip(edges[:-1], edges[1:])))
-        s_edges = np.exp(np.linspace(math.log(STD_RANGE[0]), math.log(STD_RANGE[1]), bins + 1))
+        s_edges = np.exp(np.linspace(math.log(TABLE_STD_RANGE[0]), math.log(TABLE_STD_RANGE[1]), bins + 1))
         for i in range(bins - 1, -1, -1):
             print(f"    std {s_edges[i]:5.2f}-{s_edges[i + 1]:5.2f}: " + " ".join(f"{e:9.1e}" for e in grid[i]))
     return worst

@@ -23,14 +23,19 @@ quadrature nodes comes from the exact integral of each panel's interpolating pol
 integrates tails separately (substitution f = x -+ t/|d log q/df|), so tail values keep their
 relative accuracy down to 1e-300 and below.
 
-Values are cached in tests/data/reference_values.json (run ``python tests/reference.py`` to
-rebuild the cache for the accuracy and CDF test points); :func:`cached_reference` computes and
-stores missing ones.
+Values are cached in two layers. The committed files tests/data/reference_values.json and
+reference_cdfs.json are read-only inputs: tests never write into the repository. A value they
+lack is computed and stored in a cache directory (:func:`cache_dir`: ``$QPVIZ_TEST_CACHE``, else
+``$XDG_CACHE_HOME/qpviz-tests``, else ``~/.cache/qpviz-tests``), which later runs read too.
+``python tests/reference.py [moments|cdf|quantile]`` fills that cache for the accuracy, CDF or
+quantile test points; add ``--commit`` to write the committed files instead (a deliberate
+maintainer step, then commit them).
 """
 from __future__ import annotations
 
 import json
 import math
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -38,8 +43,10 @@ import mpmath as mp
 import numpy as np
 
 DPS = 40
-CACHE_FILE = Path(__file__).resolve().parent / "data" / "reference_values.json"
-CDF_CACHE_FILE = Path(__file__).resolve().parent / "data" / "reference_cdfs.json"
+#: the committed (read-only) caches: file names under tests/data and under :func:`cache_dir`
+DATA_DIR = Path(__file__).resolve().parent / "data"
+CACHE_FILE = "reference_values.json"
+CDF_CACHE_FILE = "reference_cdfs.json"
 GL_NODES = 24
 #: mass below exp(-LOG_DROP) of the peak density is outside the support (~1e-48 of Z)
 LOG_DROP = 110
@@ -47,7 +54,7 @@ LOG_DROP = 110
 # -- the shared accuracy domain (used by test_accuracy.py and the cache builder) --------------
 #: Domain of the issue's accuracy requirement: cavity means in [-10, 10], stds in [0.05, 20].
 MEAN_RANGE = (-10.0, 10.0)
-STD_RANGE = (0.05, 20.0)
+STD_RANGE = (0.05, 20.0)  # = qpviz.tables.families.TABLE_STD_RANGE (tests/test_tables_layout.py)
 CORNER_MEANS = (-10.0, 0.0, 10.0)
 CORNER_STDS = (0.05, 1.0, 20.0)
 COUNTS = (0, 1, 5, 50)
@@ -585,16 +592,45 @@ def _key(kind, name, params, y, m, v, extra=""):
 _CACHES: dict = {}
 
 
-def _load(path=CACHE_FILE):
-    if path not in _CACHES:
-        _CACHES[path] = json.loads(path.read_text()) if path.exists() else {}
-    return _CACHES[path]
+def cache_dir() -> Path:
+    """Where values missing from the committed files are stored (never inside the repository)."""
+    env = os.environ.get("QPVIZ_TEST_CACHE")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "qpviz-tests"
 
 
-def save_cache(path=CACHE_FILE):
-    """Write a cache (the moments cache, or CDF_CACHE_FILE) back to its JSON file."""
+def _read(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _load(name=CACHE_FILE):
+    """The cache ``name``: the committed values overlaid with those of :func:`cache_dir` (an
+    unreadable cache file there is ignored: its values are recomputed)."""
+    if name not in _CACHES:
+        try:
+            local = _read(cache_dir() / name)
+        except (OSError, ValueError):
+            local = {}
+        _CACHES[name] = {**_read(DATA_DIR / name), **local}
+    return _CACHES[name]
+
+
+def save_cache(name=CACHE_FILE, *, commit=False):
+    """Write the values of cache ``name`` that the committed file lacks to :func:`cache_dir`
+    (atomically); with ``commit=True`` write all of them to the committed file instead."""
+    values = _load(name)
+    if commit:
+        path, out = DATA_DIR / name, values
+    else:
+        tracked = _read(DATA_DIR / name)
+        path = cache_dir() / name
+        out = {k: v for k, v in values.items() if tracked.get(k) != v}
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(_load(path), indent=0, sort_keys=True))
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(out, indent=0, sort_keys=True))
+    os.replace(tmp, path)
 
 
 def cached_reference(name, params, y, m, v, *, store=True):
@@ -671,20 +707,22 @@ def cdf_cases():
     return cases
 
 
-if __name__ == "__main__":  # rebuild the caches: python tests/reference.py [moments|cdf|quantile]
+if __name__ == "__main__":  # fill the caches: python tests/reference.py [moments|cdf|quantile] [--commit]
     import sys
     import time
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository, for qpviz.config
-    which = sys.argv[1] if len(sys.argv) > 1 else "moments"
+    args = [a for a in sys.argv[1:] if a != "--commit"]
+    commit = "--commit" in sys.argv[1:]
+    which = args[0] if args else "moments"
     cases = {"moments": accuracy_cases, "cdf": cdf_cases, "quantile": quantile_form_cases}[which]()
     build = {"moments": cached_reference, "cdf": cached_cdf_reference, "quantile": cached_quantile_form}[which]
-    path = CDF_CACHE_FILE if which == "cdf" else CACHE_FILE
+    name = CDF_CACHE_FILE if which == "cdf" else CACHE_FILE
     t0 = time.time()
     for i, case in enumerate(cases):
         build(*case, store=False)
         if i % 20 == 0:
-            save_cache(path)
+            save_cache(name, commit=commit)
             print(f"{i}/{len(cases)} {time.time() - t0:.0f}s", file=sys.stderr, flush=True)
-    save_cache(path)
+    save_cache(name, commit=commit)
     print(f"done: {len(cases)} cases in {time.time() - t0:.0f}s", file=sys.stderr)

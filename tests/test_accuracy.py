@@ -3,8 +3,9 @@
 "QP std within 1e-9 relative of a high-precision computation, for cavity means in [-10, 10]
 and cavity std in [0.05, 20] (Poisson counts up to 50), every likelihood."
 
-The reference is tests/reference.py (mpmath, 40 digits, its own quadrature; cached in
-tests/data/reference_values.json). Points: every corner and edge midpoint of the domain
+The reference is tests/reference.py (mpmath, 40 digits, its own quadrature; read from the
+committed tests/data/reference_values.json, values it lacks cached outside the repository, see
+``reference.cache_dir``). Points: every corner and edge midpoint of the domain
 (m in {-10, 0, 10} x std in {0.05, 1, 20}) and seeded interior points, for both labels, counts
 {0, 1, 5, 50} and real y in {-3, 0, 2.5}, for every parameter set the app offers
 (qpviz.config). Errors are relative: for sigma_QP and the variance to the value itself; for

@@ -13,8 +13,10 @@ from numpy.polynomial import polynomial as nppoly
 import qpviz
 from qpviz import tables, tilted
 from qpviz.tables import chebyshev, fast, store
-from qpviz.tables.families import STD_RANGE, family_for
-from qpviz.tables.lookup import B_HI, B_LO, runtime, table_coordinates, table_log_ratio, table_value
+from qpviz.tables.families import TABLE_STD_RANGE, family_for
+from qpviz.tables.layout import H_CELLS_A, H_CELLS_B, SB_COEF_OFFSET, SB_NODE_OFFSET, stored_block
+from qpviz.tables.lookup import table_coordinates, table_log_ratio, table_value
+from qpviz.tables.packing import B_HI, B_LO, runtime
 
 
 @pytest.fixture
@@ -129,7 +131,7 @@ def test_fast_form_of_a_shipped_table_matches_its_stored_form(rng):
     coef_s, meta_s = store.load(qpviz.config.TABLE_DIR / fam.file_name, fam)
     coef, meta, _ = runtime(coef_s, meta_s)
     n = 3000
-    s = np.exp(rng.uniform(math.log(STD_RANGE[0]), math.log(STD_RANGE[1]), n))
+    s = np.exp(rng.uniform(math.log(TABLE_STD_RANGE[0]), math.log(TABLE_STD_RANGE[1]), n))
     m = rng.uniform(-20, 20, n)
     from qpviz.tables.chebyshev import tree_eval
 
@@ -137,8 +139,9 @@ def test_fast_form_of_a_shipped_table_matches_its_stored_form(rng):
     for mi, si in zip(m, s):
         k, fa, fb = table_coordinates(meta, 0.0, mi, si * si)
         assert k == 0
-        a, b = fa / meta[7], B_LO + fb / meta[8] * (B_HI - B_LO)
-        stored = tree_eval(meta_s, int(meta_s[8 + 2]), coef_s, int(meta_s[8 + 3]), a, b)
+        a, b = fa / meta[H_CELLS_A], B_LO + fb / meta[H_CELLS_B] * (B_HI - B_LO)
+        block = stored_block(0)
+        stored = tree_eval(meta_s, int(meta_s[block + SB_NODE_OFFSET]), coef_s, int(meta_s[block + SB_COEF_OFFSET]), a, b)
         worst = max(worst, abs(table_value(coef, meta, k, fa, fb) - stored))
     assert worst <= fast.FAST_TOL * 1.01
 
@@ -160,7 +163,7 @@ def test_batch_over_several_blocks_equals_the_scalar_kernel(name, rng):
     # > 2 blocks of the batch kernel, with points outside the tables (direct) and, for
     # poisson_square, in cells that read the stored tree (|m| ~ 0, s ~ 0.05, large counts)
     lik = qpviz.likelihood(name, **({"eps": 0.1} if name == "step" else {}))
-    n = 2 * tables.BATCH_BLOCK + 77
+    n = 2 * tables.batch.BATCH_BLOCK + 77
     if name == "poisson_square":
         y = rng.integers(0, 60, n).astype(float)
         m = np.where(rng.random(n) < 0.3, rng.uniform(-0.01, 0.01, n), rng.uniform(-12, 12, n))

@@ -1,4 +1,4 @@
-"""Closed-form tilted CDFs (qpviz.likelihoods.tilted_cdfs) against the mpmath reference.
+"""Closed-form tilted CDFs (qpviz.likelihoods._tilted_cdfs) against the mpmath reference.
 
 Every case of ``reference.cdf_cases()`` (probit, step, Poisson-square; both labels / several
 counts; tiny Z; m = 0 and x = m, the special cases of QP paper eqs. 47-49) is checked at the
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import reference
 
-from qpviz.likelihoods import tilted_cdfs
+from qpviz.likelihoods import _tilted_cdfs as tilted_cdfs
 
 FUNCTIONS = {
     "probit": lambda x, y, m, v, params, upper: tilted_cdfs.probit_tilted_cdf(x, y, m, v, upper=upper),

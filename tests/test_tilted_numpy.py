@@ -315,3 +315,20 @@ def test_property_whole_domain(which, pick, m, log_s):
     assert abs(got.log_z - want.log_z) <= 1e-9 * max(1.0, abs(float(want.log_z)))
     assert abs(got.mean - want.mean) <= 1e-9 * np.sqrt(want.var)
     assert got.var == pytest.approx(float(want.var), rel=1e-9)
+
+
+@pytest.mark.parametrize("package", ["qpviz/tilted_numpy", "qpviz/likelihoods/_tilted_cdfs"])
+def test_numerical_packages_are_leaves_of_the_import_graph(package):
+    """The NumPy engine and the closed-form CDFs import no likelihood and no engine module, so
+    neither can close an import circle with qpviz.likelihoods or qpviz.tilted."""
+    import ast
+
+    root = Path(__file__).resolve().parent.parent
+    own = package.replace("/", ".")
+    for path in sorted((root / package).glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            for name in names:
+                if name.startswith("qpviz") and not name.startswith(own):
+                    assert name == "qpviz.config", f"{path.name} imports {name}"

@@ -17,6 +17,7 @@ from scipy import special, stats
 
 from qpviz._jit import JitKernels
 from qpviz.config import NUMBA_OPTIONS
+from qpviz.likelihoods import _tilted_cdfs as tilted_cdfs
 from qpviz.likelihoods.base import Likelihood, check_cavity
 from qpviz.likelihoods.registry import register_likelihood
 
@@ -235,9 +236,7 @@ class PoissonSquare(Likelihood):
         return expectation, y * d_m - 2.0 * mean, 2.0 * (y * d_v - 1.0)
 
     def _tilted_cdf(self, x, y, cavity_mean, cavity_var, upper):
-        """Incomplete-gamma sum, QP paper eqs. 61-67 (see :mod:`.tilted_cdfs`)."""
-        from qpviz.likelihoods import tilted_cdfs
-
+        """Incomplete-gamma sum, QP paper eqs. 61-67 (see :mod:`._tilted_cdfs`)."""
         return tilted_cdfs.poisson_square_tilted_cdf(x, y, cavity_mean, cavity_var, upper=upper)
 
     def negative_binomial(self, mean, var):

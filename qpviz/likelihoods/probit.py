@@ -9,6 +9,7 @@ from scipy import special
 
 from qpviz._jit import JitKernels
 from qpviz.config import NUMBA_OPTIONS
+from qpviz.likelihoods import _tilted_cdfs as tilted_cdfs
 from qpviz.likelihoods.base import Likelihood
 from qpviz.likelihoods.registry import register_likelihood
 from qpviz.special import log_ndtr, mills_ratio, truncated_normal_terms
@@ -81,8 +82,6 @@ class Probit(Likelihood):
         return self._batch_moments(tilted_moments_batch, y, m, v)
 
     def _tilted_cdf(self, x, y, cavity_mean, cavity_var, upper):
-        """Owen's T closed form, QP paper eqs. 45-49 (see :mod:`.tilted_cdfs`)."""
-        from qpviz.likelihoods import tilted_cdfs
-
+        """Owen's T closed form, QP paper eqs. 45-49 (see :mod:`._tilted_cdfs`)."""
         return tilted_cdfs.probit_tilted_cdf(x, y, cavity_mean, cavity_var, upper=upper)
 

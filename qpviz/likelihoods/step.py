@@ -13,6 +13,7 @@ from scipy import special
 
 from qpviz._jit import JitKernels
 from qpviz.config import NUMBA_OPTIONS
+from qpviz.likelihoods import _tilted_cdfs as tilted_cdfs
 from qpviz.likelihoods.base import Likelihood, Parameter
 from qpviz.likelihoods.registry import register_likelihood
 from qpviz.special import log_ndtr, logaddexp, norm_logpdf, truncated_normal_terms
@@ -110,9 +111,7 @@ class Step(Likelihood):
         return self._batch_moments(tilted_moments_batch, y, m, v, self.eps)
 
     def _tilted_cdf(self, x, y, cavity_mean, cavity_var, upper):
-        """Two-piece truncated-normal closed form (see :mod:`.tilted_cdfs`)."""
-        from qpviz.likelihoods import tilted_cdfs
-
+        """Two-piece truncated-normal closed form (see :mod:`._tilted_cdfs`)."""
         return tilted_cdfs.step_tilted_cdf(x, y, cavity_mean, cavity_var, self.eps, upper=upper)
 
     def variational_expectations(self, y, mean, var):

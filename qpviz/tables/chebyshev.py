@@ -35,7 +35,7 @@ parameters to (a, b), and :mod:`qpviz.tables` evaluates the trees.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from numba import njit

@@ -46,7 +46,7 @@ __all__ = [
     "FOLD_COUNT_EVEN",
     "FOLD_COUNT",
     "FOLD_SCALE_FREE",
-    "STD_RANGE",
+    "TABLE_STD_RANGE",
     "all_families",
     "family_for",
     "mean_map",
@@ -61,15 +61,18 @@ FOLD_COUNT_EVEN = 3
 FOLD_COUNT = 4
 FOLD_SCALE_FREE = 5
 
-#: Cavity standard deviations covered by every table (the paper's tables: 0.1 to 10).
-STD_RANGE = (0.05, 20.0)
+#: Cavity standard deviations covered by every table (the paper's tables: 0.1 to 10). The single
+#: source of this range for the library, the builder and the tests; the explorer page's slider
+#: range (``qpviz.explorer.STD_RANGE``) is a different, narrower range that must lie inside it
+#: (checked in tests/test_tables.py).
+TABLE_STD_RANGE = (0.05, 20.0)
 #: Cavity means covered: |m| <= 10 for the binary and Poisson likelihoods (the paper's range;
 #: a Poisson log-rate of +-10 is a rate from 4.5e-5 to 2.2e4), |m - y| <= 20 for the real ones.
 BINARY_MEAN = 10.0
 COUNT_MEAN = 10.0
 REAL_OFFSET = 20.0
 #: |z| = |m| / s covered by the 1-D tables of scale-free likelihoods.
-Z_MAX = BINARY_MEAN / STD_RANGE[0]
+Z_MAX = BINARY_MEAN / TABLE_STD_RANGE[0]
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,7 @@ class TableFamily:
     @property
     def mean_domain(self) -> tuple[float, float]:
         """The range of the folded mean t = y m (binary), |m - y| (real) or m (counts) that the
-        tables cover for every cavity std in STD_RANGE (a scale-free table covers more:
+        tables cover for every cavity std in TABLE_STD_RANGE (a scale-free table covers more:
         every |m| / s <= Z_MAX)."""
         if self.fold == FOLD_SCALE_FREE:
             return -BINARY_MEAN, BINARY_MEAN
@@ -139,7 +142,7 @@ class TableFamily:
             "params": {k: v for k, v in self.params},
             "fold": self.fold,
             "mean_domain": [self.t_lo, self.t_hi],
-            "std_domain": list(STD_RANGE),
+            "std_domain": list(TABLE_STD_RANGE),
             "n_tables": self.n_tables,
             "centers_widths": [list(self.center_width(k)) for k in range(self.n_tables)],
             "degree": self.degree,
