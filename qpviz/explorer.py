@@ -32,7 +32,7 @@ from qpviz.likelihoods import REGISTRY
 from qpviz.likelihoods.base import Likelihood
 from qpviz.projection import Projection, kl_to_gaussian, qp_variance, w2_to_gaussian
 from qpviz.tables.families import BINARY_MEAN as TABLE_MEAN_LIMIT
-from qpviz.tables.families import STD_RANGE as TABLE_STD_RANGE
+from qpviz.tables.families import TABLE_STD_RANGE
 from qpviz.tilted import tilted_quantile, tilted_summary
 
 __all__ = [

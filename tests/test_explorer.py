@@ -159,7 +159,7 @@ def test_controls_keep_the_old_url_keys():
 
 def test_the_cavity_sliders_lie_inside_the_qp_tables_domain():
     lo, hi = explorer.CAVITY_STD_SLIDER
-    assert families.STD_RANGE[0] <= lo < hi <= families.STD_RANGE[1]
+    assert families.TABLE_STD_RANGE[0] <= lo < hi <= families.TABLE_STD_RANGE[1]
     assert max(map(abs, explorer.CAVITY_MEAN_SLIDER)) <= min(families.BINARY_MEAN, families.COUNT_MEAN)
 
 

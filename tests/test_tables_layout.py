@@ -59,5 +59,5 @@ def test_shared_std_ranges_agree_with_the_tables_range():
     # ranges with other meanings, checked against the one table range: the page's slider
     # (explorer) lies inside it; the accuracy requirement's domain (tests/reference.py, which
     # keeps its own copy because it never imports qpviz numerics) is exactly it
-    assert TABLE_STD_RANGE[0] <= explorer.STD_RANGE[0] < explorer.STD_RANGE[1] <= TABLE_STD_RANGE[1]
+    assert TABLE_STD_RANGE[0] <= explorer.CAVITY_STD_SLIDER[0] < explorer.CAVITY_STD_SLIDER[1] <= TABLE_STD_RANGE[1]
     assert reference.STD_RANGE == TABLE_STD_RANGE
