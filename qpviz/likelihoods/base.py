@@ -110,7 +110,9 @@ class Likelihood:
     keyword arguments and checks their ranges), ``log_concave`` (True promises that log p is
     concave in f, so EP site precisions stay non-negative), ``even_in_f``, ``jit`` (numba kernels),
     ``presets`` (parameter sets the dashboard offers) and ``qp_table`` (how the QP lookup
-    tables fold this likelihood; :mod:`qpviz.tables.families`).
+    tables cover this likelihood, :mod:`qpviz.tables.families`: ``fold``, the folded-mean domain
+    ``t_lo``/``t_hi``, and where its feature sits, ``center``/``width`` or
+    ``center_width(params, k)`` for table k).
     """
 
     name: ClassVar[str] = ""

@@ -57,7 +57,7 @@ class Laplace(Likelihood):
     parameters = (Parameter("scale", 1.0, lower=0.0, doc="scale of the noise", choices=(0.5, 1.0, 2.0),
                             fit_scale=True),)
     jit = JitKernels(_log_prob, _dlog_prob, starts=_starts, kink=_kink)
-    qp_table = {"fold": "real", "t_lo": 0.0, "t_hi": 20.0}
+    qp_table = {"fold": "real", "t_lo": 0.0, "t_hi": 20.0}  # centre 0, no width of its own (a kink)
 
     def kinks(self, y):
         return np.unique(np.ravel(y))

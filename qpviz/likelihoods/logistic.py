@@ -33,7 +33,8 @@ class Logistic(Likelihood):
     support = "binary"
     log_concave = True
     jit = JitKernels(_log_prob, _dlog_prob)
-    qp_table = {"fold": "binary", "t_lo": -10.0, "t_hi": 10.0}
+    # sigmoid(f) ~ Phi(f sqrt(pi / 8)): width ~ 1.6
+    qp_table = {"fold": "binary", "t_lo": -10.0, "t_hi": 10.0, "center": 0.0, "width": 1.6}
 
     def log_prob(self, y, f):
         return -np.logaddexp(0.0, -np.multiply(y, f))

@@ -39,7 +39,9 @@ class PoissonExp(Likelihood):
     support = "count"
     log_concave = True
     jit = JitKernels(_log_prob, _dlog_prob, starts=_starts)
-    qp_table = {"fold": "count", "t_lo": -10.0, "t_hi": 10.0}
+    # log p = k f - e^f: peak at log k with width 1/sqrt(k); for k = 0 the wall e^f near 0
+    qp_table = {"fold": "count", "t_lo": -10.0, "t_hi": 10.0,
+                "center_width": lambda params, k: (math.log(k + 1.0), 1.0 / math.sqrt(k + 1.0))}
 
     def log_prob(self, y, f):
         with np.errstate(over="ignore"):

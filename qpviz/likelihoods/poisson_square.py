@@ -174,7 +174,7 @@ class PoissonSquare(Likelihood):
     log_concave = False  # bimodal in f for y > 0
     even_in_f = True
     jit = JitKernels(_log_prob, _dlog_prob, starts=_starts, moments=_moments)
-    qp_table = {"fold": "count_even", "t_lo": 0.0, "t_hi": 10.0}
+    qp_table = {"fold": "count_even", "t_lo": 0.0, "t_hi": 10.0, "center": 0.0, "width": 1.0}
 
     def log_prob(self, y, f):
         f2 = np.square(f)

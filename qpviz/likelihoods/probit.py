@@ -68,7 +68,7 @@ class Probit(Likelihood):
     support = "binary"
     log_concave = True
     jit = JitKernels(_log_prob, _dlog_prob, starts=_starts, moments=_moments)
-    qp_table = {"fold": "binary", "t_lo": -10.0, "t_hi": 10.0}
+    qp_table = {"fold": "binary", "t_lo": -10.0, "t_hi": 10.0, "center": 0.0, "width": 1.0}
 
     def log_prob(self, y, f):
         return special.log_ndtr(np.multiply(y, f))

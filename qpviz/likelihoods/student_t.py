@@ -49,7 +49,7 @@ class StudentT(Likelihood):
                   Parameter("scale", 1.0, lower=0.0, doc="scale of the noise", fit_scale=True))
     presets = ({"nu": 3.0, "scale": 1.0}, {"nu": 4.0, "scale": 0.5}, {"nu": 10.0, "scale": 1.0})
     jit = JitKernels(_log_prob, _dlog_prob, starts=_starts)
-    qp_table = {"fold": "real", "t_lo": 0.0, "t_hi": 20.0}
+    qp_table = {"fold": "real", "t_lo": 0.0, "t_hi": 20.0, "center_width": lambda params, k: (0.0, params["scale"])}
 
     def log_prob(self, y, f):
         nu, scale = self.nu, self.scale

@@ -88,6 +88,8 @@ class TableFamily:
     degree: int = 14
     grid: tuple = (2, 2)
     tol: float = 1e-8
+    #: (t_c, w) per table: the class's qp_table "center" / "width", or its "center_width(params, k)"
+    centers_widths: tuple = ()
 
     @property
     def file_name(self) -> str:
@@ -109,19 +111,9 @@ class TableFamily:
         return likelihood(self.likelihood, **dict(self.params))
 
     def center_width(self, k: int) -> tuple[float, float]:
-        """(t_c, w) of table k (k = the count for Poisson families)."""
-        if self.likelihood == "probit":
-            return 0.0, 1.0
-        if self.likelihood == "logistic":
-            return 0.0, 1.6  # sigmoid(f) ~ Phi(f sqrt(pi / 8)): width ~ 1.6
-        if self.likelihood == "student_t":
-            return 0.0, dict(self.params)["scale"]
-        if self.likelihood == "poisson_square":
-            return 0.0, 1.0
-        if self.likelihood == "poisson_exp":
-            # log p = k f - e^f: peak at log k with width 1/sqrt(k); for k = 0 the wall e^f near 0
-            return math.log(k + 1.0), 1.0 / math.sqrt(k + 1.0)
-        return 0.0, 0.0  # laplace: no length scale of its own (the step has 1-D tables in m / s instead)
+        """(t_c, w) of table k (k = the count for Poisson families): where the likelihood's feature
+        sits on the folded mean axis and its own width (from the class's ``qp_table``)."""
+        return self.centers_widths[k]
 
     def spec(self) -> dict:
         """JSON-able generating parameters; a file whose spec differs is stale."""
@@ -161,6 +153,8 @@ def _family(cls, params: dict, **overrides) -> TableFamily:
     """The family of likelihood class ``cls`` (its ``qp_table`` spec) at parameters ``params``."""
     spec = dict(cls.qp_table)
     fold = FOLDS[spec.pop("fold")]
+    rule = spec.pop("center_width", None)
+    center, width = spec.pop("center", 0.0), spec.pop("width", 0.0)
     pairs = tuple(sorted((k, float(v)) for k, v in params.items()))
     if fold == FOLD_SCALE_FREE:
         base = dict(fold=fold, t_lo=-Z_MAX, t_hi=Z_MAX, n_tables=1, degree=7, grid=(64, 1), tol=1e-9)
@@ -170,6 +164,8 @@ def _family(cls, params: dict, **overrides) -> TableFamily:
         base = dict(fold=fold, n_tables=1)
     base.update(spec)
     base.update(overrides)
+    located = (rule(dict(pairs), k) if rule else (center, width) for k in range(base["n_tables"]))
+    base["centers_widths"] = tuple((float(t_c), float(w)) for t_c, w in located)
     return TableFamily(cls.name, pairs, **base)
 
 
