@@ -16,10 +16,6 @@ __all__ = [
     "GH_NODES",
     "TABLE_DIR",
     "NUMBA_OPTIONS",
-    "APP_STEP_EPS",
-    "APP_STUDENT_T",
-    "APP_LAPLACE_SCALE",
-    "APP_GAUSSIAN_VARIANCE",
     "MAX_TABLE_COUNT",
     "BLAS_SINGLE_THREAD_N",
     "BLAS3_SWEEP_N",
@@ -70,14 +66,5 @@ HYPER_BOUNDS = (1.2340980408667956e-04, 8.1030839275753841e03)
 #: Options for every numba kernel of the package.
 NUMBA_OPTIONS = {"cache": True, "nogil": True, "error_model": "numpy"}
 
-# -- likelihood parameter sets the dashboard offers (and the lookup tables cover) ----------
-#: Label-noise probabilities offered for the step likelihood.
-APP_STEP_EPS = (0.0, 0.05, 0.1, 0.2)
-#: (nu, scale) pairs offered for the Student-t likelihood.
-APP_STUDENT_T = ((3.0, 1.0), (4.0, 0.5), (10.0, 1.0))
-#: Scales offered for the Laplace likelihood.
-APP_LAPLACE_SCALE = (0.5, 1.0, 2.0)
-#: Noise variances offered for the Gaussian likelihood (QP = EP exactly, no table needed).
-APP_GAUSSIAN_VARIANCE = (0.1, 0.5, 1.0)
 #: Largest count the Poisson tables cover; larger counts are computed directly.
 MAX_TABLE_COUNT = 50

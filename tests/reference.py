@@ -63,15 +63,15 @@ LABELS = (-1.0, 1.0)
 
 
 def likelihood_settings():
-    """(name, params) for every likelihood and every parameter set the app offers (qpviz.config)."""
-    from qpviz import config
+    """(name, params) for every likelihood and every parameter set the app offers: each class's
+    declared ``presets`` / ``Parameter.choices`` (the sets the QP tables cover), for the
+    likelihoods this mpmath reference implements."""
+    from qpviz.likelihoods import REGISTRY
+    from qpviz.tables.families import table_parameter_sets
 
-    out = [("probit", {}), ("logistic", {}), ("poisson_square", {}), ("poisson_exp", {})]
-    out += [("gaussian", {"variance": float(x)}) for x in config.APP_GAUSSIAN_VARIANCE]
-    out += [("step", {"eps": float(e)}) for e in config.APP_STEP_EPS]
-    out += [("student_t", {"nu": float(nu), "scale": float(sc)}) for nu, sc in config.APP_STUDENT_T]
-    out += [("laplace", {"scale": float(sc)}) for sc in config.APP_LAPLACE_SCALE]
-    return out
+    names = ("probit", "logistic", "poisson_square", "poisson_exp", "gaussian", "step", "student_t", "laplace")
+    return [(name, {k: float(v) for k, v in params.items()}) for name in names
+            for params in table_parameter_sets(REGISTRY[name])]
 
 
 def observations(name):

@@ -4,16 +4,21 @@ import pytest
 from scipy import integrate, special, stats
 
 import qpviz
-from qpviz import config, tilted
+from qpviz import tilted
+from qpviz.likelihoods import REGISTRY
+
+#: the values the dashboard offers (each class's Parameter.choices)
+GAUSSIAN_VARIANCES = REGISTRY["gaussian"].parameters[0].choices
+STEP_EPS = REGISTRY["step"].parameters[0].choices
 
 M_GRID = np.array([-10.0, -4.0, -0.3, 0.0, 1.0, 6.0, 10.0])
 STD_GRID = np.array([0.05, 0.3, 1.0, 4.0, 20.0])
 M, S = (a.ravel() for a in np.meshgrid(M_GRID, STD_GRID))
 V = S**2
 
-CLOSED = [("gaussian", {"variance": var}, y) for var in config.APP_GAUSSIAN_VARIANCE for y in (-3.0, 0.0, 2.5)]
+CLOSED = [("gaussian", {"variance": var}, y) for var in GAUSSIAN_VARIANCES for y in (-3.0, 0.0, 2.5)]
 CLOSED += [("probit", {}, y) for y in (-1.0, 1.0)]
-CLOSED += [("step", {"eps": eps}, y) for eps in config.APP_STEP_EPS for y in (-1.0, 1.0)]
+CLOSED += [("step", {"eps": eps}, y) for eps in STEP_EPS for y in (-1.0, 1.0)]
 CLOSED += [("poisson_square", {}, y) for y in (0.0, 1.0, 5.0, 50.0)]
 
 
@@ -28,7 +33,7 @@ def test_quadrature_reproduces_closed_form_moments(name, params, y):
     np.testing.assert_allclose(quad.var, closed.var, rtol=1e-9)
 
 
-@pytest.mark.parametrize("variance", config.APP_GAUSSIAN_VARIANCE)
+@pytest.mark.parametrize("variance", GAUSSIAN_VARIANCES)
 def test_gaussian_tilted_qp_equals_ep_and_entropy_is_exact(variance):
     lik = qpviz.likelihood("gaussian", variance=variance)
     s = tilted.tilted_summary(lik, 0.7, M, V)
