@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-tcp_nodelay = pytest.importorskip("tcp_nodelay")
-from bokeh.server.views.ws import WSHandler  # noqa: E402
+import tcp_nodelay  # app/ is on the path (pyproject: pythonpath = ["app"])
+from bokeh.server.views.ws import WSHandler
 
 
 class FakeHandler:

@@ -374,7 +374,7 @@ def test_constructing_with_bad_input_raises():
 # -- the page, in-process -------------------------------------------------------------------------
 @pytest.fixture
 def explorer_page():
-    projection_explorer = pytest.importorskip("projection_explorer")
+    import projection_explorer  # app/ is on the path (pyproject: pythonpath = ["app"])
     return projection_explorer.ProjectionExplorer()
 
 
@@ -437,7 +437,7 @@ def test_page_menu_is_the_registry_and_parameters_are_remembered_per_likelihood(
 
 
 def test_page_of_a_user_registered_likelihood_has_its_number_input(user_likelihood):
-    projection_explorer = pytest.importorskip("projection_explorer")
+    import projection_explorer  # app/ is on the path (pyproject: pythonpath = ["app"])
     page = projection_explorer.ProjectionExplorer()
     assert user_likelihood.name in page.likelihood.options
     page.likelihood.value = user_likelihood.name
@@ -484,7 +484,7 @@ def test_page_projector_mode_enlarges_fonts(explorer_page):
 
 
 def test_page_map_failure_is_shown_not_raised(explorer_page, monkeypatch):
-    projection_explorer = pytest.importorskip("projection_explorer")
+    import projection_explorer  # app/ is on the path (pyproject: pythonpath = ["app"])
 
     def broken(*args):
         raise ValueError("table file damaged")
