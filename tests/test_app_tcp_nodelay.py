@@ -1,7 +1,6 @@
 """app/tcp_nodelay.py: every websocket the Bokeh server opens gets TCP_NODELAY, once."""
 from __future__ import annotations
 
-
 import tcp_nodelay  # app/ is on the path (pyproject: pythonpath = ["app"])
 from bokeh.server.views.ws import WSHandler
 
