@@ -50,3 +50,7 @@ if ! installed "$kind" && ! { [ "$kind" = runtime ] && installed test; }; then
     .venv/bin/python -m pip install --disable-pip-version-check -q -e "$spec"
     printf '%s' "$want" >".venv/.qpviz-installed-$kind"
 fi
+
+# numba caches written for other sources (an edit, a pull, an upgrade) are dropped here, in one
+# explicit step, never by `import qpviz` (see qpviz/cache.py).
+.venv/bin/python -m qpviz.cache check

@@ -24,7 +24,7 @@ parameters, checksum). A missing, corrupt or stale file gives one :class:`TableW
 direct computation for that likelihood: the answer is never wrong, only slower.
 
 numba caches of kernels that compile in functions from other files are dropped by
-``import qpviz`` whenever a package source changed (:mod:`qpviz._numba_cache`).
+``python -m qpviz.cache check`` whenever a package source changed (:mod:`qpviz.cache`).
 """
 from __future__ import annotations
 
