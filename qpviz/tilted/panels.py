@@ -8,9 +8,10 @@ narrow features visible; Gauss-Legendre panels (``GL_NODES`` each) are bisected 
 and its two halves agree. Everything is in log space relative to the peak (an *anchor*), so Z
 may underflow without harm.
 
-Sorting is done by the small hand-written kernels at the end (insertion sort for the few break
-points, heapsort for the panels): numba's generic ``np.sort`` / ``np.argsort`` compile for
-several seconds on a cold cache, these in a fraction of a second.
+The panels come out sorted (the bisection runs left to right) and the few break points are
+sorted by a hand-written insertion sort: numba's generic ``np.sort`` / ``np.argsort`` (and
+fancy indexing, slice assignment) compile for seconds on a cold cache, these loops in a
+fraction of a second.
 """
 from __future__ import annotations
 
@@ -194,13 +195,14 @@ def _pass_one(lk, y, m, v, anchor, peak, breaks, n_breaks, rel_tol, width, pa, p
     tmp = np.empty(n_nodes)
     left_vals = np.empty(n_nodes)
     right_vals = np.empty(n_nodes)
-    # stack of intervals still to test, seeded with the break-point intervals
+    # stack of intervals still to test, seeded with the break-point intervals, leftmost on top;
+    # a split pushes its right half first, so panels come out left to right (no sort needed)
     stack_a = np.empty(_MAX_PANELS)
     stack_b = np.empty(_MAX_PANELS)
     stack_m = np.empty(_MAX_PANELS)
     top = 0
     total = 0.0
-    for i in range(n_breaks - 1):
+    for i in range(n_breaks - 2, -1, -1):
         a = breaks[i]
         b = breaks[i + 1]
         if not (b > a):
@@ -240,12 +242,12 @@ def _pass_one(lk, y, m, v, anchor, peak, breaks, n_breaks, rel_tol, width, pa, p
             pmass[n_panels + 1] = mass_r
             n_panels += 2
         else:
-            stack_a[top] = a
-            stack_b[top] = mid
-            stack_m[top] = mass_l
-            stack_a[top + 1] = mid
-            stack_b[top + 1] = b
-            stack_m[top + 1] = mass_r
+            stack_a[top] = mid
+            stack_b[top] = b
+            stack_m[top] = mass_r
+            stack_a[top + 1] = a
+            stack_b[top + 1] = mid
+            stack_m[top + 1] = mass_l
             top += 2
     return n_panels, ok
 
@@ -262,23 +264,19 @@ def build_panels(lk, y, m, v, rel_tol):
     if n_breaks == 0:
         return pa, pb, pval, pmass, 0, anchor, peak, width, False
     n, ok = _pass_one(lk, y, m, v, anchor, peak, breaks, n_breaks, rel_tol, width, pa, pb, pval, pmass)
-    order = _argsort(pa, n)
     sa = np.empty(n)
     sb = np.empty(n)
     sval = np.empty((n, GL_X.size))
     smass = np.empty(n)
-    for k in range(n):  # gathered by hand: fancy indexing compiles for seconds, this loop in ms
-        i = order[k]
-        sa[k] = pa[i]
-        sb[k] = pb[i]
-        smass[k] = pmass[i]
+    for i in range(n):  # copied by hand (the panels are already sorted, see _pass_one)
+        sa[i] = pa[i]
+        sb[i] = pb[i]
+        smass[i] = pmass[i]
         for j in range(GL_X.size):
-            sval[k, j] = pval[i, j]
+            sval[i, j] = pval[i, j]
     return sa, sb, sval, smass, n, anchor, peak, width, ok
 
 
-
-# -- sorting without numba's generic sort (fast to compile) -----------------------------------
 @njit(**NUMBA_OPTIONS)
 def _insertion_sort(values, n):
     """Sort values[:n] in place (n is a few dozen break points)."""
@@ -289,30 +287,3 @@ def _insertion_sort(values, n):
             values[j + 1] = values[j]
             j -= 1
         values[j + 1] = x
-
-
-@njit(**NUMBA_OPTIONS)
-def _sift_down(keys, order, start, end):
-    root = start
-    while 2 * root + 1 < end:
-        child = 2 * root + 1
-        if child + 1 < end and keys[order[child + 1]] > keys[order[child]]:
-            child += 1
-        if keys[order[root]] >= keys[order[child]]:
-            return
-        order[root], order[child] = order[child], order[root]
-        root = child
-
-
-@njit(**NUMBA_OPTIONS)
-def _argsort(keys, n):
-    """Indices sorting keys[:n] ascending (heapsort: O(n log n) for any input order)."""
-    order = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        order[i] = i
-    for start in range(n // 2 - 1, -1, -1):
-        _sift_down(keys, order, start, n)
-    for end in range(n - 1, 0, -1):
-        order[0], order[end] = order[end], order[0]
-        _sift_down(keys, order, 0, end)
-    return order
