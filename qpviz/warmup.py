@@ -12,13 +12,16 @@ is finished, so work done by one process is loaded, not redone, by the other. Th
 ordered so that the shared core (the tilted quadrature) is compiled by one process while the
 other compiles what only it needs (likelihood kernels, table lookups).
 
-``scripts/serve`` runs it beside the server, and ``scripts/_venv.sh`` after an install (ahead
-of time). Nothing here is imported by ``import qpviz``.
+``scripts/serve`` runs ``--what explorer`` beside the server before it prints the URL, and
+``--what all`` (the other likelihoods, the fits) after, while the page is in use;
+``scripts/_venv.sh`` runs ``--what all`` after an install (ahead of time). Nothing here is
+imported by ``import qpviz``.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -129,23 +132,28 @@ def _ep_fit() -> None:
 def steps(what: str) -> list[list[tuple[str, Callable[[], None]]]]:
     """Three groups of (label, step) for ``what``: the tilted-quadrature core in group 0, the
     kernels that need no quadrature first in group 1 (groups 0 and 1 may run at the same time,
-    see the module docstring), and group 2, run after both, whose steps use everything."""
+    see the module docstring), and group 2, run after both, whose steps use everything.
+
+    ``explorer`` is what the explorer's first page needs (the probit likelihood); ``all`` adds
+    every other likelihood the page offers and the EP/QP fits; ``fit`` is what a probit fit needs.
+    """
     from qpviz.explorer import LIKELIHOOD_NAMES
 
-    core = [("tilted quadrature: panels", _tilted_core), ("tilted quantiles", _tilted_quantiles)]
+    core = [("tilted quadrature: panels", _tilted_core)]
     others = [("likelihood kernels: probit", _likelihood_kernels("probit")),
               ("tilted quadrature: integrals over panels", _panel_integrals), ("closed-form moments", _closed_moments),
-              ("QP table lookups", _table_lookups)]
-    others += [(f"likelihood kernels: {name}", _likelihood_kernels(name)) for name in LIKELIHOOD_NAMES
-               if name != "probit"]
-    others += [("QP variance", _qp_variance)]  # its quadrature fallback is compiled by group 0 by now
-    last = []
+              ("QP table lookups", _table_lookups),
+              ("QP variance", _qp_variance)]  # its quadrature fallback is compiled by group 0 by now
     if what in ("explorer", "all"):
-        last += [("explorer page", _explorer_page)]
+        core += [("tilted quantiles", _tilted_quantiles)]
+    last = [("explorer page", _explorer_page)] if what in ("explorer", "all") else []
+    if what == "all":
+        rest = [(f"likelihood kernels: {name}", _likelihood_kernels(name)) for name in LIKELIHOOD_NAMES
+                if name != "probit"]
+        core += rest[::2]
+        others += rest[1::2]
     if what in ("fit", "all"):
         last += [("EP and QP fits", _ep_fit)]
-    if what == "fit":
-        others = others[:4] + others[-1:]
     return [core, others, last]
 
 
@@ -232,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs >= 2:
         worker = subprocess.Popen([sys.executable, "-m", "qpviz.warmup", "--what", args.what, "--group", "1"],
                                   stdout=subprocess.PIPE, text=True)
+        # stopped (scripts/serve's Ctrl-C sends SIGTERM): stop the worker too
+        signal.signal(signal.SIGTERM, lambda signum, frame: (worker.terminate(), sys.exit(128 + signum)))
 
         def relay():
             for line in worker.stdout:
