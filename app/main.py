@@ -15,7 +15,9 @@ PAGES = [projection_explorer]
 
 pn.extension("katex", sizing_mode="stretch_width")
 tcp_nodelay.enable()  # the server's replies reach the browser without Nagle's 40 ms waits
-tables.preload()  # every QP table's fast form, in the background: no later page waits for one
+# Every QP table's fast form, in the background, once this page is shown (not while the first
+# page is built: the CPU is the first page's), so that no later page waits for one.
+pn.state.onload(tables.preload)
 
 
 def build() -> pn.Column:

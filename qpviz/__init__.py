@@ -10,18 +10,44 @@ Public API (stable; documented in the README):
 * ``qpviz.fit(X, y, likelihood, kernel, method="ep"|"qp"|"vb"|"laplace"|"mcmc")`` -> a GP
   posterior with ``predict_f`` (:mod:`qpviz.inference`)
 * ``qpviz.kernels`` -> covariance functions, e.g. ``qpviz.kernels.RBF(variance=2.0, lengthscale=0.7)``
+
+``import qpviz`` only defines these names: each is imported on first use (module
+``__getattr__``), so importing the package costs milliseconds and touches no file. numba
+caches are checked for staleness by an explicit step, ``python -m qpviz.cache check``
+(:mod:`qpviz.cache`; the scripts run it), never on import.
 """
 from __future__ import annotations
 
-from qpviz._numba_cache import drop_stale_caches
-
-drop_stale_caches()  # before any jitted module loads: numba does not track cross-file callees
-
-from qpviz import kernels  # noqa: E402
-from qpviz.inference import fit  # noqa: E402
-from qpviz.likelihoods import Likelihood, Parameter, likelihood, register_likelihood  # noqa: E402
-from qpviz.projection import project  # noqa: E402
+import importlib
+import importlib.util
 
 __all__ = ["likelihood", "Likelihood", "Parameter", "register_likelihood", "project", "fit", "kernels",
            "__version__"]
 __version__ = "0.1.0"
+
+#: public name -> (module, attribute in it; None for the module itself)
+_LAZY = {
+    "kernels": ("qpviz.kernels", None),
+    "fit": ("qpviz.inference", "fit"),
+    "likelihood": ("qpviz.likelihoods", "likelihood"),
+    "Likelihood": ("qpviz.likelihoods", "Likelihood"),
+    "Parameter": ("qpviz.likelihoods", "Parameter"),
+    "register_likelihood": ("qpviz.likelihoods", "register_likelihood"),
+    "project": ("qpviz.projection", "project"),
+}
+
+
+def __getattr__(name: str):
+    """Import a public name (or a submodule, e.g. ``qpviz.config``) on first use; then it is a
+    plain module attribute."""
+    module_name, attribute = _LAZY.get(name, (f"qpviz.{name}", None))
+    if name.startswith("_") or importlib.util.find_spec(module_name) is None:
+        raise AttributeError(f"module 'qpviz' has no attribute {name!r}")
+    module = importlib.import_module(module_name)
+    value = module if attribute is None else getattr(module, attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

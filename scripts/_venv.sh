@@ -49,4 +49,15 @@ if ! installed "$kind" && ! { [ "$kind" = runtime ] && installed test; }; then
     .venv/bin/python -m pip install --disable-pip-version-check -q --upgrade pip
     .venv/bin/python -m pip install --disable-pip-version-check -q -e "$spec"
     printf '%s' "$want" >".venv/.qpviz-installed-$kind"
+    just_installed=1
+fi
+
+# numba caches written for other sources (an edit, a pull, an upgrade) are dropped here, in one
+# explicit step, never by `import qpviz` (see qpviz/cache.py).
+.venv/bin/python -m qpviz.cache check
+# Right after an install, compile every kernel the app and the fits use, ahead of time (the
+# first page and the first fit then load them from numba's cache).
+if [ -n "${just_installed:-}" ]; then
+    .venv/bin/python -m qpviz.warmup --what all ||
+        echo "qpviz: the kernel warm-up failed; kernels compile on first use" >&2
 fi

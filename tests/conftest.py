@@ -10,6 +10,14 @@ import numpy as np
 import pytest
 
 
+def pytest_configure(config):
+    """Drop numba caches written for other sources before any kernel loads (the explicit step
+    of qpviz/cache.py; ``import qpviz`` itself never touches them)."""
+    from qpviz.cache import drop_stale_caches
+
+    drop_stale_caches()
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     """A freshly seeded generator per test (no global seeds anywhere)."""

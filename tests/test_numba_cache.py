@@ -1,7 +1,15 @@
-"""qpviz's numba caches are dropped exactly when a package source has changed."""
+"""qpviz's numba caches are dropped exactly when a package source has changed, by the explicit
+step ``python -m qpviz.cache``; ``import qpviz`` writes nothing."""
 from __future__ import annotations
 
-from qpviz import _numba_cache
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from qpviz import cache
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _fake_package(tmp_path):
@@ -11,8 +19,8 @@ def _fake_package(tmp_path):
     (package / "a.py").write_text("x = 1\n")
     (package / "sub" / "b.py").write_text("y = 2\n")
     caches = [package / "__pycache__" / "a.f-3.py311.nbi", package / "sub" / "__pycache__" / "b.g-9.py311.nbc"]
-    for cache in caches:
-        cache.write_text("compiled")
+    for cache_file in caches:
+        cache_file.write_text("compiled")
     bytecode = package / "__pycache__" / "a.cpython-311.pyc"
     bytecode.write_text("bytecode")
     return package, caches, bytecode
@@ -21,27 +29,63 @@ def _fake_package(tmp_path):
 def test_caches_are_dropped_on_first_sight_and_after_any_edit_only(tmp_path, monkeypatch):
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
     package, caches, bytecode = _fake_package(tmp_path)
-    assert _numba_cache.drop_stale_caches(package)  # no stamp yet: stale
+    assert cache.is_stale(package)
+    assert cache.drop_stale_caches(package)  # no stamp yet: stale
     assert not any(c.exists() for c in caches) and bytecode.exists()
-    for cache in caches:
-        cache.write_text("compiled")
-    assert not _numba_cache.drop_stale_caches(package)  # unchanged sources: caches kept
+    for cache_file in caches:
+        cache_file.write_text("compiled")
+    assert not cache.is_stale(package)
+    assert not cache.drop_stale_caches(package)  # unchanged sources: caches kept
     assert all(c.exists() for c in caches)
     (package / "sub" / "b.py").write_text("y = 3\n")  # an edit in another file than a.py
-    assert _numba_cache.drop_stale_caches(package)
+    assert cache.drop_stale_caches(package)
     assert not any(c.exists() for c in caches)
+
+
+def test_clear_drops_every_cache_file_and_nothing_else(tmp_path):
+    package, caches, bytecode = _fake_package(tmp_path)
+    assert cache.cache_files(package) == sorted(caches)
+    assert cache.clear_caches(package) == 2
+    assert cache.cache_files(package) == [] and bytecode.exists()
 
 
 def test_redirected_cache_dir_is_left_alone(tmp_path, monkeypatch):
     package, caches, _ = _fake_package(tmp_path)
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "elsewhere"))
-    assert not _numba_cache.drop_stale_caches(package)
+    assert not cache.drop_stale_caches(package)
     assert all(c.exists() for c in caches)
 
 
-def test_the_real_package_is_stamped_after_import():
+def test_the_command_line_checks_the_real_package():
+    """`python -m qpviz.cache check` leaves the package stamped with its current sources."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run([sys.executable, "-m", "qpviz.cache", "check"], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert not cache.is_stale()
+
+
+def _snapshot(folder: Path) -> dict:
+    return {str(p): p.stat().st_mtime_ns for p in folder.rglob("*")}
+
+
+def test_import_qpviz_writes_nothing_and_loads_no_numerics():
+    """`import qpviz` touches no file of the package (no stamp, no cache, no bytecode: Python is
+    told not to write any, so only qpviz could) and imports neither numba nor scipy."""
+    before = _snapshot(cache.PACKAGE)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1")
+    code = "import sys, qpviz; print(qpviz.__version__, 'numba' in sys.modules, 'scipy' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0.1.0", "False", "False"]
+    assert _snapshot(cache.PACKAGE) == before
+
+
+def test_public_names_import_on_first_use():
     import qpviz
 
-    stamp = _numba_cache.PACKAGE / "__pycache__" / _numba_cache.STAMP_NAME
-    assert qpviz.__version__
-    assert stamp.read_text() == _numba_cache.source_fingerprint()
+    assert qpviz.fit.__module__ == "qpviz.inference.fit"
+    assert qpviz.kernels.RBF().variance == 1.0
+    assert {"fit", "kernels", "likelihood", "project"} <= set(dir(qpviz))

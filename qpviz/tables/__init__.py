@@ -33,7 +33,7 @@ locks, preload, :class:`TableWarning`) and :mod:`~qpviz.tables.batch` (sigma_QP^
 or many, with the direct fallback).
 
 numba caches of kernels that compile in functions from other files are dropped by
-``import qpviz`` whenever a package source changed (:mod:`qpviz._numba_cache`).
+``python -m qpviz.cache check`` whenever a package source changed (:mod:`qpviz.cache`).
 """
 from __future__ import annotations
 

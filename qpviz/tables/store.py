@@ -34,7 +34,7 @@ REBUILD_HINT = "rebuild with `python -m lookup_tables.build`"
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 BUILDER_SOURCES = ("tables/chebyshev.py", "tables/families.py", "tables/layout.py", "tables/packing.py")
-ENGINE_SOURCES = ("tilted.py", "special.py", "likelihoods")
+ENGINE_SOURCES = ("tilted", "special.py", "likelihoods")
 
 
 class TableError(Exception):

@@ -1,0 +1,114 @@
+"""qpviz's numba caches: find them, drop them when a source changed, clear them.
+
+numba's ``cache=True`` invalidates a cached kernel only when *its own* file changes, but most
+qpviz kernels compile in jitted functions from other files (the likelihood kernels call the
+special functions, the engines call the tilted quadrature, ...). After an edit (a developer's,
+or an upgrade installed over an old cache) a cached kernel would keep running the old machine
+code of its callees. :func:`drop_stale_caches` fingerprints every ``.py`` file of the package
+and deletes all of the package's ``.nbi`` / ``.nbc`` cache files when the fingerprint differs
+from the one stored beside them, so the next call recompiles from the current sources.
+
+This is an explicit step, never a side effect of ``import qpviz``:
+
+* ``python -m qpviz.cache check``: drop the caches if the sources changed (``scripts/_venv.sh``
+  runs it after an install, ``scripts/serve`` and ``scripts/test`` before they start);
+* ``python -m qpviz.cache clear``: drop them unconditionally (a cold start, as the start-up
+  benchmark measures it);
+* ``python -m qpviz.cache status``: where the caches are, how many, and whether they are stale.
+
+numba writes a module's caches to ``__pycache__`` beside it (the ``.nbi`` index and one
+``.nbc`` per compiled signature). Caches redirected with ``NUMBA_CACHE_DIR`` are left alone (the
+fingerprint is not stored there); run ``clear`` on that folder yourself after an upgrade.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import sys
+from pathlib import Path
+
+__all__ = ["PACKAGE", "STAMP_NAME", "cache_files", "source_fingerprint", "is_stale", "drop_stale_caches",
+           "clear_caches", "main"]
+
+PACKAGE = Path(__file__).resolve().parent
+STAMP_NAME = "numba-sources.sha256"
+
+
+def source_fingerprint(package: Path = PACKAGE) -> str:
+    """SHA-256 over the relative paths and contents of every .py file of the package."""
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(str(path.relative_to(package)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def cache_files(package: Path = PACKAGE) -> list[Path]:
+    """The package's numba cache files (.nbi index and .nbc data files in its __pycache__ folders)."""
+    return sorted(p for pattern in ("*.nbi", "*.nbc") for p in package.rglob(f"__pycache__/{pattern}"))
+
+
+def _stamp(package: Path) -> Path:
+    return package / "__pycache__" / STAMP_NAME
+
+
+def is_stale(package: Path = PACKAGE) -> bool:
+    """Whether the sources differ from those the caches were written for (no stamp: stale)."""
+    try:
+        return _stamp(package).read_text() != source_fingerprint(package)
+    except OSError:
+        return True
+
+
+def clear_caches(package: Path = PACKAGE) -> int:
+    """Delete every numba cache file of the package; returns how many were deleted."""
+    removed = 0
+    for cache_file in cache_files(package):
+        try:
+            cache_file.unlink()
+            removed += 1
+        except OSError:  # another process removed it first
+            pass
+    return removed
+
+
+def drop_stale_caches(package: Path = PACKAGE) -> bool:
+    """Delete the package's numba caches if its sources changed since they were written, and
+    stamp the current sources.
+
+    Returns True when cache files were deleted. Read-only installations are left as they are
+    (numba cannot write caches there either), and so are caches under ``NUMBA_CACHE_DIR``.
+    """
+    if os.environ.get("NUMBA_CACHE_DIR") or not is_stale(package):
+        return False
+    removed = clear_caches(package) > 0
+    try:
+        _stamp(package).parent.mkdir(exist_ok=True)
+        _stamp(package).write_text(source_fingerprint(package))
+    except OSError:
+        pass
+    return removed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m qpviz.cache", description=__doc__.split("\n\n")[0])
+    parser.add_argument("action", choices=("check", "clear", "status"),
+                        help="check: drop the caches if a source changed; clear: drop them; status: report")
+    args = parser.parse_args(argv)
+    redirected = os.environ.get("NUMBA_CACHE_DIR")
+    if args.action == "status":
+        where = redirected or f"{PACKAGE}/**/__pycache__"
+        print(f"numba caches in {where}: {len(cache_files())} files in the package, "
+              f"{'stale' if is_stale() else 'up to date'}")
+    elif args.action == "clear":
+        print(f"removed {clear_caches()} numba cache files of qpviz")
+    elif redirected:
+        print(f"NUMBA_CACHE_DIR={redirected}: caches there are not checked (run clear after an upgrade)")
+    elif drop_stale_caches():
+        print("qpviz sources changed since the numba caches were written: removed them (kernels recompile once)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

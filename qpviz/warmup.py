@@ -1,0 +1,283 @@
+"""Compile (or load from numba's cache) the kernels a page or a fit needs, ahead of its first use.
+
+``python -m qpviz.warmup [--what explorer|fit|all] [--jobs N]`` runs the steps of
+:func:`steps` (each calls qpviz functions on tiny inputs), printing one progress line per step::
+
+    compiling numerical kernels (first run only; later runs load them from the cache) ...
+      3/8 closed-form moments (0.4 s)
+
+A finished run leaves a stamp (the sources' fingerprint and the number of cache files) in
+``qpviz/__pycache__``; while it holds, later runs return at once (``--force`` runs anyway).
+
+With ``--jobs 2`` (the default when a CPU is idle) the steps run in two processes that share
+numba's on-disk cache: each compiled function, callees included, is written as it is finished,
+so work done by one process is loaded, not redone, by the other (whatever both start at the same
+time is compiled twice). The groups are ordered so that one process compiles the shared core
+(the tilted quadrature's panels) while the other compiles what does not need it (likelihood
+kernels, the integrals over panels, table lookups).
+
+``scripts/serve`` runs ``--what explorer`` beside the server before it prints the URL, and
+``--what all`` (the other likelihoods, the fits) after, while the page is in use;
+``scripts/_venv.sh`` runs ``--what all`` after an install (ahead of time). Nothing here is
+imported by ``import qpviz``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Callable
+
+__all__ = ["STEPS", "steps", "run", "is_warm", "default_jobs", "main"]
+
+#: Cavity used by the steps (any valid input compiles the same machine code).
+_Y, _M, _V = 1.0, 0.5, 2.25
+
+
+def _likelihood(name: str):
+    """The explorer's default ``name`` likelihood (its first parameter choice) and a valid y."""
+    from qpviz import explorer
+
+    defaults = {key: explorer.ExplorerState.param[key].default
+                for key in ("gaussian_variance", "step_eps", "student_t", "laplace_scale")}
+    lik = explorer.build_likelihood(name, **defaults)
+    return lik, explorer.default_y(lik, _Y)
+
+
+def _likelihood_kernels(name: str) -> Callable[[], None]:
+    def step():
+        lik, y = _likelihood(name)
+        lik.jit_handle()  # the likelihood's five cfuncs (its moments may need the quadrature: not here)
+
+    return step
+
+
+def _panel_integrals() -> None:
+    """The moment and sigma_QP passes over panels, on zero panels: these compile while the
+    other process compiles the panel construction (together they are the quadrature)."""
+    import numpy as np
+
+    from qpviz.tilted import moments
+    from qpviz.tilted.panels import GL_X
+
+    lik, y = _likelihood("probit")
+    lk = lik.jit_handle()
+    edges, mass, values = np.empty(0), np.empty(0), np.empty((0, GL_X.size))
+    n, anchor, peak = 0, 0.0, 0.0
+    moments._moments_from_panels(lk, y, _M, _V, edges, edges, values, mass, n, anchor, peak)
+    moments._qp_from_panels(lk, y, _M, _V, edges, edges, values, mass, n, anchor, peak, 1e-12)
+
+
+def _closed_moments() -> None:
+    lik, y = _likelihood("probit")
+    lik.tilted_moments(y, _M, _V)  # closed form: the generic batch kernel
+
+
+def _tilted_core() -> None:
+    from qpviz.tilted import tilted_summary
+
+    lik, y = _likelihood("probit")
+    tilted_summary(lik, y, _M, _V, want_qp=True)
+
+
+def _tilted_quantiles() -> None:
+    from qpviz.tilted import tilted_quantile
+
+    lik, y = _likelihood("probit")
+    tilted_quantile(lik, [0.1, 0.9], y, _M, _V)
+
+
+def _table_lookups() -> None:
+    """The probit table (compiles the fast-form derivation) and, called one by one on valid
+    inputs, the lookup kernels that the QP-variance batch kernel calls."""
+    from qpviz import tables
+    from qpviz.tables import fast, lookup
+
+    lik, y = _likelihood("probit")
+    coef, meta = tables.jit_data(lik)
+    if meta.size == 0:
+        return
+    lookup.table_log_ratio(coef, meta, y, _M, _V)
+    which, fa, fb = lookup.table_coordinates(meta, y, _M, _V)
+    if which >= 0 and not lookup.is_line(meta):
+        offset, x, z = lookup.fast_table_locate(meta, which, fa, fb)
+        if offset >= 0:
+            fast.patch_value(coef, offset, x, z)
+
+
+def _qp_variance() -> None:
+    from qpviz.projection import qp_variance
+
+    lik, y = _likelihood("probit")
+    qp_variance(lik, [y, y], [_M, 30.0], [_V, 0.01])  # inside and outside the table
+
+
+def _explorer_page() -> None:
+    from qpviz.explorer import ExplorerState
+
+    ExplorerState()
+
+
+def _ep_fit() -> None:
+    import numpy as np
+
+    import qpviz
+
+    X = np.linspace(-2.0, 2.0, 12)[:, None]
+    y = np.where(np.sin(3.0 * X[:, 0]) > 0, 1.0, -1.0)
+    for method in ("ep", "qp"):
+        qpviz.fit(X, y, "probit", qpviz.kernels.RBF(), method=method)
+
+
+def steps(what: str) -> list[list[tuple[str, Callable[[], None]]]]:
+    """Three groups of (label, step) for ``what``: the tilted-quadrature core in group 0, the
+    kernels that need no quadrature first in group 1 (groups 0 and 1 may run at the same time,
+    see the module docstring), and group 2, run after both, whose steps use everything.
+
+    ``explorer`` is what the explorer's first page needs (the probit likelihood); ``all`` adds
+    every other likelihood the page offers and the EP/QP fits; ``fit`` is what a probit fit needs.
+    """
+    from qpviz.explorer import LIKELIHOOD_NAMES
+
+    core = [("tilted quadrature: panels", _tilted_core)]
+    others = [("likelihood kernels: probit", _likelihood_kernels("probit")),
+              ("tilted quadrature: integrals over panels", _panel_integrals), ("closed-form moments", _closed_moments),
+              ("QP table lookups", _table_lookups),
+              ("QP variance", _qp_variance)]  # its quadrature fallback is compiled by group 0 by now
+    if what in ("explorer", "all"):
+        core += [("tilted quantiles", _tilted_quantiles)]
+    last = [("explorer page", _explorer_page)] if what in ("explorer", "all") else []
+    if what == "all":
+        rest = [(f"likelihood kernels: {name}", _likelihood_kernels(name)) for name in LIKELIHOOD_NAMES
+                if name != "probit"]
+        core += rest[::2]
+        others += rest[1::2]
+    if what in ("fit", "all"):
+        last += [("EP and QP fits", _ep_fit)]
+    return [core, others, last]
+
+
+#: The step labels of each target (for documentation and tests).
+STEPS = ("explorer", "fit", "all")
+
+
+def run(group: list[tuple[str, Callable[[], None]]], report: Callable[[str, float], None]) -> None:
+    """Run the steps of one group, calling ``report(label, seconds)`` after each."""
+    import warnings
+
+    for label, step in group:
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a table warning is the page's business, not ours
+            step()
+        report(label, time.perf_counter() - start)
+
+
+def _stamp(what: str):
+    from qpviz.cache import PACKAGE
+
+    return PACKAGE / "__pycache__" / f"warmup-{what}.txt"
+
+
+def _state() -> str:
+    """The sources and the number of cache files now (a stamp of a finished warm-up)."""
+    from qpviz.cache import cache_files, source_fingerprint
+
+    return f"{source_fingerprint()} {len(cache_files())}"
+
+
+def is_warm(what: str) -> bool:
+    """Whether a warm-up of ``what`` (or of everything) finished for these sources, and no cache
+    file has gone since (then a run would only load kernels: it is skipped)."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return False
+    fingerprint, count = _state().split()
+    for name in {what, "all"}:
+        try:
+            stamped_fingerprint, stamped_count = _stamp(name).read_text().split()
+        except (OSError, ValueError):
+            continue
+        if stamped_fingerprint == fingerprint and int(count) >= int(stamped_count):
+            return True
+    return False
+
+
+def _write_stamp(what: str) -> None:
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return
+    try:
+        _stamp(what).write_text(_state())
+    except OSError:  # a read-only installation: the next run checks again
+        pass
+
+
+def default_jobs() -> int:
+    """2 when at least one CPU is idle (by the 1-minute load average), else 1: a second process
+    on a busy machine only duplicates the compilation of shared callees (measured: 17 s instead
+    of 13 s with one core free of other work, 8 s instead of 13 s with two)."""
+    cpus = os.cpu_count() or 1
+    return 2 if cpus >= 2 and cpus - os.getloadavg()[0] >= 1.0 else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m qpviz.warmup", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--what", choices=STEPS, default="all", help="which kernels: a page's, a fit's, or all")
+    parser.add_argument("--jobs", type=int, default=default_jobs(),
+                        help="processes, 1 or 2 (default: 2 when a CPU is idle by the load average)")
+    parser.add_argument("--force", action="store_true", help="run even if a finished warm-up is recorded")
+    parser.add_argument("--group", type=int, default=None, help=argparse.SUPPRESS)  # a worker of --jobs 2
+    args = parser.parse_args(argv)
+    if args.group is None and not args.force and is_warm(args.what):
+        print("numerical kernels: compiled earlier, loaded from numba's cache on first use")
+        return 0
+    if args.group is not None:  # a worker: one line per finished step, read by the parent
+        run(steps(args.what)[args.group], lambda label, seconds: print(f"{label}\t{seconds:.1f}", flush=True))
+        return 0
+    print("compiling numerical kernels (first run only; later runs load them from the cache) ...", flush=True)
+    start = time.perf_counter()
+    worker = None
+    if args.jobs >= 2:  # started first: it imports numba and qpviz while this process does the same
+        worker = subprocess.Popen([sys.executable, "-m", "qpviz.warmup", "--what", args.what, "--group", "1"],
+                                  stdout=subprocess.PIPE, text=True)
+        # stopped (scripts/serve's Ctrl-C sends SIGTERM): stop the worker too
+        signal.signal(signal.SIGTERM, lambda signum, frame: (worker.terminate(), sys.exit(128 + signum)))
+    groups = steps(args.what)
+    total = sum(len(g) for g in groups)
+    done = 0
+    lock = threading.Lock()
+
+    def report(label: str, seconds: float) -> None:
+        nonlocal done
+        with lock:
+            done += 1
+            print(f"  {done}/{total} {label} ({seconds:.1f} s)", flush=True)
+
+    if worker is not None:
+        def relay():
+            for line in worker.stdout:
+                label, seconds = line.rstrip("\n").split("\t")
+                report(label, float(seconds))
+
+        reader = threading.Thread(target=relay, daemon=True)
+        reader.start()
+        try:
+            run(groups[0], report)
+        finally:
+            reader.join()
+            if worker.wait() != 0:
+                print("warm-up worker failed (its kernels compile on first use)", file=sys.stderr)
+    else:
+        run(groups[1], report)  # the cheap kernels first: the progress moves at once
+        run(groups[0], report)
+    run(groups[2], report)
+    _write_stamp(args.what)
+    print(f"numerical kernels ready ({time.perf_counter() - start:.1f} s)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
