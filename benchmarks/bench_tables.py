@@ -81,7 +81,7 @@ def main(argv=None):
             continue
         y, m, v = cavities(fam, rng, args.n)
         out = np.empty(args.n)
-        table_cpu, table_wall = rate(lambda: tables.batch.qp_var_batch(coef, meta, lik.jit_handle(), y, m, v, out), args.n)
+        table_cpu, table_wall = rate(lambda: tables.batch.qp_var_batch(coef, meta, y, m, v, out), args.n)
         # EP moments and projections: closed forms are fast, quadratures slow -> size the sample
         quick = lik.name in ("probit", "step", "poisson_square")
         n_ep = args.n if quick else args.n_direct

@@ -129,8 +129,12 @@ class Likelihood:
     menu_rank: ClassVar[float] = 100.0
     qp_table: ClassVar[dict | None] = None
 
+    #: the class overrides ``_tilted_moments`` with a closed form (set for every subclass)
+    closed_form_moments: ClassVar[bool] = False
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        cls.closed_form_moments = cls._tilted_moments is not Likelihood._tilted_moments
         if not cls.__dict__.get("name"):
             cls.name = cls.__name__.lower()
         if cls.support not in ("binary", "count", "real"):

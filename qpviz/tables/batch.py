@@ -40,10 +40,12 @@ def qp_var_scalar(coef, meta, lk, y, m, v):
 
 
 @njit(**NUMBA_OPTIONS)
-def qp_var_batch(coef, meta, lk, y, m, v, out):
-    """qp_var_scalar over arrays, block by block, in passes: mapped coordinates; (2-D tables)
-    the patch of each point; the polynomial values; then the rare rest (cells that read the
-    stored tree, points no table covers) and sigma_QP^2 = v exp(2 h).
+def qp_var_batch(coef, meta, y, m, v, out):
+    """sigma_QP^2 from the tables over arrays, NaN where no table covers a point (the caller
+    computes those directly: :func:`qp_variance_checked`; keeping the quadrature out of this
+    kernel keeps its compile short). Block by block, in passes: mapped coordinates; (2-D
+    tables) the patch of each point; the polynomial values; then the cells that read the stored
+    tree and sigma_QP^2 = v exp(2 h).
 
     Same numbers as calling qp_var_scalar per point. Separate passes let the CPU overlap many
     points' work: a point's dependent chain (coordinates -> cell code -> patch -> value) would
@@ -84,11 +86,7 @@ def qp_var_batch(coef, meta, lk, y, m, v, out):
             h = out[i]
             if h != h and which[j] >= 0 and not line:
                 h = stored_table_value(coef, meta, which[j], fa[j], fb[j])
-            if h == h:
-                out[i] = v[i] * math.exp(2.0 * h)
-            else:
-                sigma = qp_std_scalar(lk, y[i], m[i], v[i])
-                out[i] = sigma * sigma
+            out[i] = v[i] * math.exp(2.0 * h) if h == h else np.nan
 
 
 def qp_variance(likelihood: Likelihood, y, cavity_mean, cavity_var) -> np.ndarray:
@@ -105,9 +103,12 @@ def qp_variance_checked(likelihood: Likelihood, y: np.ndarray, m: np.ndarray, v:
     """:func:`qp_variance` of inputs already validated (``check_y``, ``check_cavity``) and
     broadcast to one shape: no second validation pass (qpviz.project uses it)."""
     coef, meta = jit_data(likelihood)
-    out = np.empty(y.shape)
-    lk = likelihood.jit_handle()
-    if lk is None:  # no numba kernels: no table either; sigma_QP by the likelihood's own quadrature
+    if meta.size == 0:  # no table for this likelihood: sigma_QP by its quadrature
         return np.square(likelihood.qp_std(y, m, v))
-    qp_var_batch(coef, meta, lk, np.ravel(y), np.ravel(m), np.ravel(v), out.reshape(-1))
+    out = np.empty(y.shape)
+    flat = out.reshape(-1)
+    qp_var_batch(coef, meta, np.ravel(y), np.ravel(m), np.ravel(v), flat)
+    missing = np.flatnonzero(np.isnan(flat))
+    if missing.size:  # outside the tables' domain: QP paper eq. 7 directly
+        flat[missing] = np.square(likelihood.qp_std(np.ravel(y)[missing], np.ravel(m)[missing], np.ravel(v)[missing]))
     return out

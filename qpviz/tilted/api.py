@@ -1,7 +1,9 @@
 """The Python face of the tilted quadrature: likelihood objects in, arrays out.
 
 Likelihoods with numba kernels (``lik.jit_handle()``) run the kernels of this package; others
-the NumPy engine of :mod:`qpviz.tilted_numpy` on their ``log_prob``.
+the NumPy engine of :mod:`qpviz.tilted_numpy` on their ``log_prob``. ``engine="numpy"`` asks
+for the NumPy engine whatever the likelihood has (same numbers to ~1e-13; no compilation: what
+the Projection Explorer uses for its one tilted distribution per view, ~1-3 ms).
 """
 from __future__ import annotations
 
@@ -39,7 +41,18 @@ def _flat(*arrays):
     return tuple(np.ascontiguousarray(np.ravel(a), dtype=np.float64) for a in arrays)
 
 
-def tilted_summary(lik, y, cavity_mean, cavity_var, want_qp: bool = True, closed_form: bool = True) -> TiltedSummary:
+ENGINES = ("auto", "numpy")
+
+
+def _handle(lik, engine: str):
+    """The likelihood's numba handle, or None for the NumPy engine."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}; got {engine!r}")
+    return None if engine == "numpy" else lik.jit_handle()
+
+
+def tilted_summary(lik, y, cavity_mean, cavity_var, want_qp: bool = True, closed_form: bool = True,
+                   engine: str = "auto") -> TiltedSummary:
     """Everything the projections need about the tilted distributions, vectorised.
 
     Likelihoods with numba kernels (``lik.jit_handle()``) use the kernels of this module; others
@@ -49,7 +62,7 @@ def tilted_summary(lik, y, cavity_mean, cavity_var, want_qp: bool = True, closed
     """
     y, m, v = _prepare(lik, y, cavity_mean, cavity_var)
     shape = y.shape
-    lk = lik.jit_handle()
+    lk = _handle(lik, engine)
     if lk is not None:
         out, ok = summary_batch(lk, *_flat(y, m, v), want_qp, closed_form)
         return TiltedSummary(*(out[j].reshape(shape) for j in range(5)), ok.reshape(shape))
@@ -57,7 +70,7 @@ def tilted_summary(lik, y, cavity_mean, cavity_var, want_qp: bool = True, closed
 
     res = tilted_numpy.tilted_summary(lik.log_prob, y, m, v, kinks=lik.kinks, want_qp=want_qp)
     log_z, mean, var = res.log_z, res.mean, res.var
-    if closed_form and _has_own_moments(lik):
+    if closed_form and lik.closed_form_moments:
         log_z, mean, var = lik._tilted_moments(y, m, v)
     qp = np.minimum(res.qp_std, np.sqrt(var)) if want_qp else np.full(shape, np.nan)
     return TiltedSummary(np.asarray(log_z, float), np.asarray(mean, float), np.asarray(var, float),
@@ -65,9 +78,8 @@ def tilted_summary(lik, y, cavity_mean, cavity_var, want_qp: bool = True, closed
 
 
 def _has_own_moments(lik) -> bool:
-    from qpviz.likelihoods.base import Likelihood
-
-    return type(lik)._tilted_moments is not Likelihood._tilted_moments
+    """Whether the likelihood overrides the quadrature's moments with a closed form."""
+    return bool(lik.closed_form_moments)
 
 
 def quadrature_moments(lik, y, cavity_mean, cavity_var):
@@ -76,16 +88,16 @@ def quadrature_moments(lik, y, cavity_mean, cavity_var):
     return s.log_z, s.mean, s.var
 
 
-def qp_std(lik, y, cavity_mean, cavity_var) -> np.ndarray:
+def qp_std(lik, y, cavity_mean, cavity_var, engine: str = "auto") -> np.ndarray:
     """sigma_QP (eq. 7) by direct adaptive quadrature, vectorised over broadcast inputs."""
-    return tilted_summary(lik, y, cavity_mean, cavity_var, want_qp=True).qp_std
+    return tilted_summary(lik, y, cavity_mean, cavity_var, want_qp=True, engine=engine).qp_std
 
 
-def tilted_cdf(lik, x, y, cavity_mean, cavity_var, upper: bool = False) -> np.ndarray:
+def tilted_cdf(lik, x, y, cavity_mean, cavity_var, upper: bool = False, engine: str = "auto") -> np.ndarray:
     """F(x) (or 1 - F(x) with ``upper=True``, computed directly) of the tilted distribution."""
     x = as_float_array(x, "x")
     y, m, v = _prepare(lik, y, cavity_mean, cavity_var)
-    lk = lik.jit_handle()
+    lk = _handle(lik, engine)
     if lk is None:
         from qpviz import tilted_numpy
 
@@ -98,14 +110,13 @@ def tilted_cdf(lik, x, y, cavity_mean, cavity_var, upper: bool = False) -> np.nd
     return out.reshape(x.shape)
 
 
-
-def tilted_quantile(lik, u, y, cavity_mean, cavity_var) -> np.ndarray:
+def tilted_quantile(lik, u, y, cavity_mean, cavity_var, engine: str = "auto") -> np.ndarray:
     """F^-1(u) of one tilted distribution (scalar y, cavity) at probabilities ``u`` in (0, 1)."""
     u = as_float_array(u, "u")
     y, m, v = _prepare(lik, y, cavity_mean, cavity_var)
     if y.ndim != 0:
         raise ValueError("tilted_quantile takes one tilted distribution: scalar y, cavity_mean, cavity_var")
-    lk = lik.jit_handle()
+    lk = _handle(lik, engine)
     if lk is None:
         from qpviz import tilted_numpy
 
