@@ -35,7 +35,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import qpviz
@@ -191,9 +191,10 @@ def test_projections_without_tables_are_finite_and_share_the_mean(name, data):
 
 
 # -- Theorem 2 ------------------------------------------------------------------------------------
-#: tables hold sigma_QP to ~1e-8 relative (lookup_tables/README.md), i.e. var to ~2e-8: a raw
-#: table value may exceed var_EP by that much where the true gap is smaller (far-out cavities)
-TABLE_VAR_RTOL = 3e-8
+#: the tables hold sigma_QP to 2.8e-8 relative (measured, lookup_tables/README.md; target 1e-7),
+#: so var_QP to ~6e-8: a raw table value may exceed var_EP by that much where the true gap is
+#: smaller (narrow cavities far out: measured 4.8e-8 for poisson_exp, y = 50, m = -10, s = 0.05)
+TABLE_VAR_RTOL = 1e-7
 
 
 @BY_NAME
@@ -213,24 +214,50 @@ def test_sigma_qp_never_exceeds_sigma_ep(name, data):
     assert raw <= ep.var * (1 + TABLE_VAR_RTOL), f"{label}: raw var_QP {raw!r} > var_EP {ep.var!r}"
 
 
+def _quadrature_ok(lik, y, m, v) -> bool:
+    """Whether the tilted quadrature reports success; where it does not (far-out Gaussian tilted
+    distributions, see the xfail below) its values are not checked here."""
+    return bool(tilted.tilted_summary(lik, y, m, v).ok)
+
+
 @_profile(30)
 @given(data=st.data())
 def test_gaussian_likelihood_qp_equals_ep_by_quadrature(data):
     """Theorem 2's equality case, through the general quadrature (tilted.qp_std), not the shortcut."""
     lik, y, m, v = data.draw(tilted_cases("gaussian"))
+    assume(_quadrature_ok(lik, y, m, v))
     ep = qpviz.project(lik, y, m, v, method="ep")
     sigma = float(tilted.qp_std(lik, y, m, v))
     np.testing.assert_allclose(sigma, math.sqrt(ep.var), rtol=1e-9, err_msg=_label(lik, y, m, v))
     np.testing.assert_allclose(ep.var, v * lik.variance / (v + lik.variance), rtol=1e-13)
 
 
+@pytest.mark.xfail(strict=True, reason="the tilted quadrature fails (ok=False, wrong moments and sigma_QP) once "
+                   "log p(y | mode) is below ~ -7e5; qp_std and w2_to_gaussian return the wrong values silently")
+def test_quadrature_far_out_gaussian_tilted():
+    """Measured counterexample: gaussian(variance=0.1), y = -1000, cavity N(-10, 0.05^2). Exact:
+    the tilted is N(-34.146..., 0.0024390...), sigma_QP = 0.049386; the quadrature gives mean
+    -34.073, var 5.0e-4, sigma_QP 0.021167 and ok=False (first failure near |y - m| = 400:
+    log p(y | mode) = -7.6e5; the same at noise 0.5 / 1.0 from log p ~ -1.2e6 / -6.8e5)."""
+    lik = qpviz.likelihood("gaussian", variance=0.1)
+    y, m, v = -1000.0, -10.0, 0.05**2
+    summary = tilted.tilted_summary(lik, y, m, v, closed_form=False)
+    exact_var = v * 0.1 / (v + 0.1)
+    assert summary.ok
+    np.testing.assert_allclose(summary.mean, m + v * (y - m) / (v + 0.1), rtol=1e-12)
+    np.testing.assert_allclose(summary.var, exact_var, rtol=1e-9)
+    np.testing.assert_allclose(tilted.qp_std(lik, y, m, v), math.sqrt(exact_var), rtol=1e-9)
+
+
 # -- W2 identity (Prop. 1 + Theorem 2) -------------------------------------------------------------
-#: W2^2 = var_t + var - 2 sqrt(var) sigma_QP is a difference of terms of size var_EP: rounding
-#: leaves ~1e-15 var_EP; var_QP from project (direct quadrature, 1e-10 relative target in
-#: sigma_QP) and the sigma_QP inside w2_to_gaussian come from the same quadrature, and W2^2 is
-#: stationary in sigma at sigma_QP, so a relative error d of sigma costs only d^2 var there.
-#: Tolerance: 1e-12 var_EP absolute.
-W2_ATOL = 1e-12
+#: W2^2 = var_t + var - 2 sqrt(var) sigma_QP (w2_to_gaussian) is a difference of terms of size
+#: var_EP, so rounding leaves ~1e-15 var_EP, and at var = var_QP it is stationary in sigma (an
+#: error d of sigma_QP costs only d^2 var). What remains is that w2_to_gaussian takes var_t from
+#: the numba closed forms while project takes var_EP from the NumPy ones: both are held to the
+#: library's 1e-9 accuracy target, and differ by up to 1.5e-10 relative where they cancel (step,
+#: z = y m / s = -10: exact var 0.00944537782565626 (mpmath), NumPy -5.6e-11, numba +1.0e-10).
+#: Tolerance: 1e-9 var_EP absolute.
+W2_ATOL = 1e-9
 
 
 @BY_NAME
@@ -238,6 +265,7 @@ W2_ATOL = 1e-12
 @given(data=st.data())
 def test_w2_identity_at_the_qp_optimum(name, data):
     lik, y, m, v = data.draw(tilted_cases(name))
+    assume(_quadrature_ok(lik, y, m, v))  # w2_to_gaussian reads sigma_QP from the quadrature
     label = _label(lik, y, m, v)
     ep = qpviz.project(lik, y, m, v, method="ep")
     qp = qpviz.project(lik, y, m, v, method="qp", use_table=False)
