@@ -379,11 +379,14 @@ def test_tables_match_direct_quadrature_on_their_domain(name, data):
 
 # -- GP level ------------------------------------------------------------------------------------
 MAX_SWEEPS = 8
+HUGE_KERNEL_VARIANCE = 1e4
 
 
 @st.composite
 def gp_problems(draw, name: str):
-    """(X, y, likelihood, kernel, X_new) of a small GP problem, sometimes pathological."""
+    """(X, y, likelihood, kernel, X_new, EP options) of a small GP problem, sometimes pathological:
+    duplicate inputs, all observations equal, a huge kernel variance; sequential (fixed or random
+    order), parallel or damped sweeps."""
     cls = REGISTRY[name]
     lik = cls(**draw(st.sampled_from(families.table_parameter_sets(cls))))
     n = draw(st.integers(5, 30))
@@ -393,7 +396,7 @@ def gp_problems(draw, name: str):
     X = rng.uniform(-3.0, 3.0, size=(n, dim))
     if draw(st.booleans()):  # duplicate inputs
         X[n // 2:] = X[: n - n // 2]
-    variance = draw(st.one_of(st.sampled_from([0.1, 50.0]), st.floats(0.1, 50.0)))
+    variance = draw(st.one_of(st.sampled_from([0.1, 50.0, HUGE_KERNEL_VARIANCE]), st.floats(0.1, 50.0)))
     lengthscale = draw(st.one_of(st.sampled_from([0.1, 5.0]), st.floats(0.1, 5.0)))
     kernel = qpviz.kernels.RBF(variance=variance, lengthscale=lengthscale)
     f = rng.normal(0.0, math.sqrt(variance), size=n)
@@ -408,7 +411,8 @@ def gp_problems(draw, name: str):
     else:
         y = np.full(n, draw(st.sampled_from([0.0, 20.0]))) if same else f + rng.standard_t(3.0, size=n)
     X_new = np.vstack([X[:2], rng.uniform(-6.0, 6.0, size=(3, dim))])
-    return X, y, lik, kernel, X_new
+    options = draw(st.sampled_from([{}, {"parallel": True}, {"order": "random", "seed": 3}, {"damping": 0.5}]))
+    return X, y, lik, kernel, X_new, options
 
 
 @BY_NAME
@@ -418,12 +422,12 @@ def gp_problems(draw, name: str):
 def test_ep_and_qp_on_small_gp_problems(name, method, data):
     """The engine's promise: a posterior without NaN, a finite evidence at the final sites, and a
     ConvergenceWarning exactly when ``converged`` is False (never a silent NaN)."""
-    X, y, lik, kernel, X_new = data.draw(gp_problems(name))
+    X, y, lik, kernel, X_new, options = data.draw(gp_problems(name))
     with warnings.catch_warnings(record=True) as caught:  # other warnings stay errors (pyproject.toml)
         warnings.simplefilter("always", ConvergenceWarning)
-        post = qpviz.fit(X, y, lik, kernel, method=method, max_sweeps=MAX_SWEEPS)
+        post = qpviz.fit(X, y, lik, kernel, method=method, max_sweeps=MAX_SWEEPS, **options)
         mean_new, var_new = post.predict_f(X_new)
-    label = f"{method} {lik!r} N={len(y)} {kernel!r} y={y.tolist()}"
+    label = f"{method} {options} {lik!r} N={len(y)} {kernel!r} y={y.tolist()}"
     warned = any(issubclass(w.category, ConvergenceWarning) for w in caught)
     assert warned == (not post.converged), f"{label}: converged={post.converged}, ConvergenceWarning={warned}"
     assert _finite(post.mean, post.var, mean_new, var_new), f"{label}: NaN/inf in the posterior"
