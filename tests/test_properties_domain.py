@@ -253,9 +253,9 @@ def test_quadrature_far_out_gaussian_tilted():
 #: W2^2 = var_t + var - 2 sqrt(var) sigma_QP (w2_to_gaussian) is a difference of terms of size
 #: var_EP, so rounding leaves ~1e-15 var_EP, and at var = var_QP it is stationary in sigma (an
 #: error d of sigma_QP costs only d^2 var). What remains is that w2_to_gaussian takes var_t from
-#: the numba closed forms while project takes var_EP from the NumPy ones: both are held to the
-#: library's 1e-9 accuracy target, and differ by up to 1.5e-10 relative where they cancel (step,
-#: z = y m / s = -10: exact var 0.00944537782565626 (mpmath), NumPy -5.6e-11, numba +1.0e-10).
+#: the numba closed forms while project may take var_EP from a likelihood's NumPy ones: both are
+#: held to the library's 1e-9 accuracy target (they differed by 1.5e-10 relative for step at
+#: eps = 1e-88, z = -10, before step's moments were made cancellation-free).
 #: Tolerance: 1e-9 var_EP absolute.
 W2_ATOL = 1e-9
 
@@ -318,9 +318,35 @@ def test_probit_far_from_the_boundary_narrow_cavity(y, m, use_table):
         assert not (site.var < 0), f"site variance {site.var!r}"
 
 
+@pytest.mark.parametrize("eps, z", [(1e-300, -36.4), (1e-100, -20.4), (5.1592598929513454e-67, -14.8),
+                                     (1e-30, -10.4), (0.05, -3.0), (0.2, 5.0)])
+def test_step_moments_far_in_the_tail_against_mpmath(eps, z):
+    """Step with eps > 0 is a mixture of the cavity (weight eps / Z) and a truncated Gaussian;
+    eq. 48's v - v gamma (y m + v gamma) cancelled to 4.8e-7 relative at eps = 1e-300, z = -36.4
+    (found by the numba-vs-NumPy site property: 2.1e-9 apart at eps = 5e-67, z = -14.8)."""
+    import mpmath as mp
+
+    with mp.workdps(60):
+        e, mz = mp.mpf(eps), mp.mpf(z)
+        cdf = mp.ncdf(mz)
+        r = mp.npdf(mz) / cdf
+        w_cavity, w_trunc = e, (1 - 2 * e) * cdf
+        total = w_cavity + w_trunc
+        mean = (w_cavity * mz + w_trunc * (mz + r)) / total
+        second = (w_cavity * (1 + mz**2) + w_trunc * (1 - r * (r + mz) + (mz + r) ** 2)) / total
+        want = (float(mp.log(total)), float(mean), float(second - mean**2))
+    lik = qpviz.likelihood("step", eps=eps)
+    for y in (1.0, -1.0):  # y m / s = z with s = 1
+        for got in (lik.tilted_moments(y, y * z, 1.0), tilted.tilted_summary(lik, y, y * z, 1.0)):
+            np.testing.assert_allclose(got.log_z, want[0], rtol=1e-14, atol=1e-300)
+            np.testing.assert_allclose(y * got.mean, want[1], rtol=0, atol=1e-13 * max(1.0, abs(want[1])))
+            np.testing.assert_allclose(got.var, want[2], rtol=1e-12)
+
+
 # -- numba site update against the NumPy path --------------------------------------------------------
 #: the two paths compute the tilted moments by different code (numba kernels vs the likelihood's
-#: NumPy closed forms / quadrature batch): agreement to ~1e-12 relative in mean and var. The site
+#: NumPy closed forms / quadrature batch), each to the library's 1e-9 target (measured: step at
+#: eps = 5e-67, z = -14.8 differed by 2.1e-9 relative before d139dd2; now ~1e-13). The site
 #: precision (v - var) / (v var) amplifies an absolute error d of var to d / var^2, so precisions
 #: are compared on the scale of the posterior precision 1/var (and nu on the scale of (|m| + sd) / var).
 SITE_RTOL = 1e-9
