@@ -16,6 +16,10 @@ Domain: every likelihood and parameter set the app offers (qpviz.config), cavity
 * no NaN or inf in log Z, mean, var, sigma_QP and the site parameters anywhere;
 * site_update reports non-positive precisions (student_t, poisson_square) instead of hiding
   them, and log-concave likelihoods never produce them.
+
+The same kind of properties over every *registered* likelihood's whole stated domain (parameters
+over their declared ranges, counts to 1000, far real observations), the numba site updates, the
+tables and whole EP/QP fits: tests/test_properties_domain.py.
 """
 from __future__ import annotations
 

@@ -71,6 +71,8 @@ class SiteRule:
             raise ValueError(f"site projection must be one of {sorted(METHOD_CODES)}, got {method!r}")
         if not (0.0 < damping <= 1.0):
             raise ValueError(f"damping must be in (0, 1] (1 = undamped); got {damping!r}")
+        if method == "qp" and likelihood.gaussian_tilted:
+            method = "ep"  # Gaussian tilted: QP = EP exactly (Theorem 2), as qpviz.project; no quadrature
         coef = meta = np.empty(0)
         if method == "qp" and use_table:
             coef, meta = _table_jit_data(likelihood)

@@ -16,7 +16,7 @@ from qpviz.config import NUMBA_OPTIONS
 from qpviz.likelihoods import _tilted_cdfs as tilted_cdfs
 from qpviz.likelihoods.base import Likelihood, Parameter
 from qpviz.likelihoods.registry import register_likelihood
-from qpviz.special import log_ndtr, logaddexp, norm_logpdf, truncated_normal_terms
+from qpviz.special import logaddexp, truncated_normal_terms
 
 
 @njit(**NUMBA_OPTIONS)
@@ -30,9 +30,15 @@ def tilted_moments_scalar(eps, y, m, v):
         log_cdf, r, r_plus_z, var_factor = truncated_normal_terms(z)
         # mean = m + y s r = y s (r + z) since y s z = m (y^2 = 1): no cancellation when m is far out
         return log_cdf, y * s * r_plus_z, v * var_factor
-    log_z = logaddexp(math.log(eps), math.log1p(-2.0 * eps) + log_ndtr(z))
-    gamma = (1.0 - 2.0 * eps) * math.exp(norm_logpdf(z) - log_z) / s
-    return log_z, m + v * gamma * y, v - v * gamma * (y * m + v * gamma)
+    # a mixture: the cavity (weight 1 - w = eps / Z) and the truncated Gaussian (w); with r, r + z
+    # and 1 - r (z + r) from truncated_normal_terms, var = v [(1 - w) + w (1 - r (z + r)) + w (1 - w) r^2]
+    # equals eq. 48's v - v gamma (y m + v gamma) (v gamma = s w r) as a sum of non-negative terms
+    # (eq. 48 cancels to 1e-7 relative at z = -36, eps = 1e-300), and mean = y s (z + w r)
+    log_cdf, r, r_plus_z, var_factor = truncated_normal_terms(z)
+    log_z = logaddexp(math.log(eps), math.log1p(-2.0 * eps) + log_cdf)
+    w = math.exp(math.log1p(-2.0 * eps) + log_cdf - log_z)
+    rest = math.exp(math.log(eps) - log_z)
+    return log_z, y * s * (rest * z + w * r_plus_z), v * (rest + w * var_factor + w * rest * r * r)
 
 
 @njit(**NUMBA_OPTIONS)
@@ -108,7 +114,7 @@ class Step(Likelihood):
         return np.zeros(shape), np.zeros(shape)
 
     def _tilted_moments(self, y, m, v):
-        return self._batch_moments(tilted_moments_batch, y, m, v, self.eps)
+        return self._batch_moments(tilted_moments_batch, y, m, v, self.eps)  # cancellation-free forms
 
     def _tilted_cdf(self, x, y, cavity_mean, cavity_var, upper):
         """Two-piece truncated-normal closed form (see :mod:`._tilted_cdfs`)."""
