@@ -102,6 +102,15 @@ class JitKernels:
     starts: Callable = cavity_start
     kink: Callable = no_kink
     moments: Callable = no_moments
+    #: ``moments`` gives the closed form for every input (never returns 0): EP then needs no
+    #: quadrature (qpviz.inference.sites compiles a variant without it). Set False for a closed
+    #: form that covers only part of the domain.
+    complete: bool = True
+
+    @property
+    def complete_moments(self) -> bool:
+        """A closed form of the tilted moments for every input."""
+        return self.moments is not no_moments and self.complete
 
     def compiled(self) -> tuple:
         """The five kernels as cfunc objects (compiled once per process, cached on disk)."""

@@ -39,12 +39,10 @@ _Y, _M, _V = 1.0, 0.5, 2.25
 
 
 def _likelihood(name: str):
-    """The explorer's default ``name`` likelihood (its first parameter choice) and a valid y."""
+    """The explorer's starting ``name`` likelihood (its first preset or defaults) and a valid y."""
     from qpviz import explorer
 
-    defaults = {key: explorer.ExplorerState.param[key].default
-                for key in ("gaussian_variance", "step_eps", "student_t", "laplace_scale")}
-    lik = explorer.build_likelihood(name, **defaults)
+    lik = explorer.build_likelihood(name, **explorer.initial_params(name))
     return lik, explorer.default_y(lik, _Y)
 
 
@@ -141,7 +139,7 @@ def steps(what: str) -> list[list[tuple[str, Callable[[], None]]]]:
     ``explorer`` is what the explorer's first page needs (the probit likelihood); ``all`` adds
     every other likelihood the page offers and the EP/QP fits; ``fit`` is what a probit fit needs.
     """
-    from qpviz.explorer import LIKELIHOOD_NAMES
+    from qpviz.explorer import likelihood_names
 
     core = [("tilted quadrature: panels", _tilted_core)]
     others = [("likelihood kernels: probit", _likelihood_kernels("probit")),
@@ -152,7 +150,7 @@ def steps(what: str) -> list[list[tuple[str, Callable[[], None]]]]:
         core += [("tilted quantiles", _tilted_quantiles)]
     last = [("explorer page", _explorer_page)] if what in ("explorer", "all") else []
     if what == "all":
-        rest = [(f"likelihood kernels: {name}", _likelihood_kernels(name)) for name in LIKELIHOOD_NAMES
+        rest = [(f"likelihood kernels: {name}", _likelihood_kernels(name)) for name in likelihood_names()
                 if name != "probit"]
         core += rest[::2]
         others += rest[1::2]

@@ -47,7 +47,7 @@ from qpviz.projection import qp_variance, w2_to_gaussian
 from qpviz.tables import families
 
 NAMES = list(REGISTRY)
-STD_RANGE = (0.05, 20.0)
+STD_RANGE = families.TABLE_STD_RANGE  # the stated domain: the tables' std range
 MEAN_RANGE = (-10.0, 10.0)
 REAL_OFFSET = 30.0
 FAR_Y = 1000.0
@@ -140,8 +140,8 @@ def table_cases(draw, name: str):
                                  st.integers(0, config.MAX_TABLE_COUNT))))
     else:
         y = draw(st.floats(-5.0, 5.0))
-    s = draw(st.one_of(st.sampled_from(families.STD_RANGE),
-                       st.floats(*map(math.log, families.STD_RANGE)).map(math.exp)))
+    s = draw(st.one_of(st.sampled_from(families.TABLE_STD_RANGE),
+                       st.floats(*map(math.log, families.TABLE_STD_RANGE)).map(math.exp)))
     if family is not None and family.fold == families.FOLD_REAL:
         m = y + draw(_means(-families.REAL_OFFSET, families.REAL_OFFSET))
     else:

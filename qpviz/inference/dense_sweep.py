@@ -24,6 +24,7 @@ equal within 1e-10).
 from __future__ import annotations
 
 import numpy as np
+import numba
 from numba import njit
 
 from qpviz import config
@@ -68,14 +69,16 @@ def _apply_lower(cov, pending, coefs, t):
 
 @njit(**NUMBA_OPTIONS)
 def sweep_sites(cov, mean, tau, nu, y, order, start, method, lk, damping, coef, meta, log_z, status, pending,
-                coefs, apply_inside):
+                coefs, apply_inside, closed):
     """Update the sites order[start:], delaying the Sigma updates in ``pending`` / ``coefs``.
 
     ``apply_inside=False``: stop when ``pending`` is full (or the order ends) and return
     (next position, number of pending updates) for the caller to apply with BLAS.
     ``apply_inside=True``: go through the whole order, applying each full block here, and
     return (len(order), 0). ``mean``, ``tau``, ``nu``, ``log_z``, ``status`` change in place.
+    ``closed``: compile-time constant, EP by closed-form moments (:mod:`qpviz.inference.sites`).
     """
+    numba.literally(closed)
     n = mean.shape[0]
     block = pending.shape[0]
     s = np.empty(n)
@@ -85,7 +88,7 @@ def sweep_sites(cov, mean, tau, nu, y, order, start, method, lk, damping, coef, 
         i = order[pos]
         pos += 1
         _column(cov, i, pending, coefs, t, s)
-        t_new, n_new, lz, st = site_step(method, lk, y[i], mean[i], s[i], tau[i], nu[i], damping, coef, meta)
+        t_new, n_new, lz, st = site_step(method, lk, y[i], mean[i], s[i], tau[i], nu[i], damping, coef, meta, closed)
         log_z[i] = lz
         status[i] = st
         dtau = t_new - tau[i]
@@ -137,7 +140,7 @@ def sequential_sweep(cov: np.ndarray, mean: np.ndarray, tau: np.ndarray, nu: np.
     pos = 0
     while pos < order.shape[0]:
         pos, t = sweep_sites(cov, mean, tau, nu, y, order, pos, method, handle, damping, coef, meta, log_z, status,
-                             pending, coefs, inside)
+                             pending, coefs, inside, rule.closed)
         if t:
             _apply_blas(cov, pending, coefs, t)
 

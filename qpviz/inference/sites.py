@@ -16,14 +16,24 @@ One site update, given the current posterior marginal N(post_mean, post_var) and
 
 The QP variance comes from the lookup tables (``qpviz.tables.qp_var_scalar``) where they
 cover the query and from the direct integral ``qpviz.tilted.qp_std_scalar`` otherwise.
+
+EP with a likelihood whose numba ``moments`` kernel covers every input (``closed`` below: probit,
+step, gaussian, Poisson-square) needs neither the adaptive quadrature nor the tables. The
+kernels take ``closed`` as a compile-time constant (``numba.literally``), and the two helpers
+:func:`tilted_moments_of` and :func:`qp_variance_of` are overloaded on it, so that variant is
+compiled without them: a first EP fit on a cold numba cache compiles in seconds, not the
+~10 s the quadrature and table code take.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
+from qpviz._jit import lk_moments
 from qpviz.config import NUMBA_OPTIONS
 from qpviz.tables import jit_data as _table_jit_data
 from qpviz.tables import qp_var_scalar as _table_qp_var
@@ -88,6 +98,14 @@ class SiteRule:
             return None
         return (self.method_code, handle, self.damping, self.coef, self.meta)
 
+    @property
+    def closed(self) -> bool:
+        """EP with moments in closed form for every input: the kernels' variant without the
+        quadrature and the tables (module docstring)."""
+        jit = self.likelihood.jit
+        return (self.method_code == EP and jit is not None and jit.complete_moments
+                and self.likelihood.alpha == 1.0)
+
     def update_all(self, y, post_mean, post_var, tau, nu):
         """Every site from the same posterior marginals (parallel EP / QP): the numba kernel
         :func:`parallel_site_updates`, or :meth:`step` without numba kernels. Returns
@@ -100,7 +118,7 @@ class SiteRule:
         status = np.zeros(n, dtype=np.int64)
         method, handle, damping, coef, meta = packed
         parallel_site_updates(post_mean, post_var, tau, nu, y, method, handle, damping, coef, meta, tau_out, nu_out,
-                              log_z, status)
+                              log_z, status, self.closed)
         return tau_out, nu_out, log_z, status
 
     def step(self, y, post_mean, post_var, tau, nu):
@@ -133,18 +151,57 @@ class SiteRule:
         return tau_out, nu_out, np.where(good_cavity, log_z, np.nan), status.astype(np.int64)
 
 
+def tilted_moments_of(lk, y, m, v, closed):
+    """(log Z, mean, var) of the tilted distribution: the likelihood's closed form when ``closed``
+    is the literal True (NaN where it has none), else :func:`qpviz.tilted.tilted_moments_scalar`
+    (closed form where there is one, quadrature elsewhere). Numba only."""
+
+
+@overload(tilted_moments_of, prefer_literal=True, jit_options=NUMBA_OPTIONS)
+def _tilted_moments_of(lk, y, m, v, closed):
+    if isinstance(closed, types.BooleanLiteral) and closed.literal_value:
+        def closed_form(lk, y, m, v, closed):
+            ok, log_z, mean, var = lk_moments(lk, y, m, v)
+            if not ok:
+                return np.nan, np.nan, np.nan
+            return log_z, mean, var
+
+        return closed_form
+
+    def general(lk, y, m, v, closed):
+        return tilted_moments_scalar(lk, y, m, v)
+
+    return general
+
+
+def qp_variance_of(method, coef, meta, lk, y, m, v, var, closed):
+    """The projection's variance: ``var`` for EP (and always when ``closed`` is the literal True),
+    sigma_QP^2 <= var for QP (tables, else quadrature; Theorem 2 holds also where a table's 1e-8
+    error exceeds the true gap). Numba only."""
+
+
+@overload(qp_variance_of, prefer_literal=True, jit_options=NUMBA_OPTIONS)
+def _qp_variance_of(method, coef, meta, lk, y, m, v, var, closed):
+    if isinstance(closed, types.BooleanLiteral) and closed.literal_value:
+        return lambda method, coef, meta, lk, y, m, v, var, closed: var
+
+    def general(method, coef, meta, lk, y, m, v, var, closed):
+        if method == QP:
+            return min(_table_qp_var(coef, meta, lk, y, m, v), var)
+        return var
+
+    return general
+
+
 @njit(**NUMBA_OPTIONS)
-def project_scalar(method, lk, y, m, v, coef, meta):
+def project_scalar(method, lk, y, m, v, coef, meta, closed):
     """(log Z, mean, var) of the projection of the tilted distribution (EP: eq. 5; QP: eq. 7)."""
-    log_z, mean, var = tilted_moments_scalar(lk, y, m, v)
-    if method == QP:
-        # Theorem 2 (sigma_QP <= sigma_EP) also where a table's 1e-8 error exceeds the true gap
-        var = min(_table_qp_var(coef, meta, lk, y, m, v), var)
-    return log_z, mean, var
+    log_z, mean, var = tilted_moments_of(lk, y, m, v, closed)
+    return log_z, mean, qp_variance_of(method, coef, meta, lk, y, m, v, var, closed)
 
 
 @njit(**NUMBA_OPTIONS)
-def site_step(method, lk, y, post_mean, post_var, tau, nu, damping, coef, meta):
+def site_step(method, lk, y, post_mean, post_var, tau, nu, damping, coef, meta, closed):
     """One site update (module docstring steps 1-5) -> (tau_new, nu_new, log_z, status)."""
     tau_c = 1.0 / post_var - tau
     nu_c = post_mean / post_var - nu
@@ -152,7 +209,7 @@ def site_step(method, lk, y, post_mean, post_var, tau, nu, damping, coef, meta):
         return tau, nu, np.nan, SKIPPED_CAVITY
     m = nu_c / tau_c
     v = 1.0 / tau_c
-    log_z, mean, var = project_scalar(method, lk, y, m, v, coef, meta)
+    log_z, mean, var = project_scalar(method, lk, y, m, v, coef, meta, closed)
     if not (var > 0.0) or not np.isfinite(mean) or not np.isfinite(var):
         return tau, nu, log_z, SKIPPED_PROJECTION
     site_tau, site_nu = site_natural(m, v, mean, var)
@@ -176,16 +233,17 @@ def site_natural(cavity_mean, cavity_var, mean, var):
 @njit(**NUMBA_OPTIONS)
 def site_step_packed(rule, y, post_mean, post_var, tau, nu):
     """:func:`site_step` with the rule packed by :attr:`SiteRule.jit` -> (tau_new, nu_new, log_z, status)."""
-    return site_step(rule[0], rule[1], y, post_mean, post_var, tau, nu, rule[2], rule[3], rule[4])
+    return site_step(rule[0], rule[1], y, post_mean, post_var, tau, nu, rule[2], rule[3], rule[4], False)
 
 
 @njit(**NUMBA_OPTIONS)
 def parallel_site_updates(mean, var, tau, nu, y, method, lk, damping, coef, meta, tau_out, nu_out, log_z,
-                          status):
+                          status, closed):
     """All sites from the same posterior marginals (parallel EP / QP); results in the *_out arrays."""
+    numba.literally(closed)
     for i in range(mean.shape[0]):
         t_new, n_new, lz, st = site_step(method, lk, y[i], mean[i], var[i], tau[i], nu[i], damping, coef,
-                                         meta)
+                                         meta, closed)
         tau_out[i] = t_new
         nu_out[i] = n_new
         log_z[i] = lz
@@ -193,12 +251,13 @@ def parallel_site_updates(mean, var, tau, nu, y, method, lk, damping, coef, meta
 
 
 @njit(**NUMBA_OPTIONS)
-def cavity_log_z(mean, var, tau, nu, y, lk, tau_c, nu_c, log_z):
+def cavity_log_z(mean, var, tau, nu, y, lk, tau_c, nu_c, log_z, closed):
     """Cavities of the posterior marginals and log Z_i of their tilted distributions (NaN if tau_c <= 0)."""
+    numba.literally(closed)
     for i in range(mean.shape[0]):
         tau_c[i] = 1.0 / var[i] - tau[i]
         nu_c[i] = mean[i] / var[i] - nu[i]
         if tau_c[i] > 0.0:
-            log_z[i] = tilted_moments_scalar(lk, y[i], nu_c[i] / tau_c[i], 1.0 / tau_c[i])[0]
+            log_z[i] = tilted_moments_of(lk, y[i], nu_c[i] / tau_c[i], 1.0 / tau_c[i], closed)[0]
         else:
             log_z[i] = np.nan
