@@ -89,29 +89,19 @@ def _tilted_quantiles() -> None:
     tilted_quantile(lik, [0.1, 0.9], y, _M, _V)
 
 
-def _table_lookups() -> None:
-    """The probit table (compiles the fast-form derivation) and, called one by one on valid
-    inputs, the lookup kernels that the QP-variance batch kernel calls."""
+def _table_load() -> None:
+    """The probit table: verified and turned into its fast form (compiles the derivation)."""
     from qpviz import tables
-    from qpviz.tables import fast, lookup
 
-    lik, y = _likelihood("probit")
-    coef, meta = tables.jit_data(lik)
-    if meta.size == 0:
-        return
-    lookup.table_log_ratio(coef, meta, y, _M, _V)
-    which, fa, fb = lookup.table_coordinates(meta, y, _M, _V)
-    if which >= 0 and not lookup.is_line(meta):
-        offset, x, z = lookup.fast_table_locate(meta, which, fa, fb)
-        if offset >= 0:
-            fast.patch_value(coef, offset, x, z)
+    tables.jit_data(_likelihood("probit")[0])
 
 
 def _qp_variance() -> None:
+    """The QP-variance batch kernel on a point inside the probit table (no quadrature)."""
     from qpviz.projection import qp_variance
 
     lik, y = _likelihood("probit")
-    qp_variance(lik, [y, y], [_M, 30.0], [_V, 0.01])  # inside and outside the table
+    qp_variance(lik, y, _M, _V)
 
 
 def _explorer_page() -> None:
@@ -132,24 +122,23 @@ def _ep_fit() -> None:
 
 
 def steps(what: str) -> list[list[tuple[str, Callable[[], None]]]]:
-    """Three groups of (label, step) for ``what``: the tilted-quadrature core in group 0, the
-    kernels that need no quadrature first in group 1 (groups 0 and 1 may run at the same time,
-    see the module docstring), and group 2, run after both, whose steps use everything.
+    """Three groups of (label, step) for ``what``: groups 0 and 1 may run at the same time (see
+    the module docstring), group 2 runs after both and uses everything.
 
-    ``explorer`` is what the explorer's first page needs (the probit likelihood); ``all`` adds
-    every other likelihood the page offers and the EP/QP fits; ``fit`` is what a probit fit needs.
+    ``explorer`` is what the explorer's first page needs: the probit likelihood's closed-form
+    moments and its QP table (its one-point quadratures run on the NumPy engine: nothing to
+    compile); ``fit`` what probit EP and QP fits need; ``all`` adds the tilted quadrature, every
+    other likelihood the page offers and the fits.
     """
     from qpviz.explorer import likelihood_names
 
-    core = [("tilted quadrature: panels", _tilted_core)]
-    others = [("likelihood kernels: probit", _likelihood_kernels("probit")),
-              ("tilted quadrature: integrals over panels", _panel_integrals), ("closed-form moments", _closed_moments),
-              ("QP table lookups", _table_lookups),
-              ("QP variance", _qp_variance)]  # its quadrature fallback is compiled by group 0 by now
-    if what in ("explorer", "all"):
-        core += [("tilted quantiles", _tilted_quantiles)]
+    core = [("QP table (fast form)", _table_load), ("QP variance (table lookups)", _qp_variance)]
+    others = [("closed-form moments", _closed_moments)]
     last = [("explorer page", _explorer_page)] if what in ("explorer", "all") else []
     if what == "all":
+        core += [("tilted quadrature: panels", _tilted_core), ("tilted quantiles", _tilted_quantiles)]
+        others += [("likelihood kernels: probit", _likelihood_kernels("probit")),
+                   ("tilted quadrature: integrals over panels", _panel_integrals)]
         rest = [(f"likelihood kernels: {name}", _likelihood_kernels(name)) for name in likelihood_names()
                 if name != "probit"]
         core += rest[::2]
