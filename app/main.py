@@ -4,6 +4,8 @@ Adding a page: write app/<page>.py with ``page() -> (title, viewable)``, import 
 append it to PAGES. Bokeh runs this file with app/ on sys.path, so pages import as top-level
 modules.
 """
+import threading
+
 import panel as pn
 
 import projection_explorer
@@ -15,9 +17,19 @@ PAGES = [projection_explorer]
 
 pn.extension("katex", sizing_mode="stretch_width")
 tcp_nodelay.enable()  # the server's replies reach the browser without Nagle's 40 ms waits
-# Every QP table's fast form, in the background, once this page is shown (not while the first
-# page is built: the CPU is the first page's), so that no later page waits for one.
-pn.state.onload(tables.preload)
+#: Seconds after a page has loaded before every other QP table's fast form is derived in the
+#: background (deriving the Poisson families takes 1-2 s of CPU each): the first page's numbers and
+#: plots get the CPU first, and no later page waits for its table.
+PRELOAD_DELAY = 5.0
+
+
+def _preload_later() -> None:
+    timer = threading.Timer(PRELOAD_DELAY, tables.preload)
+    timer.daemon = True
+    timer.start()
+
+
+pn.state.onload(_preload_later)
 
 
 def build() -> pn.Column:

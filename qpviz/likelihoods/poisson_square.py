@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 from numba import njit
-from scipy import special, stats
+from scipy import special
 
 from qpviz._jit import JitKernels
 from qpviz.config import NUMBA_OPTIONS
@@ -226,6 +226,8 @@ class PoissonSquare(Likelihood):
         mu = mean * mean / (2.0 * var)
         k_max = int(np.max(mu + 12.0 * np.sqrt(mu) + 40.0))
         k = np.arange(k_max + 1.0)
+        from scipy import stats  # ~0.3 s to import: only where a count distribution is asked for
+
         weights = stats.poisson.pmf(k, mu[..., None])
         s0 = weights @ special.digamma(k + 0.5)
         s1 = weights @ (1.0 / (k + 0.5))
@@ -248,6 +250,8 @@ class PoissonSquare(Likelihood):
         """
         mean, var = check_cavity(mean, var)
         k, c = negative_binomial_params(mean, var)
+        from scipy import stats
+
         return stats.nbinom(k, 1.0 / (1.0 + c))
 
     def negative_binomial_predictive(self, y, mean, var) -> np.ndarray:
