@@ -56,7 +56,6 @@ __all__ = [
     "lk_moments",
     "log_prob_batch",
     "dlog_prob_batch",
-    "closed_moments_batch",
 ]
 
 # numba calls function-pointer arguments "experimental"; they are the documented first-class
@@ -214,13 +213,4 @@ def dlog_prob_batch(lk, y, f):
     out = np.empty((2, y.size))
     for i in range(y.size):
         out[0, i], out[1, i] = lk_dlog_prob(lk, y[i], f[i])
-    return out
-
-
-@njit(**NUMBA_OPTIONS)
-def closed_moments_batch(lk, y, m, v):
-    """lk_moments over 1-D arrays: rows log Z, mean, var (NaN where there is no closed form)."""
-    out = np.empty((3, y.size))
-    for i in range(y.size):
-        _, out[0, i], out[1, i], out[2, i] = lk_moments(lk, y[i], m[i], v[i])
     return out

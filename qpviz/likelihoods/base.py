@@ -42,7 +42,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from qpviz import config
+from qpviz import config, tilted
 from qpviz._jit import JitKernels, make_handle
 from qpviz.checks import as_float_array, check_cavity, check_positive
 
@@ -248,8 +248,6 @@ class Likelihood:
 
     def _tilted_moments(self, y, m, v):
         """(log Z, mean, var) of validated, broadcast arrays; subclasses with closed forms override."""
-        from qpviz import tilted
-
         return tilted.quadrature_moments(self, y, m, v)
 
     @staticmethod
@@ -257,14 +255,6 @@ class Likelihood:
         """(log Z, mean, var) of broadcast arrays from a likelihood's own jitted batch kernel
         ``batch(*leading, y, m, v)`` over flat arrays (rows log Z, mean, var)."""
         out = batch(*leading, *(np.ascontiguousarray(a, dtype=np.float64).reshape(-1) for a in (y, m, v)))
-        return tuple(out[j].reshape(np.shape(y)) for j in range(3))
-
-    def _jit_closed_moments(self, y, m, v):
-        """The jitted closed-form moments (``jit.moments``) elementwise over broadcast arrays."""
-        from qpviz._jit import closed_moments_batch
-
-        out = closed_moments_batch(self.jit_handle(), *(np.ascontiguousarray(a, dtype=np.float64).reshape(-1)
-                                                         for a in (y, m, v)))
         return tuple(out[j].reshape(np.shape(y)) for j in range(3))
 
     def tilted_logpdf(self, x, y, cavity_mean, cavity_var) -> np.ndarray:
@@ -288,20 +278,14 @@ class Likelihood:
     def _tilted_cdf(self, x, y, cavity_mean, cavity_var, upper: bool) -> np.ndarray:
         """CDF (or survival function with ``upper``) by the adaptive quadrature; subclasses with
         a closed form override this one method."""
-        from qpviz import tilted
-
         return tilted.tilted_cdf(self, x, y, cavity_mean, cavity_var, upper=upper)
 
     def tilted_quantile(self, u, y, cavity_mean, cavity_var) -> np.ndarray:
         """F^-1(u) of one tilted distribution (scalar y and cavity) at probabilities ``u``."""
-        from qpviz import tilted
-
         return tilted.tilted_quantile(self, u, y, cavity_mean, cavity_var)
 
     def qp_std(self, y, cavity_mean, cavity_var) -> np.ndarray:
         """sigma_QP = int phi(Phi^-1(F(f))) df of the tilted distribution (QP paper eq. 7), directly."""
-        from qpviz import tilted
-
         return tilted.qp_std(self, y, cavity_mean, cavity_var)
 
     def tempered(self, alpha: float) -> "Likelihood":

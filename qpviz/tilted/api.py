@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from qpviz import tilted_numpy
 from qpviz.checks import as_float_array, check_cavity
 from qpviz.tilted.cdf import cdf_elementwise, cdf_many, quantiles
 from qpviz.tilted.moments import summary_batch
@@ -66,8 +67,6 @@ def tilted_summary(lik, y, cavity_mean, cavity_var, want_qp: bool = True, closed
     if lk is not None:
         out, ok = summary_batch(lk, *_flat(y, m, v), want_qp, closed_form)
         return TiltedSummary(*(out[j].reshape(shape) for j in range(5)), ok.reshape(shape))
-    from qpviz import tilted_numpy
-
     res = tilted_numpy.tilted_summary(lik.log_prob, y, m, v, kinks=lik.kinks, want_qp=want_qp)
     log_z, mean, var = res.log_z, res.mean, res.var
     if closed_form and lik.closed_form_moments:
@@ -99,9 +98,7 @@ def tilted_cdf(lik, x, y, cavity_mean, cavity_var, upper: bool = False, engine: 
     y, m, v = _prepare(lik, y, cavity_mean, cavity_var)
     lk = _handle(lik, engine)
     if lk is None:
-        from qpviz import tilted_numpy
-
-        return tilted_numpy.tilted_cdf(lik.log_prob, x, y, m, v, upper=upper, kinks=lik.kinks)
+            return tilted_numpy.tilted_cdf(lik.log_prob, x, y, m, v, upper=upper, kinks=lik.kinks)
     if y.ndim == 0:
         out = cdf_many(lk, float(y), float(m), float(v), *_flat(x), upper)
         return out.reshape(x.shape)
@@ -118,8 +115,6 @@ def tilted_quantile(lik, u, y, cavity_mean, cavity_var, engine: str = "auto") ->
         raise ValueError("tilted_quantile takes one tilted distribution: scalar y, cavity_mean, cavity_var")
     lk = _handle(lik, engine)
     if lk is None:
-        from qpviz import tilted_numpy
-
-        return tilted_numpy.tilted_quantile(lik.log_prob, u, y, m, v, kinks=lik.kinks)
+            return tilted_numpy.tilted_quantile(lik.log_prob, u, y, m, v, kinks=lik.kinks)
     out = quantiles(lk, float(y), float(m), float(v), *_flat(u))
     return out.reshape(u.shape)
