@@ -35,6 +35,7 @@ Modules, one idea each:
 from __future__ import annotations
 
 from qpviz.tilted.api import (
+    QuadratureWarning,
     TiltedSummary,
     _has_own_moments,
     qp_std,
@@ -46,6 +47,7 @@ from qpviz.tilted.api import (
 from qpviz.tilted.moments import qp_std_scalar, summary_scalar, tilted_moments_scalar
 
 __all__ = [
+    "QuadratureWarning",
     "TiltedSummary",
     "tilted_summary",
     "quadrature_moments",

@@ -7,6 +7,7 @@ the Projection Explorer uses for its one tilted distribution per view, ~1-3 ms).
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,7 +17,28 @@ from qpviz.checks import as_float_array, check_cavity
 from qpviz.tilted.cdf import cdf_elementwise, cdf_many, quantiles
 from qpviz.tilted.moments import summary_batch
 
-__all__ = ["TiltedSummary", "tilted_summary", "quadrature_moments", "qp_std", "tilted_cdf", "tilted_quantile"]
+__all__ = ["TiltedSummary", "QuadratureWarning", "tilted_summary", "quadrature_moments", "qp_std", "tilted_cdf",
+           "tilted_quantile"]
+
+
+class QuadratureWarning(UserWarning):
+    """The adaptive quadrature did not reach its tolerance for some tilted distributions."""
+
+
+def _report(ok: np.ndarray, y, m, v) -> None:
+    """Warn, with the first failing input, where the quadrature reports ``ok`` False (its values
+    there are unreliable: never silent)."""
+    bad = np.flatnonzero(~np.ravel(ok))
+    if bad.size:
+        i = bad[0]
+        warnings.warn(
+            f"the adaptive quadrature of the tilted distribution did not reach its tolerance for {bad.size} of "
+            f"{np.size(ok)} input(s), e.g. y={np.ravel(y)[i]:g}, cavity N({np.ravel(m)[i]:g}, {np.ravel(v)[i]:g}); "
+            "its moments and sigma_QP there are unreliable (the likelihood is extremely small at the cavity: "
+            "move the cavity towards the data)",
+            QuadratureWarning,
+            stacklevel=3,
+        )
 
 
 @dataclass(frozen=True)
@@ -66,8 +88,10 @@ def tilted_summary(lik, y, cavity_mean, cavity_var, want_qp: bool = True, closed
     lk = _handle(lik, engine)
     if lk is not None:
         out, ok = summary_batch(lk, *_flat(y, m, v), want_qp, closed_form)
+        _report(ok, y, m, v)
         return TiltedSummary(*(out[j].reshape(shape) for j in range(5)), ok.reshape(shape))
     res = tilted_numpy.tilted_summary(lik.log_prob, y, m, v, kinks=lik.kinks, want_qp=want_qp)
+    _report(res.ok, y, m, v)
     log_z, mean, var = res.log_z, res.mean, res.var
     if closed_form and lik.closed_form_moments:
         log_z, mean, var = lik._tilted_moments(y, m, v)
