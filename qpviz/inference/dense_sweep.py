@@ -24,7 +24,6 @@ equal within 1e-10).
 from __future__ import annotations
 
 import numpy as np
-import numba
 from numba import njit
 
 from qpviz import config
@@ -32,7 +31,8 @@ from qpviz._blas import syrk_update_lower
 from qpviz.config import NUMBA_OPTIONS
 from qpviz.inference.sites import site_step
 
-__all__ = ["SWEEP_BLOCK", "sweep_sites", "sequential_sweep", "sequential_sweep_reference"]
+__all__ = ["SWEEP_BLOCK", "sweep_sites", "sweep_sites_closed", "sweep_sites_general", "sequential_sweep",
+           "sequential_sweep_reference"]
 
 #: Sites whose covariance updates are delayed and applied together (one dsyrk of rank <= 64).
 SWEEP_BLOCK = 64
@@ -76,9 +76,9 @@ def sweep_sites(cov, mean, tau, nu, y, order, start, method, lk, damping, coef, 
     (next position, number of pending updates) for the caller to apply with BLAS.
     ``apply_inside=True``: go through the whole order, applying each full block here, and
     return (len(order), 0). ``mean``, ``tau``, ``nu``, ``log_z``, ``status`` change in place.
-    ``closed``: compile-time constant, EP by closed-form moments (:mod:`qpviz.inference.sites`).
+    ``closed``: EP by closed-form moments, a compile-time constant when called through
+    :func:`sweep_sites_closed` / :func:`sweep_sites_general` (:mod:`qpviz.inference.sites`).
     """
-    numba.literally(closed)
     n = mean.shape[0]
     block = pending.shape[0]
     s = np.empty(n)
@@ -115,6 +115,22 @@ def sweep_sites(cov, mean, tau, nu, y, order, start, method, lk, damping, coef, 
     return pos, t
 
 
+@njit(**NUMBA_OPTIONS)
+def sweep_sites_closed(cov, mean, tau, nu, y, order, start, method, lk, damping, coef, meta, log_z, status, pending,
+                       coefs, apply_inside):
+    """:func:`sweep_sites` compiled for EP by closed-form moments (no quadrature, no tables)."""
+    return sweep_sites(cov, mean, tau, nu, y, order, start, method, lk, damping, coef, meta, log_z, status, pending,
+                       coefs, apply_inside, True)
+
+
+@njit(**NUMBA_OPTIONS)
+def sweep_sites_general(cov, mean, tau, nu, y, order, start, method, lk, damping, coef, meta, log_z, status, pending,
+                        coefs, apply_inside):
+    """:func:`sweep_sites` for every rule (quadrature and tables where needed)."""
+    return sweep_sites(cov, mean, tau, nu, y, order, start, method, lk, damping, coef, meta, log_z, status, pending,
+                       coefs, apply_inside, False)
+
+
 def _apply_blas(cov: np.ndarray, pending: np.ndarray, coefs: np.ndarray, t: int) -> None:
     """cov -= S^T diag(c) S (lower triangle) as two ``dsyrk``: the rows with c > 0 and c < 0,
     each scaled by sqrt(|c|)."""
@@ -137,10 +153,11 @@ def sequential_sweep(cov: np.ndarray, mean: np.ndarray, tau: np.ndarray, nu: np.
     coefs = np.empty(SWEEP_BLOCK)
     order = np.ascontiguousarray(order, dtype=np.int64)
     inside = n < config.BLAS3_SWEEP_N
+    kernel = sweep_sites_closed if rule.closed else sweep_sites_general
     pos = 0
     while pos < order.shape[0]:
-        pos, t = sweep_sites(cov, mean, tau, nu, y, order, pos, method, handle, damping, coef, meta, log_z, status,
-                             pending, coefs, inside, rule.closed)
+        pos, t = kernel(cov, mean, tau, nu, y, order, pos, method, handle, damping, coef, meta, log_z, status,
+                        pending, coefs, inside)
         if t:
             _apply_blas(cov, pending, coefs, t)
 

@@ -19,16 +19,17 @@ cover the query and from the direct integral ``qpviz.tilted.qp_std_scalar`` othe
 
 EP with a likelihood whose numba ``moments`` kernel covers every input (``closed`` below: probit,
 step, gaussian, Poisson-square) needs neither the adaptive quadrature nor the tables. The
-kernels take ``closed`` as a compile-time constant (``numba.literally``), and the two helpers
-:func:`tilted_moments_of` and :func:`qp_variance_of` are overloaded on it, so that variant is
-compiled without them: a first EP fit on a cold numba cache compiles in seconds, not the
-~10 s the quadrature and table code take.
+kernels take ``closed`` as an argument that their thin entry points (``*_closed`` /
+``*_general``) pass as a constant, so numba types it as a literal; the two helpers
+:func:`tilted_moments_of` and :func:`qp_variance_of` are overloaded on that literal, so the
+closed variant is compiled without them: a first EP fit on a cold numba cache compiles in
+seconds, not the ~10 s the quadrature and table code take. (``numba.literally`` would do the
+same at a cost of milliseconds per call.)
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 from numba import njit, types
 from numba.extending import overload
@@ -117,8 +118,8 @@ class SiteRule:
         tau_out, nu_out, log_z = np.empty(n), np.empty(n), np.empty(n)
         status = np.zeros(n, dtype=np.int64)
         method, handle, damping, coef, meta = packed
-        parallel_site_updates(post_mean, post_var, tau, nu, y, method, handle, damping, coef, meta, tau_out, nu_out,
-                              log_z, status, self.closed)
+        kernel = parallel_site_updates_closed if self.closed else parallel_site_updates_general
+        kernel(post_mean, post_var, tau, nu, y, method, handle, damping, coef, meta, tau_out, nu_out, log_z, status)
         return tau_out, nu_out, log_z, status
 
     def step(self, y, post_mean, post_var, tau, nu):
@@ -240,7 +241,6 @@ def site_step_packed(rule, y, post_mean, post_var, tau, nu):
 def parallel_site_updates(mean, var, tau, nu, y, method, lk, damping, coef, meta, tau_out, nu_out, log_z,
                           status, closed):
     """All sites from the same posterior marginals (parallel EP / QP); results in the *_out arrays."""
-    numba.literally(closed)
     for i in range(mean.shape[0]):
         t_new, n_new, lz, st = site_step(method, lk, y[i], mean[i], var[i], tau[i], nu[i], damping, coef,
                                          meta, closed)
@@ -253,7 +253,6 @@ def parallel_site_updates(mean, var, tau, nu, y, method, lk, damping, coef, meta
 @njit(**NUMBA_OPTIONS)
 def cavity_log_z(mean, var, tau, nu, y, lk, tau_c, nu_c, log_z, closed):
     """Cavities of the posterior marginals and log Z_i of their tilted distributions (NaN if tau_c <= 0)."""
-    numba.literally(closed)
     for i in range(mean.shape[0]):
         tau_c[i] = 1.0 / var[i] - tau[i]
         nu_c[i] = mean[i] / var[i] - nu[i]
@@ -261,3 +260,30 @@ def cavity_log_z(mean, var, tau, nu, y, lk, tau_c, nu_c, log_z, closed):
             log_z[i] = tilted_moments_of(lk, y[i], nu_c[i] / tau_c[i], 1.0 / tau_c[i], closed)[0]
         else:
             log_z[i] = np.nan
+
+
+@njit(**NUMBA_OPTIONS)
+def parallel_site_updates_closed(mean, var, tau, nu, y, method, lk, damping, coef, meta, tau_out, nu_out, log_z,
+                                 status):
+    """:func:`parallel_site_updates` compiled for EP by closed-form moments."""
+    parallel_site_updates(mean, var, tau, nu, y, method, lk, damping, coef, meta, tau_out, nu_out, log_z, status, True)
+
+
+@njit(**NUMBA_OPTIONS)
+def parallel_site_updates_general(mean, var, tau, nu, y, method, lk, damping, coef, meta, tau_out, nu_out, log_z,
+                                  status):
+    """:func:`parallel_site_updates` for every rule."""
+    parallel_site_updates(mean, var, tau, nu, y, method, lk, damping, coef, meta, tau_out, nu_out, log_z, status,
+                          False)
+
+
+@njit(**NUMBA_OPTIONS)
+def cavity_log_z_closed(mean, var, tau, nu, y, lk, tau_c, nu_c, log_z):
+    """:func:`cavity_log_z` by closed-form moments."""
+    cavity_log_z(mean, var, tau, nu, y, lk, tau_c, nu_c, log_z, True)
+
+
+@njit(**NUMBA_OPTIONS)
+def cavity_log_z_general(mean, var, tau, nu, y, lk, tau_c, nu_c, log_z):
+    """:func:`cavity_log_z` for every likelihood."""
+    cavity_log_z(mean, var, tau, nu, y, lk, tau_c, nu_c, log_z, False)
