@@ -35,10 +35,25 @@ def tilted_moments_scalar(eps, y, m, v):
     # equals eq. 48's v - v gamma (y m + v gamma) (v gamma = s w r) as a sum of non-negative terms
     # (eq. 48 cancels to 1e-7 relative at z = -36, eps = 1e-300), and mean = y s (z + w r)
     log_cdf, r, r_plus_z, var_factor = truncated_normal_terms(z)
-    log_z = logaddexp(math.log(eps), math.log1p(-2.0 * eps) + log_cdf)
-    w = math.exp(math.log1p(-2.0 * eps) + log_cdf - log_z)
-    rest = math.exp(math.log(eps) - log_z)
+    if log_cdf > _LINEAR_LOG_CDF and eps > _LINEAR_EPS:
+        # both mixture weights are normal numbers: Z = eps + (1 - 2 eps) Phi(z) >= eps summed
+        # directly (positive terms; one exp and one log instead of four transcendentals)
+        weighted_cdf = (1.0 - 2.0 * eps) * math.exp(log_cdf)
+        total = eps + weighted_cdf
+        w = weighted_cdf / total
+        rest = eps / total
+        log_z = math.log(total)
+    else:  # Phi(z) or eps near underflow: the same weights in log space
+        log_z = logaddexp(math.log(eps), math.log1p(-2.0 * eps) + log_cdf)
+        w = math.exp(math.log1p(-2.0 * eps) + log_cdf - log_z)
+        rest = math.exp(math.log(eps) - log_z)
     return log_z, y * s * (rest * z + w * r_plus_z), v * (rest + w * var_factor + w * rest * r * r)
+
+
+#: Above these, exp(log Phi(z)) and eps are normal doubles (> 1e-300 ~ e^-690.8): the weights of
+#: the step's mixture are computed in linear space.
+_LINEAR_LOG_CDF = -690.0
+_LINEAR_EPS = 1e-300
 
 
 @njit(**NUMBA_OPTIONS)
