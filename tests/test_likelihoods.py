@@ -105,3 +105,31 @@ def test_likelihoods_compare_and_print_by_value():
     assert qpviz.likelihood("step", eps=0.1) == qpviz.likelihood("step", eps=0.1)
     assert qpviz.likelihood("step", eps=0.1) != qpviz.likelihood("step", eps=0.2)
     assert repr(qpviz.likelihood("laplace", scale=2.0)) == "qpviz.likelihood('laplace', scale=2.0)"
+
+
+@pytest.mark.parametrize("y, m, v", [(327.0, 9.263634334794698, 433.6), (1000.0, -4.0, 0.0025), (100.0, 0.0, 2.0),
+                                     (0.0, 3.0, 0.5)])
+def test_poisson_square_moments_by_the_raw_moment_recurrence_match_mpmath(y, m, v):
+    """The O(n) recurrence M_(k+1) = beta M_k + k tau2 M_(k-1) (with Stein's identity for A_1, A_2)
+    against the per-term binomial sums at 60 digits, up to counts of 1000."""
+    import mpmath
+    from qpviz.likelihoods.poisson_square import tilted_moments_scalar
+
+    mpmath.mp.dps = 60
+    n = 2 * int(y)
+    vv, mm = mpmath.mpf(v), mpmath.mpf(m)
+    tau2 = vv / (1 + 2 * vv)
+    beta, tau = abs(mm) / (1 + 2 * vv), mpmath.sqrt(tau2)
+
+    def gauss(i):
+        return mpmath.mpf(0) if i % 2 else (mpmath.fac2(i - 1) if i else mpmath.mpf(1))
+
+    a = [mpmath.fsum(mpmath.binomial(n, j) * beta ** (n - j) * tau**j * gauss(j + k) for j in range(n + 1))
+         for k in range(3)]
+    mean = (beta + tau * a[1] / a[0]) * (1 if m >= 0 else -1)
+    var = tau2 * (a[2] / a[0] - (a[1] / a[0]) ** 2)
+    log_z = mpmath.log(mpmath.sqrt(tau2 / vv)) - mm * mm / (1 + 2 * vv) - mpmath.loggamma(y + 1) + mpmath.log(a[0])
+    got = tilted_moments_scalar(y, m, v)
+    assert got[0] == pytest.approx(float(log_z), rel=1e-13, abs=1e-13)
+    assert abs(got[1] - float(mean)) <= 1e-12 * float(mpmath.sqrt(var))
+    assert got[2] == pytest.approx(float(var), rel=1e-11)

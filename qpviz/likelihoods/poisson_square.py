@@ -26,92 +26,48 @@ SQRT_COUNT_VARIANCE = 0.25
 LOG2 = math.log(2.0)
 
 
-@njit(**NUMBA_OPTIONS)
-def log_shifted_moment(n, k, beta, log_tau):
-    """log A_k = log E[f^n t^k] with f = beta + tau t, t ~ N(0, 1), beta >= 0, k in {0, 1, 2}:
-
-    A_k = sum_j C(n, j) beta^(n-j) tau^j E[t^(j+k)], E[t^i] = (i-1)!! for even i (else 0),
-    a sum of positive terms (log-sum-exp). A_0 = E[f^n] is the Gaussian raw moment.
-    """
-    total = -np.inf
-    lg_n1 = math.lgamma(n + 1.0)
-    log_beta = math.log(beta) if beta > 0.0 else -np.inf
-    for j in range(n + 1):
-        i = j + k
-        if i % 2 == 1 or (beta == 0.0 and j < n):
-            continue
-        power = (n - j) * log_beta if j < n else 0.0
-        term = (lg_n1 - math.lgamma(j + 1.0) - math.lgamma(n - j + 1.0) + power + j * log_tau
-                + math.lgamma(i + 1.0) - 0.5 * i * LOG2 - math.lgamma(0.5 * i + 1.0))
-        if term > total:  # log-sum-exp, one term at a time (exp(-inf) = 0)
-            total = term + math.log1p(math.exp(total - term))
-        else:
-            total = total + math.log1p(math.exp(term - total))
-    return total
+#: Rescale the raw-moment recurrence when a moment exceeds this (keeps every value finite).
+_RESCALE = 1e200
+_LOG_RESCALE = math.log(_RESCALE)
 
 
 @njit(**NUMBA_OPTIONS)
-def log_shifted_moments(n, beta, log_tau):
-    """(log A_0, log A_1, log A_2) of :func:`log_shifted_moment` in one pass over j.
-
-    The j-th term's logarithm log C(n, j) + (n - j) log beta + j log tau + log (j+k-1)!! is
-    built incrementally (log C(n, j+1) = log C(n, j) + log((n - j) / (j + 1)),
-    log (i+1)!! = log (i-1)!! + log(i + 1)): about two logarithms and 1.5 exponentials per j
-    instead of nine log-gamma calls (the sums are the same positive terms, summed as
-    exp(term - max)).
-    """
-    log_beta = math.log(beta) if beta > 0.0 else -np.inf
-    base = np.empty(n + 1)
-    log_dfact = np.zeros(n + 3)  # [i] = log (i-1)!! for even i
-    for i in range(2, n + 3, 2):
-        log_dfact[i] = log_dfact[i - 2] + math.log(i - 1.0)
-    log_binom = 0.0
-    for j in range(n + 1):
-        if j == n:
-            base[j] = log_binom + j * log_tau
-        elif beta == 0.0:
-            base[j] = -np.inf
-        else:
-            base[j] = log_binom + (n - j) * log_beta + j * log_tau
-        if j < n:
-            log_binom += math.log((n - j) / (j + 1.0))
-    top0 = top1 = top2 = -np.inf
-    for j in range(n + 1):
-        b = base[j]
-        if j % 2 == 0:
-            top0 = max(top0, b + log_dfact[j])
-            top2 = max(top2, b + log_dfact[j + 2])
-        else:
-            top1 = max(top1, b + log_dfact[j + 1])
-    sum0 = sum1 = sum2 = 0.0
-    for j in range(n + 1):
-        b = base[j]
-        if b == -np.inf:
-            continue
-        if j % 2 == 0:
-            sum0 += math.exp(b + log_dfact[j] - top0)
-            sum2 += math.exp(b + log_dfact[j + 2] - top2)
-        else:
-            sum1 += math.exp(b + log_dfact[j + 1] - top1)
-    log_a1 = top1 + math.log(sum1) if sum1 > 0.0 else -np.inf
-    return top0 + math.log(sum0), log_a1, top2 + math.log(sum2)
+def raw_moment_tail(n, beta, tau2):
+    """(log M_n, M_(n-1) / M_n, M_(n-2) / M_n) of the raw moments M_k = E[f^k], f ~ N(beta, tau2),
+    beta >= 0, by the recurrence M_(k+1) = beta M_k + k tau2 M_(k-1) (M_0 = 1, M_1 = beta): sums
+    of non-negative terms, O(n) multiply-adds and no transcendental function but one log
+    (rescaled by 1e-200 whenever a moment exceeds 1e200)."""
+    if n == 0:
+        return 0.0, 0.0, 0.0
+    older, old, new = 0.0, 1.0, beta  # M_(k-2), M_(k-1), M_k at k = 1
+    log_scale = 0.0
+    for k in range(1, n):
+        older, old, new = old, new, beta * new + k * tau2 * old
+        if new > _RESCALE:
+            older /= _RESCALE
+            old /= _RESCALE
+            new /= _RESCALE
+            log_scale += _LOG_RESCALE
+    return math.log(new) + log_scale, old / new, older / new
 
 
 @njit(**NUMBA_OPTIONS)
 def tilted_moments_scalar(y, m, v):
-    """Paper eqs. 53-60 as positive sums around beta (f = beta + tau t):
+    """Paper eqs. 53-60 around beta (f = beta + tau t, f^(2y) N(f | beta, tau2) normalised):
     log Z = log(tau/sqrt v) - h - log y! + log A_0, mean = sign(m) (beta + tau A_1/A_0),
-    var = tau^2 (A_2/A_0 - (A_1/A_0)^2) (no E[f^2] - mean^2 cancellation)."""
+    var = tau^2 (A_2/A_0 - (A_1/A_0)^2), with A_k = E[f^n t^k], n = 2y, from the raw moments by
+    Stein's identity: A_0 = M_n, A_1 = tau n M_(n-1), A_2 = M_n + tau^2 n (n-1) M_(n-2)
+    (:func:`raw_moment_tail`; the tests compare it with the per-term binomial sums in mpmath)."""
     n = int(y)
     tau2 = v / (1.0 + 2.0 * v)
     beta = abs(m) / (1.0 + 2.0 * v)
-    log_tau = 0.5 * math.log(tau2)
     h = m * m / (1.0 + 2.0 * v)
-    a0, a1, a2 = log_shifted_moments(2 * n, beta, log_tau)
-    ratio1 = math.exp(a1 - a0)
-    ratio2 = math.exp(a2 - a0)
-    log_z = 0.5 * math.log(tau2 / v) - h - math.lgamma(y + 1.0) + a0
-    mean = beta + math.sqrt(tau2) * ratio1
+    log_a0, below1, below2 = raw_moment_tail(2 * n, beta, tau2)
+    tau = math.sqrt(tau2)
+    ratio1 = tau * (2 * n) * below1
+    ratio2 = 1.0 + tau2 * (2 * n) * (2 * n - 1) * below2
+    log_z = 0.5 * math.log(tau2 / v) - h - math.lgamma(y + 1.0) + log_a0
+    mean = beta + tau * ratio1
     var = tau2 * (ratio2 - ratio1 * ratio1)
     if m < 0.0:
         mean = -mean
