@@ -122,3 +122,9 @@ def test_evaluate_counts_and_real_values(rng):
     m, v = post.predict_f(X[:5])
     scores = evaluate(post, X[:5], real[:5])
     assert scores["ntll"] == pytest.approx(-np.mean(stats.norm.logpdf(real[:5], m, np.sqrt(v + 0.01))), rel=1e-10)
+
+
+def test_count_test_error_is_not_halved():
+    """Sec. 6.2: for counts TE = sum |y - yhat| / m (sec. 6.1 halves it only for labels -1/+1)."""
+    assert metrics.test_error([3.0, 0.0], [1.0, 1.0], labels=False) == pytest.approx(1.5)
+    assert metrics.test_error([1.0, -1.0], [1.0, 1.0]) == pytest.approx(0.5)

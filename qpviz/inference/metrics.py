@@ -1,10 +1,10 @@
 """Evaluation measures of the QP paper (sec. 6.1-6.2) and distances between latent posteriors.
 
-* test error TE = (sum_i |y_*i - yhat_*i| / 2) / m, with yhat the predicted label (predictive
-  probability thresholded at 1/2) for classification, and the mode of the negative binomial of
-  App. H for Poisson-square counts (the paper does not spell out TE for counts; this is the
-  same formula applied to the predicted count); for Poisson-exp counts yhat is the predictive
-  mean exp(m + v/2) and for real-valued y the latent predictive mean;
+* test error TE = (sum_i |y_*i - yhat_*i| / 2) / m with yhat the predicted label (predictive
+  probability thresholded at 1/2) for classification (sec. 6.1), and TE = (sum_i |y_*i - yhat_*i|) / m
+  for counts (sec. 6.2) with yhat the mode of the negative binomial of App. H for Poisson-square
+  counts, the likelihood's point prediction otherwise (Poisson-exp: its predictive mean; real
+  y: the latent predictive mean);
 * negative test log-likelihood NTLL = -(sum_i log q(y_*i | x_*i)) / m;
 * ``marginal_distances``: how far a Gaussian approximation's latent marginals are from a
   reference (the MCMC posterior): RMS differences of means and of standard deviations, and the
@@ -22,13 +22,14 @@ def predicted_labels(prob_positive) -> np.ndarray:
     return np.where(np.asarray(prob_positive, float) >= 0.5, 1.0, -1.0)
 
 
-def test_error(y_true, y_pred) -> float:
-    """TE = (sum_i |y_i - yhat_i| / 2) / m (sec. 6.1)."""
+def test_error(y_true, y_pred, labels: bool = True) -> float:
+    """TE = (sum_i |y_i - yhat_i| / 2) / m for labels -1/+1 (sec. 6.1: the fraction misclassified),
+    (sum_i |y_i - yhat_i|) / m otherwise (``labels=False``; sec. 6.2, counts)."""
     y_true = np.asarray(y_true, float)
     y_pred = np.asarray(y_pred, float)
     if y_true.shape != y_pred.shape or y_true.size == 0:
         raise ValueError(f"y_true and y_pred need the same non-empty shape; got {y_true.shape} and {y_pred.shape}")
-    return float(np.sum(np.abs(y_true - y_pred) / 2.0) / y_true.size)
+    return float(np.sum(np.abs(y_true - y_pred)) / (2.0 if labels else 1.0) / y_true.size)
 
 
 def negative_test_log_likelihood(log_predictive) -> float:
@@ -48,7 +49,7 @@ def evaluate(posterior, X_test, y_test) -> dict:
     else:  # the likelihood's own point prediction (predictive mean; App. H mode for Poisson-square)
         y_hat = lik.point_prediction(*posterior.predict_f(X_test))
     return {
-        "test_error": test_error(y_test, y_hat),
+        "test_error": test_error(y_test, y_hat, labels=lik.support == "binary"),
         "ntll": negative_test_log_likelihood(posterior.predictive_log_density(X_test, y_test)),
     }
 
