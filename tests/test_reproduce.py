@@ -4,8 +4,10 @@ from __future__ import annotations
 import csv
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -213,3 +215,33 @@ def test_cli_smoke_run_on_wine1(tmp_path, data_dir):
     assert {"variance", "lengthscale[0]"} <= set(records[0]["hyperparameters"])
     again = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
     assert again.returncode == 0 and "0 to compute" in again.stderr and "computed 0 fold(s), reused 2" in again.stdout
+
+
+def test_ctrl_c_stops_at_once_and_leaves_a_consistent_cache(tmp_path, data_dir):
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "qpviz.reproduce", "table1", "--datasets", "crabs", "--rounds", "1",
+               "--folds", "6", "--max-opt-iter", "3", "--workers", "2", "--no-progress",
+               "--data-dir", str(data_dir), "--out", str(out)]
+    env = os.environ | {"PYTHONPATH": str(ROOT)}
+    # a shell's background job inherits an ignored SIGINT; the user's terminal would deliver it
+    process = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 60
+        while not list((out / "folds").glob("*.json")) and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.05)
+        os.killpg(process.pid, signal.SIGINT)  # Ctrl-C reaches the whole process group
+        _, err = process.communicate(timeout=20)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 130 and "interrupted" in err
+    files = sorted((out / "folds").iterdir())
+    assert files and not [f for f in files if f.name.startswith(".")]
+    assert all(json.loads(f.read_text())["key"] == f.stem for f in files)
+    assert len(files) < 6
+    again = subprocess.run(command[:-2] + ["--out", str(out)], capture_output=True, text=True, timeout=60, env=env,
+                           cwd=tmp_path, start_new_session=True)
+    assert again.returncode == 0, again.stderr
+    assert f"{len(files)} cached" in again.stderr and f"computed {6 - len(files)} fold(s), reused {len(files)}" in again.stdout

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -21,11 +22,12 @@ from qpviz.reproduce.report import atomic_write_text, write_outputs
 
 __all__ = ["SECONDS_PER_FOLD", "estimate_seconds", "cached_record", "run_table1"]
 
-#: Measured seconds of one fold (EP with hyper-parameter optimisation, max_opt_iter=100, then QP
-#: and VB; warm numba cache, one process on a 2-CPU machine beside another job; README).
+#: Measured seconds of one fold (round 0, fold 0 of 10, paper preprocessing, max_opt_iter=100: EP
+#: with hyper-parameter optimisation, then QP and VB; warm numba cache, one process on a 2-CPU
+#: machine beside another job, 2026-11-23). One fold each: other folds may take longer or shorter.
 SECONDS_PER_FOLD = {
-    "ionosphere": 60.0, "cancer": 60.0, "pima": 60.0, "crabs": 10.0, "sonar": 30.0, "glass": 10.0,
-    "wine1": 6.0, "wine2": 6.0, "wine3": 6.0, "mining": 1.0,
+    "ionosphere": 54.5, "cancer": 57.4, "pima": 119.6, "crabs": 1.2, "sonar": 8.0, "glass": 4.7,
+    "wine1": 3.7, "wine2": 2.3, "wine3": 2.5, "mining": 1.3,
 }
 
 
@@ -62,6 +64,20 @@ def _compute(task: Task, data_dir, out_dir) -> dict:
     return record
 
 
+def _ignore_sigint() -> None:
+    """Pool initializer: Ctrl-C reaches the whole process group; only the main process handles it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Cancel the queued folds and end the workers now (their unfinished folds are simply not
+    cached: a fold's file appears only by an atomic rename of a complete file)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())  # CPython's; shutdown clears it
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+
+
 def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -96,6 +112,8 @@ def run_table1(datasets, *, rounds: int = 10, n_folds: int = 10, preprocessing: 
             continue
         sizes[name] = data.shape
         tasks += tasks_for(name, preprocessing, rounds, n_folds, max_opt_iter)
+    for stale in (out_dir / "folds").glob(".*.tmp"):  # left by a process killed while writing
+        stale.unlink(missing_ok=True)
     records = {t.key: rec for t in tasks if (rec := cached_record(out_dir, t)) is not None}
     todo = [t for t in tasks if t.key not in records]
     n_cached = len(records)
@@ -108,7 +126,7 @@ def run_table1(datasets, *, rounds: int = 10, n_folds: int = 10, preprocessing: 
                 records[task.key] = _compute(task, data_dir, str(out_dir))
                 bar.update()
         elif todo:
-            with ProcessPoolExecutor(max_workers=min(workers, len(todo))) as pool:
+            with ProcessPoolExecutor(max_workers=min(workers, len(todo)), initializer=_ignore_sigint) as pool:
                 pending = {pool.submit(_compute, t, data_dir, str(out_dir)): t for t in todo}
                 try:
                     while pending:
@@ -118,7 +136,7 @@ def run_table1(datasets, *, rounds: int = 10, n_folds: int = 10, preprocessing: 
                             records[task.key] = future.result()
                             bar.update()
                 except BaseException:
-                    pool.shutdown(wait=False, cancel_futures=True)
+                    _stop(pool)
                     raise
     except KeyboardInterrupt:
         bar.close()
