@@ -191,6 +191,21 @@ def test_a_rerun_with_the_same_out_recomputes_nothing(tmp_path, monkeypatch, dat
     assert len(calls) == 14 + 6
 
 
+def test_a_failing_fold_is_reported_and_retried_while_the_others_go_on(tmp_path, monkeypatch, data_dir, capsys):
+    def flaky_run_fold(task, dataset):
+        if task.fold == 1:
+            raise FloatingPointError("Cholesky failed")
+        return _record(task.dataset, task.round, task.fold, 0.2, 0.1, n_folds=task.n_folds) | {"key": task.key}
+
+    monkeypatch.setattr(runner, "run_fold", flaky_run_fold)
+    options = dict(rounds=1, n_folds=3, data_dir=data_dir, out_dir=tmp_path, workers=1, max_opt_iter=5, progress=False)
+    result = runner.run_table1(["wine1"], **options)
+    assert result["computed"] == 2 and list(result["failed"]) == ["wine1-paper-r0-f1of3-it5"]
+    assert "FloatingPointError: Cholesky failed" in capsys.readouterr().err
+    assert len(result["records"]) == 2 and (tmp_path / "table1.csv").is_file()
+    assert runner.run_table1(["wine1"], **options)["cached"] == 2  # the rerun retries only the failed fold
+
+
 def test_missing_dataset_is_skipped_with_a_message(tmp_path, capsys):
     result = runner.run_table1(["sonar"], rounds=1, n_folds=2, data_dir=tmp_path, out_dir=tmp_path / "out",
                                workers=1, progress=False)

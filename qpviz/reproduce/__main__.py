@@ -52,9 +52,11 @@ def main(argv=None) -> int:
     print(result["paths"]["table1.md"].read_text(), end="")
     print(f"computed {result['computed']} fold(s), reused {result['cached']}; wrote "
           + ", ".join(str(p) for p in result["paths"].values()))
+    if result["failed"]:
+        print(f"{len(result['failed'])} fold(s) failed and are not in the table; rerun to retry them")
     print("note: VB uses EP's hyper-parameters (qpviz has no ELBO gradient in the kernel hyper-parameters); "
           "the paper optimised VB's own bound")
-    return 0
+    return 1 if result["failed"] else 0
 
 
 if __name__ == "__main__":

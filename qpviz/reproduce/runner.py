@@ -78,6 +78,10 @@ def _stop(pool: ProcessPoolExecutor) -> None:
         process.terminate()
 
 
+def _failure(task: Task, err: Exception) -> str:
+    return f"{task.key}: {type(err).__name__}: {err}"
+
+
 def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -95,7 +99,9 @@ def run_table1(datasets, *, rounds: int = 10, n_folds: int = 10, preprocessing: 
                progress: bool = True) -> dict:
     """Run (or resume) the experiments of ``datasets`` and write the summary files in ``out_dir``.
 
-    Returns {"computed": n, "cached": n, "skipped": {dataset: reason}, "paths": {...}, "records": [...]}.
+    A fold that raises is reported and left out (not cached: a rerun retries it); the others go on.
+    Returns {"computed": n, "cached": n, "skipped": {dataset: reason}, "failed": {key: message},
+    "paths": {...}, "records": [...]}.
     """
     from tqdm import tqdm  # noqa: PLC0415
 
@@ -119,11 +125,15 @@ def run_table1(datasets, *, rounds: int = 10, n_folds: int = 10, preprocessing: 
     n_cached = len(records)
     _say(f"{len(tasks)} folds: {n_cached} cached in {out_dir}, {len(todo)} to compute on {min(workers, max(len(todo), 1))} "
          f"process(es); estimated {_format_duration(estimate_seconds(todo, workers))}")
+    failed: dict[str, str] = {}
     bar = tqdm(total=len(todo), unit="fold", disable=not progress or not todo, file=sys.stderr)
     try:
         if workers == 1 or len(todo) <= 1:
             for task in todo:
-                records[task.key] = _compute(task, data_dir, str(out_dir))
+                try:
+                    records[task.key] = _compute(task, data_dir, str(out_dir))
+                except Exception as err:  # noqa: BLE001 - one failed fold must not end a long run
+                    failed[task.key] = _failure(task, err)
                 bar.update()
         elif todo:
             with ProcessPoolExecutor(max_workers=min(workers, len(todo)), initializer=_ignore_sigint) as pool:
@@ -133,7 +143,10 @@ def run_table1(datasets, *, rounds: int = 10, n_folds: int = 10, preprocessing: 
                         done, _ = wait(pending, return_when=FIRST_COMPLETED)
                         for future in done:
                             task = pending.pop(future)
-                            records[task.key] = future.result()
+                            try:
+                                records[task.key] = future.result()
+                            except Exception as err:  # noqa: BLE001 - see above
+                                failed[task.key] = _failure(task, err)
                             bar.update()
                 except BaseException:
                     _stop(pool)
@@ -145,6 +158,9 @@ def run_table1(datasets, *, rounds: int = 10, n_folds: int = 10, preprocessing: 
              "rerun the same command to compute the rest")
         raise
     bar.close()
-    ordered = [records[t.key] for t in tasks]
+    if failed:
+        _say(f"{len(failed)} fold(s) failed (not cached; a rerun retries them):\n  " + "\n  ".join(failed.values()))
+    ordered = [records[t.key] for t in tasks if t.key in records]
     paths = write_outputs(ordered, out_dir, sizes) if ordered else {}
-    return {"computed": len(todo), "cached": n_cached, "skipped": skipped, "paths": paths, "records": ordered}
+    return {"computed": len(todo) - len(failed), "cached": n_cached, "skipped": skipped, "failed": failed,
+            "paths": paths, "records": ordered}
