@@ -1,0 +1,138 @@
+"""Table 1 from per-fold records: the summary rows, ``table1.csv``, the Markdown table and raw files.
+
+Aggregation follows the paper (sec. 6.1): in each round the measures are averaged over its folds;
+the table gives the mean and standard deviation of these round averages. ``qp_beats_ep_frac`` is
+the fraction of single experiments (folds) in which QP's NTLL is below EP's; the Markdown table
+marks QP's NTLL with an asterisk where it exceeds 0.9 (the paper's "*"). Units as the paper
+prints them: TE in % (x 1e2), NTLL x 1e3.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from qpviz.reproduce.protocol import METHODS
+
+__all__ = ["CSV_COLUMNS", "summarise", "write_csv", "markdown_table", "write_jsonl", "atomic_write_text",
+           "hyperparameter_rows", "write_outputs"]
+
+CSV_COLUMNS = ("dataset", "method", "te_mean", "te_std", "ntll_mean", "ntll_std", "rounds", "qp_beats_ep_frac")
+TE_SCALE = 1e2
+NTLL_SCALE = 1e3
+STAR_FRACTION = 0.9
+
+
+def atomic_write_text(path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and ``os.replace``:
+    an interrupted write leaves either the old file or the new one, never half of one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _group(records):
+    out: dict[str, list[dict]] = {}
+    for rec in records:
+        out.setdefault(rec["task"]["dataset"], []).append(rec)
+    return out
+
+
+def summarise(records) -> list[dict]:
+    """One row per (dataset, method) in the order first seen; see the module docstring."""
+    rows = []
+    for dataset, recs in _group(records).items():
+        rounds = sorted({r["task"]["round"] for r in recs})
+        wins = [r["methods"]["qp"]["ntll"] < r["methods"]["ep"]["ntll"] for r in recs]
+        frac = float(np.mean(wins))
+        for method in METHODS:
+            te, ntll = [], []
+            for rnd in rounds:
+                in_round = [r["methods"][method] for r in recs if r["task"]["round"] == rnd]
+                te.append(np.mean([m["test_error"] for m in in_round]))
+                ntll.append(np.mean([m["ntll"] for m in in_round]))
+            rows.append({
+                "dataset": dataset, "method": method,
+                "te_mean": float(np.mean(te)) * TE_SCALE, "te_std": float(np.std(te)) * TE_SCALE,
+                "ntll_mean": float(np.mean(ntll)) * NTLL_SCALE, "ntll_std": float(np.std(ntll)) * NTLL_SCALE,
+                "rounds": len(rounds), "qp_beats_ep_frac": frac,
+            })
+    return rows
+
+
+def write_csv(rows, path) -> None:
+    """``table1.csv`` with :data:`CSV_COLUMNS` (written atomically)."""
+    lines = [",".join(CSV_COLUMNS)]
+    for row in rows:
+        lines.append(",".join(f"{row[c]:.6g}" if isinstance(row[c], float) else str(row[c]) for c in CSV_COLUMNS))
+    atomic_write_text(path, "\n".join(lines) + "\n")
+
+
+def read_csv(path) -> list[dict]:
+    """The rows of a ``table1.csv`` (numbers as floats, rounds as int)."""
+    with open(path, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    for row in rows:
+        for col in CSV_COLUMNS[2:]:
+            row[col] = int(row[col]) if col == "rounds" else float(row[col])
+    return rows
+
+
+def markdown_table(rows, sizes: dict | None = None) -> str:
+    """The paper's layout: Data, m, n, TE for EP / QP / VB, NTLL for EP / QP / VB (mean ± std;
+    ``*`` after QP's NTLL where QP beats EP in more than 90% of the experiments)."""
+    sizes = sizes or {}
+    by = {(r["dataset"], r["method"]): r for r in rows}
+    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+    head = ("| Data | m | n | TE EP | TE QP | TE VB | NTLL EP | NTLL QP | NTLL VB |\n"
+            "|---|---|---|---|---|---|---|---|---|")
+    lines = [f"TE (x 1e-2), NTLL (x 1e-3); mean ± std over rounds. * QP's NTLL below EP's in more than "
+             f"{STAR_FRACTION:.0%} of the experiments.", "", head]
+    for name in datasets:
+        m, n = sizes.get(name, ("", ""))
+        cells = [f"{by[(name, meth)]['te_mean']:.1f} ± {by[(name, meth)]['te_std']:.1f}" for meth in METHODS]
+        for meth in METHODS:
+            row = by[(name, meth)]
+            star = "*" if meth == "qp" and row["qp_beats_ep_frac"] > STAR_FRACTION else ""
+            cells.append(f"{row['ntll_mean']:.1f} ± {row['ntll_std']:.1f}{star}")
+        lines.append(f"| {name} | {m} | {n} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_jsonl(records, path) -> None:
+    """One JSON object per line, sorted by dataset, round and fold (written atomically)."""
+    ordered = sorted(records, key=lambda r: (r["task"]["dataset"], r["task"]["round"], r["task"]["fold"]))
+    atomic_write_text(path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in ordered))
+
+
+def hyperparameter_rows(records) -> list[dict]:
+    """Per fold: dataset, round, fold, the fitted hyper-parameters and the names on a bound."""
+    rows = [{**{k: r["task"][k] for k in ("dataset", "preprocessing", "round", "fold")},
+             "hyperparameters": r["hyperparameters"], "at_bound": r["at_bound"]} for r in records]
+    return sorted(rows, key=lambda h: (h["dataset"], h["round"], h["fold"]))
+
+
+def write_outputs(records, out_dir, sizes: dict | None = None) -> dict:
+    """``table1.csv``, ``table1.md``, ``folds.jsonl`` and ``hyperparameters.jsonl`` in ``out_dir``."""
+    out_dir = Path(out_dir)
+    rows = summarise(records)
+    paths = {name: out_dir / name for name in ("table1.csv", "table1.md", "folds.jsonl", "hyperparameters.jsonl")}
+    write_csv(rows, paths["table1.csv"])
+    atomic_write_text(paths["table1.md"], markdown_table(rows, sizes))
+    write_jsonl(records, paths["folds.jsonl"])
+    atomic_write_text(paths["hyperparameters.jsonl"],
+                      "".join(json.dumps(h, sort_keys=True) + "\n" for h in hyperparameter_rows(records)))
+    return paths

@@ -1,0 +1,166 @@
+"""Run the Table 1 experiments: a cache of per-fold records, a process pool, progress, an estimate.
+
+Each finished fold is written at once to ``<out>/folds/<task key>.json`` (atomically, by the
+process that computed it), so an interrupted run (Ctrl-C) keeps every finished fold and a rerun
+with the same ``--out`` computes only the missing ones. The summary files are rewritten from the
+cache at the end of every run.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from functools import lru_cache
+from pathlib import Path
+
+from qpviz.reproduce import datasets as ds
+from qpviz.reproduce.protocol import Task, run_fold, tasks_for
+from qpviz.reproduce.report import atomic_write_text, write_outputs
+
+__all__ = ["SECONDS_PER_FOLD", "estimate_seconds", "cached_record", "run_table1"]
+
+#: Measured seconds of one fold (round 0, fold 0 of 10, paper preprocessing, max_opt_iter=100: EP
+#: with hyper-parameter optimisation, then QP and VB; warm numba cache, one process on a 2-CPU
+#: machine beside another job, 2026-11-23). One fold each: other folds may take longer or shorter.
+SECONDS_PER_FOLD = {
+    "ionosphere": 54.5, "cancer": 57.4, "pima": 119.6, "crabs": 1.2, "sonar": 8.0, "glass": 4.7,
+    "wine1": 3.7, "wine2": 2.3, "wine3": 2.5, "mining": 1.3,
+}
+
+
+def estimate_seconds(tasks, workers: int) -> float:
+    """Rough wall time of ``tasks`` on ``workers`` processes (from :data:`SECONDS_PER_FOLD`, scaled
+    linearly with ``max_opt_iter`` below 100)."""
+    total = sum(SECONDS_PER_FOLD.get(t.dataset, 30.0) * min(1.0, max(t.max_opt_iter, 5) / 100.0) for t in tasks)
+    return total / max(1, min(workers, len(tasks) or 1))
+
+
+def cache_path(out_dir, task: Task) -> Path:
+    return Path(out_dir) / "folds" / f"{task.key}.json"
+
+
+def cached_record(out_dir, task: Task) -> dict | None:
+    """The cached record of ``task``, or None where absent or unreadable (then it is recomputed)."""
+    path = cache_path(out_dir, task)
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return record if record.get("key") == task.key else None
+
+
+@lru_cache(maxsize=None)
+def _load(name, preprocessing, data_dir):
+    return ds.load(name, preprocessing, data_dir)
+
+
+def _compute(task: Task, data_dir, out_dir) -> dict:
+    """Worker: run one fold and cache its record before returning it."""
+    record = run_fold(task, _load(task.dataset, task.preprocessing, data_dir))
+    atomic_write_text(cache_path(out_dir, task), json.dumps(record, sort_keys=True))
+    return record
+
+
+def _ignore_sigint() -> None:
+    """Pool initializer: Ctrl-C reaches the whole process group; only the main process handles it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Cancel the queued folds and end the workers now (their unfinished folds are simply not
+    cached: a fold's file appears only by an atomic rename of a complete file)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())  # CPython's; shutdown clears it
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+
+
+def _failure(task: Task, err: Exception) -> str:
+    return f"{task.key}: {type(err).__name__}: {err}"
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _format_duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def run_table1(datasets, *, rounds: int = 10, n_folds: int = 10, preprocessing: str = "paper", data_dir=None,
+               out_dir="table1-out", workers: int | None = None, max_opt_iter: int = 100,
+               progress: bool = True) -> dict:
+    """Run (or resume) the experiments of ``datasets`` and write the summary files in ``out_dir``.
+
+    A fold that raises is reported and left out (not cached: a rerun retries it); the others go on.
+    Returns {"computed": n, "cached": n, "skipped": {dataset: reason}, "failed": {key: message},
+    "paths": {...}, "records": [...]}.
+    """
+    from tqdm import tqdm  # noqa: PLC0415
+
+    out_dir = Path(out_dir)
+    data_dir = None if data_dir is None else str(data_dir)
+    workers = workers or os.cpu_count() or 1
+    skipped, sizes, tasks = {}, {}, []
+    for name in datasets:
+        try:
+            data = _load(name, preprocessing, data_dir)
+        except ds.DatasetMissing as err:
+            skipped[name] = str(err)
+            _say(f"skipping {name}: {err}")
+            continue
+        sizes[name] = data.shape
+        tasks += tasks_for(name, preprocessing, rounds, n_folds, max_opt_iter)
+    for stale in (out_dir / "folds").glob(".*.tmp"):  # left by a process killed while writing
+        stale.unlink(missing_ok=True)
+    records = {t.key: rec for t in tasks if (rec := cached_record(out_dir, t)) is not None}
+    todo = [t for t in tasks if t.key not in records]
+    n_cached = len(records)
+    _say(f"{len(tasks)} folds: {n_cached} cached in {out_dir}, {len(todo)} to compute on {min(workers, max(len(todo), 1))} "
+         f"process(es); estimated {_format_duration(estimate_seconds(todo, workers))}")
+    failed: dict[str, str] = {}
+    bar = tqdm(total=len(todo), unit="fold", disable=not progress or not todo, file=sys.stderr)
+    try:
+        if workers == 1 or len(todo) <= 1:
+            for task in todo:
+                try:
+                    records[task.key] = _compute(task, data_dir, str(out_dir))
+                except Exception as err:  # noqa: BLE001 - one failed fold must not end a long run
+                    failed[task.key] = _failure(task, err)
+                bar.update()
+        elif todo:
+            with ProcessPoolExecutor(max_workers=min(workers, len(todo)), initializer=_ignore_sigint) as pool:
+                pending = {pool.submit(_compute, t, data_dir, str(out_dir)): t for t in todo}
+                try:
+                    while pending:
+                        done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                        for future in done:
+                            task = pending.pop(future)
+                            try:
+                                records[task.key] = future.result()
+                            except Exception as err:  # noqa: BLE001 - see above
+                                failed[task.key] = _failure(task, err)
+                            bar.update()
+                except BaseException:
+                    _stop(pool)
+                    raise
+    except KeyboardInterrupt:
+        bar.close()
+        done_now = len(records) - n_cached
+        _say(f"interrupted: {done_now} new fold(s) cached in {out_dir / 'folds'} ({len(records)} of {len(tasks)}); "
+             "rerun the same command to compute the rest")
+        raise
+    bar.close()
+    if failed:
+        _say(f"{len(failed)} fold(s) failed (not cached; a rerun retries them):\n  " + "\n  ".join(failed.values()))
+    ordered = [records[t.key] for t in tasks if t.key in records]
+    paths = write_outputs(ordered, out_dir, sizes) if ordered else {}
+    return {"computed": len(todo) - len(failed), "cached": n_cached, "skipped": skipped, "failed": failed,
+            "paths": paths, "records": ordered}
