@@ -30,6 +30,9 @@ def pyproject() -> dict:
 def conda_requirements() -> dict[str, str]:
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     entries = [dep for dep in env["dependencies"] if isinstance(dep, str)]
+    for dep in env["dependencies"]:  # packages conda takes from PyPI, under "- pip:"
+        if isinstance(dep, dict):
+            entries += list(dep.get("pip", []))
     parsed = dict(parse_requirement(dep) for dep in entries)
     parsed.pop("pip", None)  # conda's own tool, not a qpviz dependency
     return parsed

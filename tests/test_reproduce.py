@@ -18,7 +18,7 @@ from qpviz.reproduce import protocol, report, runner
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: (rows, features) per preprocessing, from /work/shared/datasets/README.md and the paper's Table 1
+#: (rows, features) per preprocessing, from ../shared/datasets/README.md and the paper's Table 1
 EXPECTED = {
     "ionosphere": ((351, 34), (351, 33)),
     "cancer": ((683, 9), (683, 9)),

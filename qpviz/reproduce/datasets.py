@@ -1,7 +1,7 @@
 """The datasets of Table 1 of the QP paper, in two preprocessings.
 
 ``paper`` reproduces what the paper did, its pitfalls included (the row and feature counts of
-its Table 1); ``clean`` removes them (see ``/work/shared/datasets/README.md``):
+its Table 1); ``clean`` removes them (see ``../shared/datasets/README.md``):
 
 =============  ===============  ===============  ==============================================
 name           paper (m x n)    clean (m x n)    what ``clean`` changes

@@ -9,9 +9,9 @@
   (``qpviz.fit(..., method="ep", optimise=True)``); QP and VB then run with EP's kernel, and all
   three predict the test set. Known difference: the paper fits VB's hyper-parameters by its own
   bound; qpviz has no ELBO gradient in the kernel hyper-parameters, so VB uses EP's.
-* Measures (sec. 6.1-6.2): TE and NTLL. For classification TE = sum |y - yhat| / 2 / m
-  (:func:`qpviz.inference.metrics.evaluate`); for counts the paper's TE = sum |y - yhat| / m with
-  yhat the mode of the App. H negative binomial (computed here: ``metrics.evaluate`` halves it).
+* Measures (sec. 6.1-6.2, :func:`qpviz.inference.metrics.evaluate`): TE and NTLL. For
+  classification TE = sum |y - yhat| / 2 / m; for counts TE = sum |y - yhat| / m with yhat the
+  mode of the App. H negative binomial.
 
 :func:`run_fold` returns one JSON-ready record per (dataset, preprocessing, round, fold).
 """
@@ -101,11 +101,6 @@ def tasks_for(dataset: str, preprocessing: str, rounds: int, n_folds: int, max_o
     return [Task(dataset, preprocessing, r, f, folds, max_opt_iter) for r in range(rounds) for f in range(folds)]
 
 
-def _count_error(posterior, X_test, y_test) -> float:
-    """The paper's TE for counts (sec. 6.2): sum |y - yhat| / m, yhat the App. H mode."""
-    return float(np.mean(np.abs(np.asarray(y_test, float) - posterior.predict_count_mode(X_test))))
-
-
 def _jsonable(value):
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
@@ -146,8 +141,6 @@ def run_fold(task: Task, dataset) -> dict:
             seconds[method] = time.perf_counter() - start
         for method, post in posts.items():
             scores = metrics.evaluate(post, X_test, y_test)
-            if dataset.likelihood != "probit":
-                scores["test_error"] = _count_error(post, X_test, y_test)
             record["methods"][method] = {**scores, "converged": bool(post.converged), "seconds": seconds[method],
                                          "log_marginal_likelihood": float(post.log_marginal_likelihood)}
     optimisation = ep.diagnostics["optimisation"]
