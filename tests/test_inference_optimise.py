@@ -57,3 +57,48 @@ def test_bad_bounds_say_what_to_change():
     assert resolve_bounds(names, (1.0, np.e)) == [(0.0, 1.0), (0.0, 1.0)]
     with pytest.raises(TypeError, match="optimise=True"):
         qpviz.fit(np.zeros((3, 1)), [1, -1, 1], "probit", qpviz.kernels.RBF(), bounds=(1, 2))
+
+
+def test_vb_fits_its_own_bound_with_the_envelope_gradient(data):
+    """fit(method="vb", optimise=True) maximises VB's ELBO (the paper's VB, sec. 6), and the
+    gradient it uses, grad_log_marginal of the VB optimum, is the derivative of the optimised ELBO
+    (envelope theorem): checked by central differences of re-optimised ELBOs."""
+    from qpviz.inference import DensePrior
+    from qpviz.inference.vb import run_vb
+
+    X, y = data
+    lik = qpviz.likelihood("probit")
+    kernel = qpviz.kernels.RBF(1.3, 0.8)
+
+    def elbo(k):
+        return run_vb(DensePrior(k, X), lik, y, tol=1e-10, max_iter=5000)
+
+    state, _, converged, _, _ = elbo(kernel)
+    assert converged
+    grad = state.grad_log_marginal()
+    theta, h = kernel.log_params(), 1e-4
+    for j in range(theta.size):
+        up, down = theta.copy(), theta.copy()
+        up[j] += h
+        down[j] -= h
+        numeric = (elbo(kernel.with_log_params(up))[1] - elbo(kernel.with_log_params(down))[1]) / (2 * h)
+        assert grad[j] == pytest.approx(numeric, rel=1e-4, abs=1e-6)
+    post = qpviz.fit(X, y, lik, kernel, method="vb", optimise=True)
+    report = post.diagnostics["optimisation"]
+    assert report["objective"] == "vb" and post.converged
+    assert post.log_marginal_likelihood >= elbo(kernel)[1] - 1e-9  # the fitted bound is higher
+    assert post.log_marginal_likelihood == pytest.approx(report["log_evidence"], abs=1e-6)
+
+
+def test_vb_and_ep_fit_the_same_hyperparameters_for_a_gaussian_likelihood(rng):
+    """With a Gaussian likelihood both VB's bound and EP's evidence are the exact log marginal
+    likelihood, so both fits (kernel and noise variance) land on the same optimum."""
+    X = np.linspace(-2, 2, 25)[:, None]
+    y = np.sin(2 * X[:, 0]) + 0.2 * rng.normal(size=25)
+    lik = qpviz.likelihood("gaussian", variance=0.5)
+    ep = qpviz.fit(X, y, lik, qpviz.kernels.RBF(), method="ep", optimise=True, optimise_likelihood=True)
+    vb = qpviz.fit(X, y, lik, qpviz.kernels.RBF(), method="vb", optimise=True, optimise_likelihood=True)
+    assert vb.diagnostics["optimisation"]["objective"] == "vb"
+    for name, value in ep.hyperparameters.items():
+        assert vb.hyperparameters[name] == pytest.approx(value, rel=1e-3), name
+    assert vb.log_marginal_likelihood == pytest.approx(ep.log_marginal_likelihood, abs=1e-5)

@@ -7,7 +7,9 @@
 hyper-parameters maximise EP's approximate evidence (eq. 4) with scipy's L-BFGS-B, using the
 analytic gradient of the posterior state's ``grad_log_marginal`` (:mod:`.prior`) and warm-started EP runs; the
 requested method then runs with those hyper-parameters (for QP this is the paper's protocol:
-hyper-parameters from EP, then QP sites, which report their own evidence).
+hyper-parameters from EP, then QP sites, which report their own evidence). VB fits its own bound
+instead (sec. 6: "VB is also optimized by L-BFGS-B with the same configuration"), with the
+same gradient at its optimum (:func:`optimise_hyperparameters`).
 """
 from __future__ import annotations
 
@@ -96,10 +98,14 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
     diagnostics: dict = {}
     if optimise:
         ep_options = {k: v for k, v in options.items() if k in _EP_FOR_OPTIMISATION}
+        objective = "vb" if method == "vb" else "ep"
+        if objective == "vb":
+            ep_options = {k: v for k, v in options.items() if k in ("tol", "damping", "max_iter")}
         prior, lik, report = optimise_hyperparameters(prior, lik, y, max_iter=max_opt_iter, bounds=bounds,
-                                                      optimise_likelihood=optimise_likelihood, **ep_options)
+                                                      optimise_likelihood=optimise_likelihood, objective=objective,
+                                                      **ep_options)
         diagnostics["optimisation"] = report
-        if method in ("ep", "qp") and "init" not in options:
+        if method in ("ep", "qp", "vb") and "init" not in options:
             options["init"] = report["sites"]
 
     if method in ("ep", "qp"):
@@ -123,6 +129,20 @@ def likelihood_scale_params(likelihood) -> tuple[str, ...]:
     """The parameters ``optimise_likelihood=True`` fits on the log scale: those declared with
     ``fit_scale=True`` (e.g. the Gaussian noise variance, a Student-t or Laplace scale)."""
     return tuple(p.name for p in type(likelihood).parameters if p.fit_scale)
+
+
+def _expected_log_lik_grad(likelihood, names, y, mean, var, step: float = 1e-5) -> np.ndarray:
+    """d sum_i E_{N(mean_i, var_i)}[log p(y_i | f)] / d log(theta_L) at fixed q (central differences)."""
+    theta = np.log([likelihood.params[n] for n in names])
+    grad = np.empty(len(names))
+    for j in range(len(names)):
+        up, down = theta.copy(), theta.copy()
+        up[j] += step
+        down[j] -= step
+        diff = (_with_log_params(likelihood, names, up).variational_expectations(y, mean, var)[0]
+                - _with_log_params(likelihood, names, down).variational_expectations(y, mean, var)[0])
+        grad[j] = np.sum(diff) / (2.0 * step)
+    return grad
 
 
 def _with_log_params(likelihood, names, log_values):
@@ -176,8 +196,16 @@ _ON_BOUND = 1e-6
 
 
 def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, bounds=None,
-                             optimise_likelihood: bool = False, **ep_options):
-    """Maximise log Z_EP (eq. 4) over the kernel's log hyper-parameters with L-BFGS-B.
+                             optimise_likelihood: bool = False, objective: str = "ep", **ep_options):
+    """Maximise log Z_EP (eq. 4; ``objective="ep"``) or VB's ELBO (``objective="vb"``) over the
+    kernel's log hyper-parameters with L-BFGS-B.
+
+    Both gradients are the posterior state's ``grad_log_marginal``: 1/2 tr((alpha alpha^T - W)
+    dK/d log theta). For EP at its fixed point (GPML infEP); for VB at its optimum too, by the
+    envelope theorem: with q = N(m, S) fixed, d ELBO / d theta = -d KL(q || N(0, K)) / d theta =
+    1/2 tr((K^-1 (S + m m^T) K^-1 - K^-1) dK), and K^-1 S K^-1 = K^-1 - (K + Lambda^-1)^-1 = K^-1 - W
+    at S = (K^-1 + Lambda)^-1, alpha = K^-1 m. A likelihood scale's gradient is the derivative of
+    sum_i log Z_i at fixed cavities (EP) or of sum_i E_q[log p(y_i | f_i)] at fixed q (VB).
 
     With ``optimise_likelihood=True`` the likelihood's scale parameters
     (:func:`likelihood_scale_params`, e.g. the Gaussian noise variance) are fitted too, on the log
@@ -188,7 +216,10 @@ def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, bound
     bound, log evidence, evaluations, scipy's message and the last sites). A value on a bound
     raises an :class:`OptimiserBoundWarning`.
     """
-    ep_options.setdefault("tol", 1e-8)
+    if objective not in ("ep", "vb"):
+        raise ValueError(f"objective must be 'ep' (EP's evidence) or 'vb' (VB's bound); got {objective!r}")
+    # tight inner tolerances, so that the objective and its gradient are consistent
+    ep_options.setdefault("tol", 1e-8 if objective == "ep" else 1e-7)
     ep_options["warn"] = False
     kernel0 = prior.kernel
     n_kernel = len(kernel0.param_names)
@@ -203,28 +234,38 @@ def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, bound
         lik = _with_log_params(likelihood, lik_names, theta[n_kernel:]) if lik_names else likelihood
         return prior.with_kernel(kernel0.with_log_params(theta[:n_kernel])), lik
 
-    def objective(theta):
+    def run(trial, lik, init):
+        """(state, log evidence or ELBO, converged, cavities or None) of one inner fit."""
+        if objective == "vb":
+            state, value, converged, _, _ = run_vb(trial, lik, y, init=init, **ep_options)
+            return state, value, converged, None
+        res = run_sites(trial, lik, y, "ep", init=init, **ep_options)
+        return res.state, res.log_marginal_likelihood, res.converged, (res.cavity_tau, res.cavity_nu)
+
+    def loss(theta):
         trial, lik = build(theta)
-        res = run_sites(trial, lik, y, "ep", init=cache["init"], **ep_options)
+        state, value, converged, cavities = run(trial, lik, cache["init"])
         cache["evals"] += 1
-        if not res.converged or not np.isfinite(res.log_marginal_likelihood):
+        if not converged or not np.isfinite(value):
             cache["not_converged"] += 1
             cache["init"] = None
             return 1e300, np.zeros_like(theta)
-        cache["init"] = (res.tau, res.nu)
-        grad = res.state.grad_log_marginal()
+        cache["init"] = (state.tau, state.nu)
+        grad = state.grad_log_marginal()
         if lik_names:
-            grad = np.concatenate([grad, likelihood_log_param_grad(lik, lik_names, y, res.cavity_tau, res.cavity_nu)])
-        return -res.log_marginal_likelihood, -grad
+            extra = (likelihood_log_param_grad(lik, lik_names, y, *cavities) if cavities is not None
+                     else _expected_log_lik_grad(lik, lik_names, y, state.mean, state.var))
+            grad = np.concatenate([grad, extra])
+        return -value, -grad
 
     theta0 = kernel0.log_params()
     if lik_names:
         theta0 = np.concatenate([theta0, np.log([likelihood.params[n] for n in lik_names])])
     theta0 = np.clip(theta0, [b[0] for b in log_bounds], [b[1] for b in log_bounds])
-    out = optimize.minimize(objective, theta0, jac=True, method="L-BFGS-B",
+    out = optimize.minimize(loss, theta0, jac=True, method="L-BFGS-B",
                             bounds=log_bounds, options={"maxiter": int(max_iter)})
     fitted, fitted_lik = build(out.x)
-    final = run_sites(fitted, fitted_lik, y, "ep", **ep_options)
+    final_state, final_value, _, _ = run(fitted, fitted_lik, None)
     at_bound = [name for name, value, (low, high) in zip(names, out.x, log_bounds)
                 if value - low < _ON_BOUND or high - value < _ON_BOUND]
     if at_bound:
@@ -242,11 +283,12 @@ def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, bound
         "values": {name: float(np.exp(value)) for name, value in zip(names, out.x)},
         "bounds": {name: (float(np.exp(low)), float(np.exp(high))) for name, (low, high) in zip(names, log_bounds)},
         "at_bound": at_bound,
-        "log_evidence": final.log_marginal_likelihood,
+        "objective": objective,
+        "log_evidence": final_value,
         "evaluations": cache["evals"],
         "ep_not_converged": cache["not_converged"],
         "success": bool(out.success),
         "message": str(out.message),
-        "sites": (final.tau, final.nu),
+        "sites": (final_state.tau, final_state.nu),
     }
     return fitted, fitted_lik, report

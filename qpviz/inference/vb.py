@@ -45,8 +45,11 @@ def gauss_hermite_expectations(likelihood, y, mean, var):
 
 
 def run_vb(prior, likelihood, y, *, tol: float = 1e-6, damping: float | None = None, max_iter: int = 2000,
-           warn: bool = True):
+           warn: bool = True, init=None):
     """Damped fixed-point iteration with an adaptive step; return (state, elbo, converged, n_iter, history).
+
+    ``init`` = (tau, nu) starts from these sites (default :func:`.ep.default_sites`; hyper-parameter
+    fitting warm-starts each evaluation from the previous optimum).
 
     Sites move towards their fixed-point targets, tau <- tau + d (tau* - tau), nu likewise, with
     tau* = -E[d2], nu* = E[d1] - E[d2] m. The step d starts at ``damping``; when the distance to
@@ -65,7 +68,7 @@ def run_vb(prior, likelihood, y, *, tol: float = 1e-6, damping: float | None = N
         damping = 1.0 if likelihood.log_concave else 0.5
     if not (0.0 < damping <= 1.0):
         raise ValueError(f"damping must be in (0, 1]; got {damping!r}")
-    tau, nu = default_sites(likelihood, y)
+    tau, nu = default_sites(likelihood, y) if init is None else (np.array(a, dtype=np.float64) for a in init)
     state = prior.condition(tau, nu)
     history: list[float] = []
     converged = False

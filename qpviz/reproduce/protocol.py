@@ -6,9 +6,9 @@
 * Poisson regression (sec. 6.2, mining): each round r (seed r) assigns every yearly bin to the
   training or the test set with probability 1/2; one "fold" per round.
 * In each fold: an RBF ARD kernel's hyper-parameters maximise EP's evidence
-  (``qpviz.fit(..., method="ep", optimise=True)``); QP and VB then run with EP's kernel, and all
-  three predict the test set. Known difference: the paper fits VB's hyper-parameters by its own
-  bound; qpviz has no ELBO gradient in the kernel hyper-parameters, so VB uses EP's.
+  (``qpviz.fit(..., method="ep", optimise=True)``); QP runs with EP's kernel (Alg. 1 line 15);
+  VB maximises its own bound from the same start with the same optimiser settings
+  (``method="vb", optimise=True``; sec. 6); all three predict the test set.
 * Measures (sec. 6.1-6.2, :func:`qpviz.inference.metrics.evaluate`): TE and NTLL. For
   classification TE = sum |y - yhat| / 2 / m; for counts TE = sum |y - yhat| / m with yhat the
   mode of the App. H negative binomial.
@@ -135,10 +135,13 @@ def run_fold(task: Task, dataset) -> dict:
                        max_opt_iter=task.max_opt_iter, tol=1e-6)
         seconds = {"ep": time.perf_counter() - start}
         posts = {"ep": ep}
-        for method in ("qp", "vb"):
-            start = time.perf_counter()
-            posts[method] = qpviz.fit(X_train, y_train, lik, ep.kernel, method=method, tol=1e-6)
-            seconds[method] = time.perf_counter() - start
+        start = time.perf_counter()
+        posts["qp"] = qpviz.fit(X_train, y_train, lik, ep.kernel, method="qp", tol=1e-6)
+        seconds["qp"] = time.perf_counter() - start
+        start = time.perf_counter()  # VB: its own bound, same start and optimiser settings (sec. 6)
+        posts["vb"] = qpviz.fit(X_train, y_train, lik, kernel, method="vb", optimise=True,
+                                max_opt_iter=task.max_opt_iter, tol=1e-6)
+        seconds["vb"] = time.perf_counter() - start
         for method, post in posts.items():
             scores = metrics.evaluate(post, X_test, y_test)
             record["methods"][method] = {**scores, "converged": bool(post.converged), "seconds": seconds[method],
@@ -146,6 +149,8 @@ def run_fold(task: Task, dataset) -> dict:
     optimisation = ep.diagnostics["optimisation"]
     record["hyperparameters"] = _jsonable(ep.hyperparameters)
     record["at_bound"] = list(optimisation["at_bound"])
+    record["vb_hyperparameters"] = _jsonable(posts["vb"].hyperparameters)
+    record["vb_at_bound"] = list(posts["vb"].diagnostics["optimisation"]["at_bound"])
     record["optimisation"] = {"evaluations": int(optimisation["evaluations"]), "success": bool(optimisation["success"]),
                               "message": optimisation["message"], "log_evidence": float(optimisation["log_evidence"])}
     record["vb_hyperparameters"] = "ep"  # known difference from the paper: VB reuses EP's kernel
