@@ -82,6 +82,13 @@ def _failure(task: Task, err: Exception) -> str:
     return f"{task.key}: {type(err).__name__}: {err}"
 
 
+def _remove_partial_writes(out_dir: Path) -> None:
+    """Delete the temporary files of atomic writes a stopped process left behind (the finished
+    folds' files are complete: they appear only by rename)."""
+    for stale in (Path(out_dir) / "folds").glob(".*.tmp"):
+        stale.unlink(missing_ok=True)
+
+
 def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -118,8 +125,7 @@ def run_table1(datasets, *, rounds: int = 10, n_folds: int = 10, preprocessing: 
             continue
         sizes[name] = data.shape
         tasks += tasks_for(name, preprocessing, rounds, n_folds, max_opt_iter)
-    for stale in (out_dir / "folds").glob(".*.tmp"):  # left by a process killed while writing
-        stale.unlink(missing_ok=True)
+    _remove_partial_writes(out_dir)
     records = {t.key: rec for t in tasks if (rec := cached_record(out_dir, t)) is not None}
     todo = [t for t in tasks if t.key not in records]
     n_cached = len(records)
@@ -152,6 +158,7 @@ def run_table1(datasets, *, rounds: int = 10, n_folds: int = 10, preprocessing: 
                     _stop(pool)
                     raise
     except KeyboardInterrupt:
+        _remove_partial_writes(out_dir)  # a worker stopped in the middle of its atomic write
         bar.close()
         done_now = len(records) - n_cached
         _say(f"interrupted: {done_now} new fold(s) cached in {out_dir / 'folds'} ({len(records)} of {len(tasks)}); "
