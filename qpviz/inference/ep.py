@@ -114,8 +114,7 @@ def site_log_marginal(state, likelihood, y) -> tuple[float, np.ndarray, np.ndarr
         if np.all(tau_c > 0):
             log_z = likelihood.tilted_moments(y, nu_c / tau_c, 1.0 / tau_c).log_z
     else:
-        closed = sites.SiteRule.build("ep", likelihood, 1.0, use_table=False).closed
-        kernel = sites.cavity_log_z_closed if closed else sites.cavity_log_z_general
+        kernel = sites.cavity_log_z_closed if sites.closed_form_moments(likelihood) else sites.cavity_log_z_general
         kernel(state.mean, state.var, tau, nu, np.asarray(y, np.float64), likelihood.jit_handle(), tau_c, nu_c, log_z)
     if np.any(~(tau_c > 0)):
         return np.nan, tau_c, nu_c, log_z

@@ -131,18 +131,24 @@ def likelihood_scale_params(likelihood) -> tuple[str, ...]:
     return tuple(p.name for p in type(likelihood).parameters if p.fit_scale)
 
 
-def _expected_log_lik_grad(likelihood, names, y, mean, var, step: float = 1e-5) -> np.ndarray:
-    """d sum_i E_{N(mean_i, var_i)}[log p(y_i | f)] / d log(theta_L) at fixed q (central differences)."""
+def _log_param_difference(likelihood, names, total, step: float = 1e-5) -> np.ndarray:
+    """d total(lik) / d log(theta_L) for each parameter in ``names``, by central differences in
+    log(theta_L) with ``step`` (``total`` maps a likelihood to a number)."""
     theta = np.log([likelihood.params[n] for n in names])
     grad = np.empty(len(names))
     for j in range(len(names)):
         up, down = theta.copy(), theta.copy()
         up[j] += step
         down[j] -= step
-        diff = (_with_log_params(likelihood, names, up).variational_expectations(y, mean, var)[0]
-                - _with_log_params(likelihood, names, down).variational_expectations(y, mean, var)[0])
-        grad[j] = np.sum(diff) / (2.0 * step)
+        grad[j] = (total(_with_log_params(likelihood, names, up))
+                   - total(_with_log_params(likelihood, names, down))) / (2.0 * step)
     return grad
+
+
+def _expected_log_lik_grad(likelihood, names, y, mean, var, step: float = 1e-5) -> np.ndarray:
+    """d sum_i E_{N(mean_i, var_i)}[log p(y_i | f)] / d log(theta_L) at fixed q (VB's likelihood-scale gradient)."""
+    return _log_param_difference(likelihood, names,
+                                 lambda lik: np.sum(lik.variational_expectations(y, mean, var)[0]), step)
 
 
 def _with_log_params(likelihood, names, log_values):
@@ -157,16 +163,7 @@ def likelihood_log_param_grad(likelihood, names, y, cavity_tau, cavity_nu, step:
     derivative of each log Z_i is a central difference in log(theta_L) with ``step``.
     """
     m, v = cavity_nu / cavity_tau, 1.0 / cavity_tau
-    theta = np.log([likelihood.params[n] for n in names])
-    grad = np.empty(len(names))
-    for j in range(len(names)):
-        up, down = theta.copy(), theta.copy()
-        up[j] += step
-        down[j] -= step
-        diff = (_with_log_params(likelihood, names, up).predictive_log_density(y, m, v)
-                - _with_log_params(likelihood, names, down).predictive_log_density(y, m, v))
-        grad[j] = np.sum(diff) / (2.0 * step)
-    return grad
+    return _log_param_difference(likelihood, names, lambda lik: np.sum(lik.predictive_log_density(y, m, v)), step)
 
 
 def resolve_bounds(names, bounds) -> list[tuple[float, float]]:

@@ -55,6 +55,13 @@ SKIPPED_CAVITY = 2
 SKIPPED_PROJECTION = 3
 
 
+def closed_form_moments(likelihood) -> bool:
+    """Whether the likelihood's numba kernels give its tilted moments in closed form for every
+    input (and it is not tempered): then EP needs neither the quadrature nor the tables."""
+    jit = likelihood.jit
+    return jit is not None and jit.complete_moments and likelihood.alpha == 1.0
+
+
 @dataclass(frozen=True)
 class SiteRule:
     """Everything a site update needs: projection, likelihood, damping, tables.
@@ -103,9 +110,7 @@ class SiteRule:
     def closed(self) -> bool:
         """EP with moments in closed form for every input: the kernels' variant without the
         quadrature and the tables (module docstring)."""
-        jit = self.likelihood.jit
-        return (self.method_code == EP and jit is not None and jit.complete_moments
-                and self.likelihood.alpha == 1.0)
+        return self.method_code == EP and closed_form_moments(self.likelihood)
 
     def update_all(self, y, post_mean, post_var, tau, nu):
         """Every site from the same posterior marginals (parallel EP / QP): the numba kernel

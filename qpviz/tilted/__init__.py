@@ -37,7 +37,6 @@ from __future__ import annotations
 from qpviz.tilted.api import (
     QuadratureWarning,
     TiltedSummary,
-    _has_own_moments,
     qp_std,
     quadrature_moments,
     tilted_cdf,

@@ -100,11 +100,6 @@ def tilted_summary(lik, y, cavity_mean, cavity_var, want_qp: bool = True, closed
                          np.asarray(res.entropy, float), qp, np.asarray(res.ok, bool))
 
 
-def _has_own_moments(lik) -> bool:
-    """Whether the likelihood overrides the quadrature's moments with a closed form."""
-    return bool(lik.closed_form_moments)
-
-
 def quadrature_moments(lik, y, cavity_mean, cavity_var):
     """(log Z, mean, var) by the adaptive quadrature (the default of Likelihood.tilted_moments)."""
     s = tilted_summary(lik, y, cavity_mean, cavity_var, want_qp=False, closed_form=False)
