@@ -51,6 +51,19 @@ def test_loaders_match_the_readme_counts(data_dir, name, preprocessing):
     assert data.likelihood == "probit"
 
 
+def test_crabs_rows_are_read_as_in_the_file(data_dir):
+    """Every row's measurements as written (an earlier loader set all of an orange crab's features to 1)."""
+    data = ds.load("crabs", "paper", data_dir)
+    lines = (data_dir / "crabs.dat").read_text().split("\n")
+    header, rows = lines[0].split(), [line.split() for line in lines[1:] if line.strip()]
+    for row, x, label in zip(rows, data.X, data.y):
+        record = dict(zip(header, row))
+        assert x[0] == (1.0 if record["sp"] == "O" else 0.0)
+        assert list(x[1:]) == [float(record[f]) for f in ("index", "FL", "RW", "CL", "CW", "BD")]
+        assert label == (1.0 if record["sex"] == "M" else -1.0)
+    assert len(rows) == len(data.X) == 200
+
+
 def test_paper_pitfalls_are_kept_and_clean_removes_them(data_dir):
     iono = ds.load("ionosphere", "paper", data_dir).X
     assert np.ptp(iono[:, 1]) == 0  # the constant column
@@ -227,7 +240,13 @@ def test_cli_smoke_run_on_wine1(tmp_path, data_dir):
     assert all(0 <= r["te_mean"] <= 100 and r["ntll_mean"] > 0 and r["rounds"] == 1 for r in rows)
     records = [json.loads(line) for line in (out / "folds.jsonl").read_text().splitlines()]
     assert len(records) == 2 and all(r["methods"]["ep"]["converged"] for r in records)
-    assert {"variance", "lengthscale[0]"} <= set(records[0]["hyperparameters"])
+    assert set(records[0]["hyperparameters"]) == {"variance", "lengthscale"}  # isotropic, as the authors' code
+    # Figure 1: a PNG, from the test points' latent variances; QP's never above EP's (Theorem 2)
+    assert (out / "figure1.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for rec in records:
+        ep_var, qp_var = (np.asarray(rec["test_latent_var"][m]) for m in ("ep", "qp"))
+        assert ep_var.shape == qp_var.shape == (rec["n_test"],)
+        assert np.all(qp_var <= ep_var * (1 + 1e-9))
     again = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
     assert again.returncode == 0 and "0 to compute" in again.stderr and "computed 0 fold(s), reused 2" in again.stdout
 

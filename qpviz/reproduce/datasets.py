@@ -165,8 +165,7 @@ def _crabs(folder, clean):
     header, rows = _table(folder / "crabs.dat")
     col = {h: i for i, h in enumerate(header)}
     features = ["sp", "FL", "RW", "CL", "CW", "BD"] if clean else ["sp", "index", "FL", "RW", "CL", "CW", "BD"]
-    X = np.array([[1.0 if r[col["sp"]] == "O" else 0.0 if f == "sp" else float(r[col[f]]) for f in features]
-                  for r in rows])
+    X = np.array([[float(r[col["sp"]] == "O") if f == "sp" else float(r[col[f]]) for f in features] for r in rows])
     y = _labels([r[col["sex"]] for r in rows], "M")
     note = "label sex; sp coded 0/1" + ("; index (row number within each group) dropped" if clean else "")
     return X, y, features, note

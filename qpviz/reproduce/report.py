@@ -19,7 +19,7 @@ import numpy as np
 from qpviz.reproduce.protocol import METHODS
 
 __all__ = ["CSV_COLUMNS", "summarise", "write_csv", "markdown_table", "write_jsonl", "atomic_write_text",
-           "hyperparameter_rows", "write_outputs"]
+           "hyperparameter_rows", "write_outputs", "figure1_points", "write_figure1"]
 
 CSV_COLUMNS = ("dataset", "method", "te_mean", "te_std", "ntll_mean", "ntll_std", "rounds", "qp_beats_ep_frac")
 TE_SCALE = 1e2
@@ -125,8 +125,62 @@ def hyperparameter_rows(records) -> list[dict]:
     return sorted(rows, key=lambda h: (h["dataset"], h["round"], h["fold"]))
 
 
+def figure1_points(records) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """{dataset: (EP variances, QP variances)} of every test point of every fold (Figure 1's data;
+    records without ``test_latent_var`` are left out)."""
+    out: dict[str, tuple[list, list]] = {}
+    for rec in records:
+        var = rec.get("test_latent_var")
+        if var is None:
+            continue
+        ep, qp = out.setdefault(rec["task"]["dataset"], ([], []))
+        ep.extend(var["ep"])
+        qp.extend(var["qp"])
+    return {name: (np.asarray(ep, float), np.asarray(qp, float)) for name, (ep, qp) in out.items()}
+
+
+def write_figure1(records, path) -> Path | None:
+    """Figure 1 of the paper as PNG: QP's against EP's predictive latent variance on the test
+    points, one colour per dataset, log axes, the diagonal dashed (QP <= EP by Theorem 2 holds
+    below it). None when no record carries the variances."""
+    points = figure1_points(records)
+    if not points:
+        return None
+    import matplotlib  # noqa: PLC0415 - only the report needs it
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt  # noqa: PLC0415
+
+    # Okabe-Ito, colour-blind safe
+    colours = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000", "#999999"]
+    fig, ax = plt.subplots(figsize=(5.5, 5.0), dpi=150)
+    low, high = np.inf, 0.0
+    for i, (name, (ep, qp)) in enumerate(points.items()):
+        ok = (ep > 0) & (qp > 0) & np.isfinite(ep) & np.isfinite(qp)
+        ax.scatter(ep[ok], qp[ok], s=6, alpha=0.5, color=colours[i % len(colours)], label=name, linewidths=0)
+        if ok.any():
+            low, high = min(low, ep[ok].min(), qp[ok].min()), max(high, ep[ok].max(), qp[ok].max())
+    if np.isfinite(low):
+        ax.plot([low, high], [low, high], "k--", lw=1, label="QP = EP")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("EP predictive latent variance")
+    ax.set_ylabel("QP predictive latent variance")
+    ax.set_title("Figure 1: test-point latent variances, QP vs EP")
+    ax.legend(fontsize=7, markerscale=2, loc="upper left")
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp)
+    plt.close(fig)
+    os.replace(tmp, path)
+    return path
+
+
 def write_outputs(records, out_dir, sizes: dict | None = None) -> dict:
-    """``table1.csv``, ``table1.md``, ``folds.jsonl`` and ``hyperparameters.jsonl`` in ``out_dir``."""
+    """``table1.csv``, ``table1.md``, ``folds.jsonl``, ``hyperparameters.jsonl`` and (when the
+    records carry the test variances) ``figure1.png`` in ``out_dir``."""
     out_dir = Path(out_dir)
     rows = summarise(records)
     paths = {name: out_dir / name for name in ("table1.csv", "table1.md", "folds.jsonl", "hyperparameters.jsonl")}
@@ -135,4 +189,7 @@ def write_outputs(records, out_dir, sizes: dict | None = None) -> dict:
     write_jsonl(records, paths["folds.jsonl"])
     atomic_write_text(paths["hyperparameters.jsonl"],
                       "".join(json.dumps(h, sort_keys=True) + "\n" for h in hyperparameter_rows(records)))
+    figure = write_figure1(records, out_dir / "figure1.png")
+    if figure is not None:
+        paths["figure1.png"] = figure
     return paths

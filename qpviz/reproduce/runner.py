@@ -22,19 +22,21 @@ from qpviz.reproduce.report import atomic_write_text, write_outputs
 
 __all__ = ["SECONDS_PER_FOLD", "estimate_seconds", "cached_record", "run_table1"]
 
-#: Measured seconds of one fold (round 0, fold 0 of 10, paper preprocessing, max_opt_iter=100: EP
-#: with hyper-parameter optimisation, then QP and VB; warm numba cache, one process on a 2-CPU
-#: machine beside another job, 2026-11-23). One fold each: other folds may take longer or shorter.
+#: Measured seconds of one fold (round 0, fold 0 of 10, paper preprocessing, isotropic kernel,
+#: max_opt_iter=1000: EP with hyper-parameter optimisation, then QP and VB with its own bound; warm
+#: numba cache, one process on a 2-CPU machine, 2026-11-23). The optimiser needs 11-24 evaluations.
 SECONDS_PER_FOLD = {
-    "ionosphere": 54.5, "cancer": 57.4, "pima": 119.6, "crabs": 1.2, "sonar": 8.0, "glass": 4.7,
-    "wine1": 3.7, "wine2": 2.3, "wine3": 2.5, "mining": 1.3,
+    "ionosphere": 3.5, "cancer": 4.7, "pima": 5.1, "crabs": 1.3, "sonar": 2.1, "glass": 1.6,
+    "wine1": 0.6, "wine2": 0.6, "wine3": 0.5, "mining": 1.2,
 }
 
 
 def estimate_seconds(tasks, workers: int) -> float:
     """Rough wall time of ``tasks`` on ``workers`` processes (from :data:`SECONDS_PER_FOLD`, scaled
-    linearly with ``max_opt_iter`` below 100)."""
-    total = sum(SECONDS_PER_FOLD.get(t.dataset, 30.0) * min(1.0, max(t.max_opt_iter, 5) / 100.0) for t in tasks)
+    down linearly when ``max_opt_iter`` is below the ~20 iterations the optimiser takes; an ARD
+    kernel takes about 10x longer)."""
+    total = sum(SECONDS_PER_FOLD.get(t.dataset, 5.0) * min(1.0, max(t.max_opt_iter, 5) / 20.0)
+                * (10.0 if t.kernel == "ard" else 1.0) for t in tasks)
     return total / max(1, min(workers, len(tasks) or 1))
 
 
@@ -102,8 +104,8 @@ def _format_duration(seconds: float) -> str:
 
 
 def run_table1(datasets, *, rounds: int = 10, n_folds: int = 10, preprocessing: str = "paper", data_dir=None,
-               out_dir="table1-out", workers: int | None = None, max_opt_iter: int = 100,
-               progress: bool = True) -> dict:
+               out_dir="table1-out", workers: int | None = None, max_opt_iter: int = 1000,
+               kernel: str = "iso", progress: bool = True) -> dict:
     """Run (or resume) the experiments of ``datasets`` and write the summary files in ``out_dir``.
 
     A fold that raises is reported and left out (not cached: a rerun retries it); the others go on.
@@ -124,7 +126,7 @@ def run_table1(datasets, *, rounds: int = 10, n_folds: int = 10, preprocessing: 
             _say(f"skipping {name}: {err}")
             continue
         sizes[name] = data.shape
-        tasks += tasks_for(name, preprocessing, rounds, n_folds, max_opt_iter)
+        tasks += tasks_for(name, preprocessing, rounds, n_folds, max_opt_iter, kernel)
     _remove_partial_writes(out_dir)
     records = {t.key: rec for t in tasks if (rec := cached_record(out_dir, t)) is not None}
     todo = [t for t in tasks if t.key not in records]
