@@ -32,8 +32,33 @@ def _preload_later() -> None:
 pn.state.onload(_preload_later)
 
 
+def tab_slug(title: str) -> str:
+    """A tab's key in the URL: its title in lower case, words joined by '-' ("GP 1-D" -> "gp-1-d")."""
+    return "-".join("".join(c if c.isalnum() else " " for c in title.lower()).split())
+
+
+class TabInUrl:
+    """Keeps the open tab in the URL (``?page=gp-1-d``), so that every page has its own link."""
+
+    def __init__(self, tabs: pn.Tabs, titles: list[str]):
+        self.tabs = tabs
+        self.slugs = [tab_slug(t) for t in titles]
+        self.holder = pn.widgets.TextInput(value=self.slugs[0], visible=False)
+        self.holder.param.watch(self._open, "value")
+        tabs.param.watch(self._opened, "active")
+        if pn.state.location is not None:
+            pn.state.location.sync(self.holder, {"value": "page"})
+
+    def _open(self, event) -> None:
+        if event.new in self.slugs:
+            self.tabs.active = self.slugs.index(event.new)
+
+    def _opened(self, event) -> None:
+        self.holder.value = self.slugs[event.new]
+
+
 def build() -> pn.Column:
-    """The whole app: a title bar above one tab per page.
+    """The whole app: a title bar above one tab per page; the open tab is in the URL (?page=...).
 
     (No pn.template: the Fast templates fetch a web font from the internet, which a classroom
     or CI machine without internet access reports as a console error.)
@@ -43,8 +68,10 @@ def build() -> pn.Column:
         styles={"background": "#0072B2", "color": "white", "padding": "0 12px"},
         sizing_mode="stretch_width",
     )
-    tabs = pn.Tabs(*(module.page() for module in PAGES), dynamic=True, sizing_mode="stretch_width")
-    return pn.Column(header, tabs, sizing_mode="stretch_width")
+    pages = [module.page() for module in PAGES]
+    tabs = pn.Tabs(*pages, dynamic=True, sizing_mode="stretch_width")
+    url = TabInUrl(tabs, [title for title, _ in pages])
+    return pn.Column(header, tabs, url.holder, sizing_mode="stretch_width")
 
 
 build().servable()

@@ -1,0 +1,45 @@
+"""Every tab of the app has its own link (?page=<slug>), and clicking a tab writes that link."""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+pytestmark = pytest.mark.browser
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "app"))
+
+
+def test_tab_slugs():
+    from main import tab_slug  # noqa: PLC0415
+
+    assert tab_slug("GP 1-D") == "gp-1-d"
+    assert tab_slug("Projection Explorer") == "projection-explorer"
+    assert tab_slug("Paper results") == "paper-results"
+
+
+def test_each_page_opens_from_its_link_and_a_click_writes_it(page: Page, app_url: str):
+    from main import tab_slug  # noqa: PLC0415
+
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.goto(app_url)
+    page.locator(".bk-tab").first.wait_for(timeout=60_000)
+    tab_titles = [t.strip() for t in page.locator(".bk-tab").all_inner_texts()]
+    assert tab_titles, "no tabs"
+    for title in tab_titles:
+        page.goto(f"{app_url}?page={tab_slug(title)}")
+        expect(page.locator(".bk-tab.bk-active")).to_have_text(title, timeout=30_000)
+    first = tab_titles[0]
+    if len(tab_titles) > 1:
+        page.goto(app_url)
+        page.locator(".bk-tab", has_text=tab_titles[-1]).click()
+        page.wait_for_url(re.compile(rf"[?&]page={tab_slug(tab_titles[-1])}"), timeout=30_000)
+        page.locator(".bk-tab", has_text=first).click()
+        page.wait_for_url(re.compile(rf"[?&]page={tab_slug(first)}"), timeout=30_000)
+    assert errors == []
