@@ -54,7 +54,7 @@ TABLE_CSS = """
 table.qpviz-t1 { border-collapse: collapse; }
 table.qpviz-t1 th, table.qpviz-t1 td { border: 1px solid #ccc; padding: 2px 8px; text-align: right; }
 table.qpviz-t1 th { background: #f2f2f2; }
-table.qpviz-t1 td.qpviz-name { text-align: left; }
+table.qpviz-t1 td.qpviz-name, table.qpviz-t1 th.qpviz-name { text-align: left; }
 table.qpviz-t1 tr.qpviz-first td { border-top: 2px solid #888; }
 """
 
@@ -138,7 +138,8 @@ def comparison_html(rows, datasets=None) -> str:
     rows = rows or []
     records = {(r["dataset"], r["method"], r["measure"]): r for r in compare(rows)}
     stars = {s["dataset"]: s for s in compare_stars(rows)}
-    head = ("<tr><th>Data</th><th>Method</th><th>TE ours</th><th>TE paper</th><th>NTLL ours</th>"
+    head = ('<tr><th class="qpviz-name">Data</th><th class="qpviz-name">Method</th><th>TE ours</th><th>TE paper</th>'
+            "<th>NTLL ours</th>"
             f"<th>NTLL paper</th><th>QP's NTLL &lt; EP's (ours / paper: * = &gt; {STAR_FRACTION:.0%})</th></tr>")
     body = []
     for name in datasets or PAPER_TABLE1:
@@ -160,7 +161,7 @@ def legend_html(rows=None) -> str:
     records = compare(rows or [])
     outside = sum(not r["within"] for r in records)
     count = f" Here: {outside} of {len(records)} of our cells." if records else ""
-    return (f'<span style="background:{OUTSIDE_COLOUR}; font-weight:bold; padding:0 6px">7.9 ± 0.5 {OUTSIDE_MARK}</span> '
+    return (f'<span style="background:{OUTSIDE_COLOUR}; font-weight:bold; padding:0 6px">ours {OUTSIDE_MARK}</span> '
             "our mean differs from the paper's by more than the paper's std (for TE: or 1 percentage point, "
             f"whichever is larger); hover a cell for the difference.{count}")
 
@@ -193,8 +194,9 @@ class PaperResults(pn.viewable.Viewer):
         self._poller = None
         self._texts: list = []
 
-        self.prep_switch = pn.widgets.RadioButtonGroup.from_param(self.param.preprocessing, label="preprocessing")
-        self.projector_toggle = pn.widgets.Toggle.from_param(self.param.projector, label="Projector mode (large fonts)")
+        self.prep_switch = pn.widgets.RadioButtonGroup.from_param(self.param.preprocessing, label="preprocessing", width=260)
+        self.projector_toggle = pn.widgets.Toggle.from_param(self.param.projector, label="Projector mode (large fonts)",
+                                                          width=260)
         self.message = pn.pane.Alert("", alert_type="warning", visible=False, css_classes=["qpviz-paper-message"])
         self.table = pn.pane.HTML("", stylesheets=[TABLE_CSS], css_classes=["qpviz-paper-table"],
                                   sizing_mode="stretch_width")
@@ -203,11 +205,11 @@ class PaperResults(pn.viewable.Viewer):
         self.figure_message = pn.pane.Markdown("", visible=False, css_classes=["qpviz-figure-message"])
 
         self.dataset_select = pn.widgets.Select.from_param(self.param.live_dataset, label="dataset",
-                                                           css_classes=["qpviz-live-dataset"])
+                                                           css_classes=["qpviz-live-dataset"], width=200)
         self.rounds_select = pn.widgets.RadioButtonGroup.from_param(self.param.live_rounds, label="rounds",
-                                                                    css_classes=["qpviz-live-rounds"])
-        self.run_button = pn.widgets.Button(label="Run", color="primary", css_classes=["qpviz-live-run"])
-        self.cancel_button = pn.widgets.Button(label="Cancel", disabled=True, css_classes=["qpviz-live-cancel"])
+                                                                    css_classes=["qpviz-live-rounds"], width=180)
+        self.run_button = pn.widgets.Button(label="Run", color="primary", css_classes=["qpviz-live-run"], width=120)
+        self.cancel_button = pn.widgets.Button(label="Cancel", disabled=True, css_classes=["qpviz-live-cancel"], width=120)
         self.progress = pn.indicators.Progress(value=0, max=1, visible=False, sizing_mode="stretch_width",
                                                css_classes=["qpviz-live-progress"])
         self.live_status = pn.pane.Markdown("Not run yet.", css_classes=["qpviz-live-status"], sizing_mode="stretch_width")
@@ -346,12 +348,15 @@ class PaperResults(pn.viewable.Viewer):
 
     def _build_layout(self) -> pn.Column:
         self._texts += [self.table, self.legend, self.live_table, self.live_status, self.message, self.figure_message]
-        controls = pn.Row(self.prep_switch, self.projector_toggle, sizing_mode="stretch_width")
+        controls = pn.Row(pn.pane.Markdown("Preprocessing (paper: as the paper did; clean: without its pitfalls):"),
+                          self.prep_switch, self.projector_toggle, sizing_mode="stretch_width")
+        self._texts.append(controls[0])
         table = self._explained(pn.Column(self.message, self.legend, self.table, sizing_mode="stretch_width"),
                                 TABLE_EXPLANATION)
         figure = self._explained(pn.Column(self.figure, self.figure_message, sizing_mode="stretch_width"),
                                  FIGURE_EXPLANATION)
-        self._live_controls = pn.Row(self.dataset_select, self.rounds_select, self.run_button, self.cancel_button)
+        self._live_controls = pn.Row(self.dataset_select, pn.pane.Markdown("rounds:", width=90), self.rounds_select,
+                                     self.run_button, self.cancel_button)
         live = pn.Column(
             pn.pane.Markdown("### Rerun one dataset live\nEP (with its evidence maximised), QP and VB on every fold of "
                              "1-3 rounds of 10-fold cross-validation, in a background process on this server."),
@@ -359,11 +364,10 @@ class PaperResults(pn.viewable.Viewer):
             sizing_mode="stretch_width",
         )
         self._texts.append(live[0])
-        return pn.Column(
-            pn.pane.Markdown("### Table 1 of the QP paper: ours beside the paper's"), controls, table,
-            pn.pane.Markdown("### Figure 1: predictive latent variances, QP against EP"), figure, live,
-            sizing_mode="stretch_width",
-        )
+        headings = [pn.pane.Markdown("### Table 1 of the QP paper: ours beside the paper's"),
+                    pn.pane.Markdown("### Figure 1: predictive latent variances, QP against EP")]
+        self._texts += headings
+        return pn.Column(headings[0], controls, table, headings[1], figure, live, sizing_mode="stretch_width")
 
     @param.depends("projector", watch=True)
     def _apply_projector_mode(self) -> None:
