@@ -75,3 +75,13 @@ def test_live_rerun_can_be_cancelled(paper_page: Page):
     cancel.click()
     expect(paper_page.locator(".qpviz-live-status")).to_contain_text("Cancelled after", timeout=TIMEOUT_MS)
     expect(paper_page.locator(".qpviz-live-run button")).to_be_enabled()
+
+
+def test_shared_link_reopens_preprocessing_dataset_and_rounds(page: Page, app_url: str, console_errors):  # noqa: F811
+    page.set_viewport_size({"width": 1500, "height": 1200})
+    page.goto(app_url + "?prep=clean&dataset=pima&rounds=2")
+    page.locator(".bk-tab").filter(has_text="Paper results").click(timeout=TIMEOUT_MS)
+    page.locator(".qpviz-paper-table table").wait_for(timeout=TIMEOUT_MS)
+    expect(page.locator(".bk-btn.bk-active").filter(has_text=re.compile(r"^clean$"))).to_have_count(1)
+    expect(page.locator(".qpviz-live-rounds .bk-btn.bk-active")).to_have_text("2")
+    expect(page.locator(".qpviz-live-dataset select")).to_have_value("pima")
