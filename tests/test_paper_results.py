@@ -272,3 +272,11 @@ def test_a_failed_run_reports_its_stderr(tmp_path):
     assert "failed (exit code 1)" in run.error and "skipping sonar" in run.error
     assert run.rows is None and live.active_runs() == 0
     run.close()
+
+
+def test_reruns_still_running_at_exit_are_ended_and_their_folders_deleted():
+    run = live.LiveRun("wine1", **TINY).start()
+    folder = run.out_dir
+    live._close_all()  # what atexit runs when the server shuts down
+    assert run.status == "cancelled" and not folder.exists() and live.active_runs() == 0
+    _wait(run, lambda: run.process.poll(), lambda code: code is not None, timeout=5)

@@ -10,6 +10,7 @@ periodically.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import signal
@@ -18,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 from pathlib import Path
 
 from qpviz.reproduce.datasets import DATASETS, PREPROCESSINGS
@@ -40,6 +42,14 @@ _REPO = Path(__file__).resolve().parents[2]
 
 _ACTIVE: set = set()
 _ACTIVE_LOCK = threading.Lock()
+#: every started rerun, so that a server that shuts down ends them and deletes their folders
+_STARTED: weakref.WeakSet = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for run in list(_STARTED):
+        run.close()
 
 
 def active_runs() -> int:
@@ -99,6 +109,7 @@ class LiveRun:
             _ACTIVE.add(self)
         try:
             self.out_dir = Path(tempfile.mkdtemp(prefix=f"qpviz-live-{self.dataset}-"))
+            _STARTED.add(self)
             env = dict(os.environ)
             env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_REPO), env.get("PYTHONPATH", "")) if p)
             # files, not pipes: nobody reads a pipe while the child runs, and a full pipe would stall it
