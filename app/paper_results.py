@@ -1,0 +1,392 @@
+"""Paper results page: our reproduction of Table 1 and Figure 1 of the QP paper beside the paper's.
+
+Reads the committed results of ``python -m qpviz.reproduce table1`` (:data:`RESULTS_DIR`:
+``table1.csv`` with the paper's preprocessing, ``table1_clean.csv`` with the clean one,
+``figure1.png``) and sets them beside the paper's numbers (:mod:`qpviz.reproduce.paper_table`);
+a cell whose mean lies farther from the paper's than the paper's std (TE: at least 1 percentage
+point) is highlighted. "Rerun one dataset live" runs one dataset for 1-3 rounds in a child
+process (:class:`qpviz.reproduce.live.LiveRun`), polled every :data:`POLL_MS` ms, cancellable.
+
+The table is HTML built by :func:`comparison_html` (a plain function, tested without a browser).
+"""
+from __future__ import annotations
+
+import html
+import json
+import os
+from pathlib import Path
+
+import panel as pn
+import param
+
+from explorer_widgets import PROJECTOR_WIDGET_CSS
+from qpviz.reproduce import live as live_runs
+from qpviz.reproduce.datasets import DATASETS, PREPROCESSINGS
+from qpviz.reproduce.paper_table import PAPER_NAMES, PAPER_TABLE1, compare, compare_stars
+from qpviz.reproduce.protocol import METHODS
+from qpviz.reproduce.report import STAR_FRACTION, read_csv
+
+__all__ = ["TITLE", "RESULTS_DIR", "RESULT_FILES", "FIGURE_FILES", "METHOD_COLOURS", "OUTSIDE_COLOUR", "POLL_MS",
+           "LIVE_OPTIONS_ENV", "PaperResults", "comparison_html", "legend_html", "live_options_from_env", "load_rows",
+           "missing_message", "page"]
+
+TITLE = "Paper results"
+
+#: where the lead commits the full runs (the page reads them; tests point it elsewhere)
+RESULTS_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "paper"
+RESULT_FILES = {"paper": "table1.csv", "clean": "table1_clean.csv"}
+FIGURE_FILES = {"paper": "figure1.png", "clean": "figure1_clean.png"}
+
+#: one colour per method on every page (Okabe-Ito, colour-blind safe)
+METHOD_COLOURS = {"ep": "#D55E00", "qp": "#0072B2", "vb": "#009E73", "laplace": "#CC79A7", "mcmc": "#999999"}
+#: background of a cell outside the paper's std: a light tint of Okabe-Ito orange (#E69F00), with
+#: a dagger after the number so the mark does not rely on colour alone
+OUTSIDE_COLOUR = "#F5D9A3"
+OUTSIDE_MARK = "†"
+#: the live rerun's progress is read this often
+POLL_MS = 500
+#: environment variable with JSON of shorter live reruns, e.g. {"n_folds": 2, "max_opt_iter": 3} (the
+#: browser tests set it before they serve the app; the CLI's hidden --folds / --max-opt-iter)
+LIVE_OPTIONS_ENV = "QPVIZ_LIVE_OPTIONS"
+_LIVE_OPTION_KEYS = ("n_folds", "max_opt_iter")
+
+TABLE_CSS = """
+table.qpviz-t1 { border-collapse: collapse; }
+table.qpviz-t1 th, table.qpviz-t1 td { border: 1px solid #ccc; padding: 2px 8px; text-align: right; }
+table.qpviz-t1 th { background: #f2f2f2; }
+table.qpviz-t1 td.qpviz-name, table.qpviz-t1 th.qpviz-name { text-align: left; }
+table.qpviz-t1 tr.qpviz-first td { border-top: 2px solid #888; }
+"""
+
+FIGURE_EXPLANATION = (
+    "Each dot is one test point of one fold: QP's predictive latent variance against EP's (log axes, one colour "
+    "per dataset). By Theorem 2 QP's variance is at most EP's at every point, so every dot lies on or below the "
+    "dashed diagonal, where the two are equal (the paper's Figure 1).",
+    r"$$\sigma^2_{QP}(x_*)\le\sigma^2_{EP}(x_*)\quad\text{for every test input }x_*$$",
+)
+TABLE_EXPLANATION = (
+    "TE: test error in %, NTLL: negative test log-likelihood x 1e3; mean ± std over rounds of 10-fold "
+    "cross-validation (mining: random halves). Lower is better.",
+    r"$$\mathrm{TE}=\frac1m\sum_{i=1}^m\frac{|y_i-\hat y_i|}{2},\qquad "
+    r"\mathrm{NTLL}=-\frac1m\sum_{i=1}^m\log q(y_i\mid x_i)$$",
+)
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the repository when it lies inside it (as a reader would type it)."""
+    try:
+        return str(Path(path).resolve().relative_to(RESULTS_DIR.parents[2]))
+    except ValueError:
+        return str(path)
+
+
+def missing_message(preprocessing: str, path: Path) -> str:
+    """What to run when the committed results of ``preprocessing`` are absent."""
+    path = _shown(path)
+    out = "table1-out" if preprocessing == "paper" else "table1-clean"
+    return (f"No committed results yet for the {preprocessing} preprocessing ({path} is missing): run "
+            f"`python -m qpviz.reproduce table1 --rounds 100 --preprocessing {preprocessing} --out {out}` "
+            f"and copy `{out}/table1.csv` to `{path}`. The paper's numbers are shown meanwhile.")
+
+
+def load_rows(results_dir, preprocessing: str) -> tuple[list[dict] | None, str]:
+    """(rows of the committed ``table1.csv``, '') or (None, a message saying what to do)."""
+    path = Path(results_dir) / RESULT_FILES[preprocessing]
+    if not path.is_file():
+        return None, missing_message(preprocessing, path)
+    try:
+        rows = read_csv(path)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        return None, f"{path} could not be read ({type(err).__name__}: {err}); rerun `python -m qpviz.reproduce table1`."
+    if not rows:
+        return None, f"{path} holds no rows; rerun `python -m qpviz.reproduce table1`."
+    return rows, ""
+
+
+def _cell(mean: float, std: float) -> str:
+    return f"{mean:.1f} ± {std:.1f}"
+
+
+def _compared_cell(record: dict | None) -> str:
+    """Our ``mean ± std``, highlighted (background, dagger, tooltip) when outside the tolerance."""
+    if record is None:
+        return "<td>—</td>"
+    text = _cell(record["ours_mean"], record["ours_std"])
+    tip = f"ours − paper = {record['difference']:+.2f}; tolerance ± {record['tolerance']:.2f}"
+    if record["within"]:
+        return f'<td class="qpviz-within" title="{tip}">{text}</td>'
+    return (f'<td class="qpviz-outside" style="background:{OUTSIDE_COLOUR}; font-weight:bold" title="{tip}">'
+            f"{text} {OUTSIDE_MARK}</td>")
+
+
+def _star_cell(star: dict | None, paper_star: bool) -> str:
+    paper = "*" if paper_star else "no *"
+    if star is None:
+        return f"<td>— / {paper}</td>"
+    ours = f"{star['qp_beats_ep_frac']:.0%}{' *' if star['ours_star'] else ''}"
+    return f"<td>{ours} / {paper}</td>"
+
+
+def comparison_html(rows, datasets=None) -> str:
+    """Table 1, ours beside the paper's: per dataset and method TE and NTLL (mean ± std), our cell
+    highlighted where it lies outside the paper's tolerance (:func:`paper_table.compare`), and on
+    QP's row how often QP's NTLL beat EP's (ours) against the paper's asterisk.
+
+    ``rows``: ``table1.csv`` rows (or None: the paper's numbers only); ``datasets``: which to show
+    (default: the paper's ten).
+    """
+    rows = rows or []
+    records = {(r["dataset"], r["method"], r["measure"]): r for r in compare(rows)}
+    stars = {s["dataset"]: s for s in compare_stars(rows)}
+    head = ('<tr><th class="qpviz-name">Data</th><th class="qpviz-name">Method</th><th>TE ours</th><th>TE paper</th>'
+            "<th>NTLL ours</th>"
+            f"<th>NTLL paper</th><th>QP's NTLL &lt; EP's (ours / paper: * = &gt; {STAR_FRACTION:.0%})</th></tr>")
+    body = []
+    for name in datasets or PAPER_TABLE1:
+        paper = PAPER_TABLE1[name]
+        for i, method in enumerate(METHODS):
+            first = ' class="qpviz-first"' if i == 0 else ""
+            label = f"{html.escape(PAPER_NAMES[name])} ({paper.m} x {paper.n})" if i == 0 else ""
+            swatch = f'<span style="color:{METHOD_COLOURS[method]}">■</span> {method.upper()}'
+            star = _star_cell(stars.get(name), paper.qp_star) if method == "qp" else "<td></td>"
+            body.append(f'<tr{first}><td class="qpviz-name">{label}</td><td class="qpviz-name">{swatch}</td>'
+                        f"{_compared_cell(records.get((name, method, 'te')))}<td>{_cell(*paper.te[method])}</td>"
+                        f"{_compared_cell(records.get((name, method, 'ntll')))}<td>{_cell(*paper.ntll[method])}</td>"
+                        f"{star}</tr>")
+    return f'<table class="qpviz-t1"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>'
+
+
+def legend_html(rows=None) -> str:
+    """What the highlight means, and how many of our cells it marks."""
+    records = compare(rows or [])
+    outside = sum(not r["within"] for r in records)
+    count = f" Here: {outside} of {len(records)} of our cells." if records else ""
+    return (f'<span style="background:{OUTSIDE_COLOUR}; font-weight:bold; padding:0 6px">ours {OUTSIDE_MARK}</span> '
+            "our mean differs from the paper's by more than the paper's std (for TE: or 1 percentage point, "
+            f"whichever is larger); hover a cell for the difference.{count}")
+
+
+def enlarge(on: bool, texts, widgets) -> None:
+    """Projector mode on or off: texts at 150%, and every widget's own stylesheet (a widget draws
+    in its own shadow DOM, which the page's styles do not reach) at PROJECTOR_WIDGET_CSS."""
+    for text in texts:
+        text.styles = {"font-size": "150%" if on else "100%"}
+    sheets = [PROJECTOR_WIDGET_CSS] if on else []
+    for widget in widgets:
+        widget.stylesheets = sheets
+
+
+class PaperResults(pn.viewable.Viewer):
+    """The page: the table (paper / clean preprocessing), Figure 1 and the live rerun."""
+
+    preprocessing = param.Selector(default="paper", objects=list(PREPROCESSINGS),
+                                   doc="paper: the paper's preprocessing, pitfalls included; clean: without them.")
+    projector = param.Boolean(default=False, doc="Large fonts for a projector.")
+    live_dataset = param.Selector(default="wine1", objects=list(DATASETS), doc="Dataset of the live rerun.")
+    live_rounds = param.Selector(default=1, objects=list(range(1, live_runs.MAX_ROUNDS + 1)),
+                                 doc="Rounds of 10-fold cross-validation of the live rerun.")
+
+    def __init__(self, results_dir=None, live_options: dict | None = None, **params):
+        super().__init__(**params)
+        self.results_dir = Path(results_dir) if results_dir is not None else RESULTS_DIR
+        self.live_options = dict(live_options or {})  # extra LiveRun arguments (tests: n_folds, max_opt_iter)
+        self.live: live_runs.LiveRun | None = None
+        self._poller = None
+        self._texts: list = []
+
+        self.prep_switch = pn.widgets.RadioButtonGroup.from_param(self.param.preprocessing, label="preprocessing", width=260)
+        self.projector_toggle = pn.widgets.Toggle.from_param(self.param.projector, label="Projector mode (large fonts)",
+                                                          width=260)
+        self.message = pn.pane.Alert("", alert_type="warning", visible=False, css_classes=["qpviz-paper-message"])
+        self.table = pn.pane.HTML("", stylesheets=[TABLE_CSS], css_classes=["qpviz-paper-table"],
+                                  sizing_mode="stretch_width")
+        self.legend = pn.pane.HTML("", css_classes=["qpviz-paper-legend"], sizing_mode="stretch_width")
+        self.figure = pn.pane.PNG(None, width=520, css_classes=["qpviz-figure1"])
+        self.figure_message = pn.pane.Markdown("", visible=False, css_classes=["qpviz-figure-message"])
+
+        self.dataset_select = pn.widgets.Select.from_param(self.param.live_dataset, label="dataset",
+                                                           css_classes=["qpviz-live-dataset"], width=200)
+        self.rounds_select = pn.widgets.RadioButtonGroup.from_param(self.param.live_rounds, label="rounds",
+                                                                    css_classes=["qpviz-live-rounds"], width=180)
+        self.run_button = pn.widgets.Button(label="Run", color="primary", css_classes=["qpviz-live-run"], width=120)
+        self.cancel_button = pn.widgets.Button(label="Cancel", disabled=True, css_classes=["qpviz-live-cancel"], width=120)
+        self.progress = pn.indicators.Progress(value=0, max=1, visible=False, sizing_mode="stretch_width",
+                                               css_classes=["qpviz-live-progress"])
+        self.live_status = pn.pane.Markdown("Not run yet.", css_classes=["qpviz-live-status"], sizing_mode="stretch_width")
+        self.live_error = pn.pane.Alert("", alert_type="danger", visible=False, css_classes=["qpviz-live-error"])
+        self.live_table = pn.pane.HTML("", stylesheets=[TABLE_CSS], visible=False, css_classes=["qpviz-live-table"],
+                                       sizing_mode="stretch_width")
+        self.run_button.on_click(lambda event: self.start_live())
+        self.cancel_button.on_click(lambda event: self.cancel_live())
+
+        self.refresh_results()
+        self._layout = self._build_layout()
+        self._sync_url()
+        if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
+            pn.state.on_session_destroyed(self._on_session_destroyed)
+
+    # -- committed results ---------------------------------------------------------------------
+    @param.depends("preprocessing", watch=True)
+    def refresh_results(self) -> None:
+        """Show the committed rows of the current preprocessing (or the message) and its Figure 1."""
+        rows, message = load_rows(self.results_dir, self.preprocessing)
+        with pn.io.hold():
+            self.message.object = message
+            self.message.visible = bool(message)
+            self.table.object = comparison_html(rows)
+            self.legend.object = legend_html(rows)
+            figure = self.figure_path()
+            self.figure.object = figure
+            self.figure.visible = figure is not None
+            self.figure_message.object = (
+                "" if figure is not None else
+                f"No committed Figure 1 yet: `python -m qpviz.reproduce table1` writes `figure1.png` in its `--out` "
+                f"folder; copy it to `{_shown(self.results_dir / FIGURE_FILES[self.preprocessing])}`.")
+            self.figure_message.visible = figure is None
+
+    def figure_path(self) -> Path | None:
+        """Figure 1 of the current preprocessing; the paper preprocessing's if the clean one is absent."""
+        for name in (FIGURE_FILES[self.preprocessing], FIGURE_FILES["paper"]):
+            path = self.results_dir / name
+            if path.is_file():
+                return path
+        return None
+
+    # -- live rerun ------------------------------------------------------------------------------
+    def start_live(self) -> bool:
+        """Start a rerun of the selected dataset and rounds (unless one is running); poll it."""
+        if self.live is not None and self.live.status == "running":
+            return False
+        if self.live is not None:
+            self.live.close()
+        try:
+            run = live_runs.LiveRun(self.live_dataset, self.live_rounds, preprocessing=self.preprocessing,
+                                    **self.live_options)
+            run.start()
+        except (ValueError, RuntimeError, OSError) as err:
+            self._show_live_error(f"The rerun could not start: {err}")
+            return False
+        self.live = run
+        with pn.io.hold():
+            self.live_error.visible = False
+            self.live_table.visible = False
+            self.progress.max, self.progress.value, self.progress.visible = run.total, 0, True
+            self.run_button.disabled, self.cancel_button.disabled = True, False
+            self.live_status.object = (f"Running {run.dataset} ({run.preprocessing} preprocessing), {run.rounds} "
+                                       f"round(s): 0 of {run.total} folds cached.")
+        self._poller = pn.state.add_periodic_callback(self.poll_live, period=POLL_MS)
+        return True
+
+    def poll_live(self) -> str:
+        """Periodic callback: progress, and on the end the rows beside the paper's (or the error)."""
+        run = self.live
+        if run is None:
+            self._stop_polling()
+            return "idle"
+        try:
+            status = run.poll()
+        except Exception as err:  # noqa: BLE001 - a callback error must not reach the browser
+            run.error, status = f"unexpected error while polling the rerun: {err}", "failed"
+            run.cancel()
+        done, total = run.progress()
+        with pn.io.hold():
+            self.progress.value = min(done, total)
+            if status == "running":
+                self.live_status.object = (f"Running {run.dataset} ({run.preprocessing} preprocessing), "
+                                           f"{run.rounds} round(s): {done} of {total} folds cached.")
+                return status
+            self._stop_polling()
+            self.run_button.disabled, self.cancel_button.disabled = False, True
+            if status == "done":
+                self.progress.value = total
+                self.live_status.object = (f"Done: {run.dataset}, {run.rounds} round(s), {total} folds in "
+                                           f"{run.seconds:.0f} s. Ours beside the paper's (100 rounds):")
+                self.live_table.object = comparison_html(run.rows, datasets=[run.dataset])
+                self.live_table.visible = True
+            elif status == "cancelled":
+                self.live_status.object = f"Cancelled after {done} of {total} folds."
+            else:
+                self._show_live_error(run.error or "the rerun failed")
+        return status
+
+    def cancel_live(self) -> None:
+        """Cancel button: end the child process group and stop polling."""
+        if self.live is not None and self.live.status == "running":
+            self.live.cancel()
+            self.poll_live()
+
+    def _show_live_error(self, text: str) -> None:
+        self.live_status.object = "Failed."
+        self.live_error.object = f"```\n{text}\n```"
+        self.live_error.visible = True
+
+    def _stop_polling(self) -> None:
+        if self._poller is not None:
+            self._poller.stop()
+            self._poller = None
+
+    def _on_session_destroyed(self, session_context) -> None:
+        """The browser tab went away: stop polling, end the rerun, delete its folder."""
+        self._stop_polling()
+        if self.live is not None:
+            self.live.close()
+
+    # -- layout ----------------------------------------------------------------------------------
+    def _sync_url(self) -> None:
+        """Preprocessing, live dataset and rounds and projector mode in the URL (a shared link reopens them;
+        ``projector`` is the explorer's key too, so one link sets every page's projector mode)."""
+        if pn.state.location is not None:
+            pn.state.location.sync(self, {"preprocessing": "prep", "live_dataset": "dataset",
+                                          "live_rounds": "rounds", "projector": "projector"})
+
+    def _explained(self, view, explanation) -> pn.Column:
+        sentence, formula = explanation
+        text = pn.pane.Markdown(sentence, sizing_mode="stretch_width", margin=(0, 10))
+        latex = pn.pane.LaTeX(formula, sizing_mode="stretch_width", margin=(0, 10))
+        self._texts += [text, latex]
+        return pn.Column(view, text, latex, sizing_mode="stretch_width")
+
+    def _build_layout(self) -> pn.Column:
+        self._texts += [self.table, self.legend, self.live_table, self.live_status, self.message, self.figure_message]
+        controls = pn.Row(pn.pane.Markdown("Preprocessing (paper: as the paper did; clean: without its pitfalls):"),
+                          self.prep_switch, self.projector_toggle, sizing_mode="stretch_width")
+        self._texts.append(controls[0])
+        table = self._explained(pn.Column(self.message, self.legend, self.table, sizing_mode="stretch_width"),
+                                TABLE_EXPLANATION)
+        figure = self._explained(pn.Column(self.figure, self.figure_message, sizing_mode="stretch_width"),
+                                 FIGURE_EXPLANATION)
+        self._live_controls = pn.Row(self.dataset_select, pn.pane.Markdown("rounds:", width=90), self.rounds_select,
+                                     self.run_button, self.cancel_button)
+        live = pn.Column(
+            pn.pane.Markdown("### Rerun one dataset live\nEP (with its evidence maximised), QP and VB on every fold of "
+                             "1-3 rounds of 10-fold cross-validation, in a background process on this server."),
+            self._live_controls, self.progress, self.live_status, self.live_error, self.live_table,
+            sizing_mode="stretch_width",
+        )
+        self._texts.append(live[0])
+        headings = [pn.pane.Markdown("### Table 1 of the QP paper: ours beside the paper's"),
+                    pn.pane.Markdown("### Figure 1: predictive latent variances, QP against EP")]
+        self._texts += headings
+        return pn.Column(headings[0], controls, table, headings[1], figure, live, sizing_mode="stretch_width")
+
+    @param.depends("projector", watch=True)
+    def _apply_projector_mode(self) -> None:
+        widgets = (self.prep_switch, self.projector_toggle, *self._live_controls.objects)
+        enlarge(self.projector, self._texts, widgets)
+
+    def __panel__(self):
+        return self._layout
+
+
+def live_options_from_env(environ=os.environ) -> dict:
+    """The :data:`LIVE_OPTIONS_ENV` options (only n_folds and max_opt_iter, as ints; {} if unset or bad)."""
+    try:
+        given = json.loads(environ.get(LIVE_OPTIONS_ENV) or "{}")
+        return {key: int(given[key]) for key in _LIVE_OPTION_KEYS if key in given}
+    except (ValueError, TypeError, AttributeError):
+        return {}
+
+
+def page() -> tuple[str, pn.viewable.Viewable]:
+    """(tab title, page) for app/main.py."""
+    return TITLE, PaperResults(live_options=live_options_from_env())

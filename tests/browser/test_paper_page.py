@@ -1,0 +1,87 @@
+"""The Paper results page in a real Chromium, served by `python -m panel serve app`.
+
+The live rerun is shortened (wine1, one round of 2 folds, 3 optimiser iterations) through
+``QPVIZ_LIVE_OPTIONS``, set here at import, i.e. before the session's server starts.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from pagetools import ROOT
+from test_explorer_page import console_errors  # noqa: F401  (the fixture: no console errors)
+
+pytestmark = pytest.mark.browser
+
+os.environ.setdefault("QPVIZ_LIVE_OPTIONS", '{"n_folds": 2, "max_opt_iter": 3}')
+
+TIMEOUT_MS = 60_000
+RUN_TIMEOUT_MS = 120_000
+COMMITTED = ROOT / "benchmarks" / "results" / "paper" / "table1.csv"
+
+
+@pytest.fixture
+def paper_page(page: Page, app_url: str, console_errors) -> Page:  # noqa: F811
+    page.set_viewport_size({"width": 1500, "height": 1200})
+    page.goto(app_url)
+    tab = page.locator(".bk-tab").filter(has_text="Paper results")
+    tab.wait_for(timeout=TIMEOUT_MS)
+    tab.click()
+    page.locator(".qpviz-paper-table table").wait_for(timeout=TIMEOUT_MS)
+    return page
+
+
+def test_table_shows_ours_or_the_missing_results_message(paper_page: Page):
+    table = paper_page.locator(".qpviz-paper-table table")
+    expect(table).to_contain_text("IonoS (351 x 34)")
+    expect(table).to_contain_text("215.9 ± 8.4")  # the paper's column
+    if COMMITTED.is_file():
+        assert table.locator("td.qpviz-within, td.qpviz-outside").count() > 0
+    else:
+        expect(paper_page.locator(".qpviz-paper-message")).to_contain_text("No committed results yet")
+        expect(paper_page.locator(".qpviz-paper-message")).to_contain_text("python -m qpviz.reproduce table1")
+    expect(paper_page.locator(".qpviz-paper-legend")).to_contain_text("more than the paper's std")
+    expect(paper_page.locator(".katex").first).to_be_visible()
+
+
+def test_preprocessing_switch_reaches_the_url(paper_page: Page, app_url: str):
+    paper_page.locator(".bk-btn").filter(has_text=re.compile(r"^clean$")).click()
+    paper_page.wait_for_url(re.compile(r"[?&]prep=clean"), timeout=TIMEOUT_MS)
+    if not (ROOT / "benchmarks" / "results" / "paper" / "table1_clean.csv").is_file():
+        expect(paper_page.locator(".qpviz-paper-message")).to_contain_text("clean preprocessing")
+
+
+def test_live_rerun_shows_progress_and_its_rows_beside_the_paper(paper_page: Page):
+    paper_page.locator(".qpviz-live-run button").click()
+    status = paper_page.locator(".qpviz-live-status")
+    expect(status).to_contain_text(re.compile(r"Running wine1|Done"), timeout=TIMEOUT_MS)
+    expect(status).to_contain_text("Done: wine1", timeout=RUN_TIMEOUT_MS)
+    assert paper_page.locator(".qpviz-live-progress progress").get_attribute("value") == "2"
+    live = paper_page.locator(".qpviz-live-table table")
+    expect(live).to_contain_text("Wine1 (130 x 13)")
+    expect(live).not_to_contain_text("IonoS")
+    assert live.locator("td.qpviz-within, td.qpviz-outside").count() == 6
+
+
+def test_live_rerun_can_be_cancelled(paper_page: Page):
+    paper_page.locator(".qpviz-live-rounds .bk-btn").filter(has_text="3").click()
+    paper_page.wait_for_url(re.compile(r"[?&]rounds=3"), timeout=TIMEOUT_MS)
+    paper_page.locator(".qpviz-live-run button").click()
+    cancel = paper_page.locator(".qpviz-live-cancel button")
+    expect(cancel).to_be_enabled(timeout=TIMEOUT_MS)
+    cancel.click()
+    expect(paper_page.locator(".qpviz-live-status")).to_contain_text("Cancelled after", timeout=TIMEOUT_MS)
+    expect(paper_page.locator(".qpviz-live-run button")).to_be_enabled()
+
+
+def test_shared_link_reopens_preprocessing_dataset_and_rounds(page: Page, app_url: str, console_errors):  # noqa: F811
+    page.set_viewport_size({"width": 1500, "height": 1200})
+    page.goto(app_url + "?prep=clean&dataset=pima&rounds=2")
+    page.locator(".bk-tab").filter(has_text="Paper results").click(timeout=TIMEOUT_MS)
+    page.locator(".qpviz-paper-table table").wait_for(timeout=TIMEOUT_MS)
+    expect(page.locator(".bk-btn.bk-active").filter(has_text=re.compile(r"^clean$"))).to_have_count(1)
+    expect(page.locator(".qpviz-live-rounds .bk-btn.bk-active")).to_have_text("2")
+    expect(page.locator(".qpviz-live-dataset select")).to_have_value("pima")
