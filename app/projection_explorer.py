@@ -15,6 +15,11 @@ source), explorer_widgets.PromptFloatSlider (5 ms debounce), explorer_widgets.Ur
 written once the sliders rest), _add_marker (marker on the overlay layer), map_image (canvas,
 not WebGL) and app/tcp_nodelay.py (no Nagle waits).
 
+A link is read whole (:meth:`ProjectionExplorer.apply_link`, :func:`qpviz.explorer.read_link`): a
+bad value is replaced and the banner says by what, and every view shows the same likelihood and
+values; the page opens on explorer.OPENING_VIEW, where EP and QP visibly differ. The views wrap
+into as many columns as the screen holds (app/layout.py).
+
 The likelihood menu and the parameter inputs come from the likelihood registry through
 ``qpviz.explorer`` (explorer_widgets.ParameterInputs): a newly registered likelihood appears
 with its inputs, and this module never asks for a likelihood by name. This module assembles the

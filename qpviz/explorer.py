@@ -11,6 +11,9 @@ to show), validates every change (bad input leaves the last good state and sets 
 keeps the data of every view in ``result``. The views' data come from plain functions
 (:func:`densities`, :func:`quantiles`, :func:`summary`, :func:`ratio_map`) that tests call directly.
 
+:func:`read_link` reads a shared link's query into one consistent view, replacing (and noting)
+each value the page cannot show.
+
 The likelihoods and their parameters come from the registry (``qpviz.likelihoods.REGISTRY``):
 the state offers every registered likelihood, keeps the current one's declared parameters in
 ``likelihood_params`` and validates them with the class's own :class:`qpviz.Parameter` checks;
