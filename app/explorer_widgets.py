@@ -132,7 +132,10 @@ class UrlState:
     def _on_search(self, event) -> None:
         if event.new == self._written:
             return
-        self._read(self.query())
+        query = self.query()
+        # only a query asking for another view is read (another page writing its keys is not)
+        if {k: v for k, v in query.items() if k in self._keys} != self._values():
+            self._read(query)
         self.write()
 
     def _on_slider_moved(self, event=None) -> None:

@@ -591,12 +591,13 @@ def read_link(query: dict, opening: dict = OPENING_VIEW) -> LinkReading:
         except (ValueError, TypeError) as exc:
             replaced(key, query[key], exc, f"{key}={sliders[key]:g}")
     choices = {}
+    canonical = lambda text: text.replace(" ", "").lower()  # noqa: E731  ('["EP","QP"]', 'True' are fine)
     for key, accepted in LINK_CHOICES.items():
         text = query.get(key, accepted[0])
-        if text.replace(" ", "") not in {a.replace(" ", "") for a in accepted}:
+        matches = [a for a in accepted if canonical(a) == canonical(text)]
+        if not matches:
             replaced(key, text, f"{key} must be one of {', '.join(accepted)}", f"{key}={accepted[0]}")
-            text = accepted[0]
-        choices[key] = text
+        choices[key] = matches[0] if matches else accepted[0]
     observation = sliders[{"binary": "label", "count": "count", "real": "y"}[lik.support]]
     inputs = {"likelihood": name, "likelihood_params": params, "y": observation, "cavity_mean": sliders["m"],
               "cavity_std": sliders["s"]}

@@ -551,6 +551,8 @@ def test_a_good_link_is_read_without_notes():
     assert reading.sliders == {"label": -1.0, "count": 7.0, "y": 25.0, "m": -2.0, "s": 3.0}
     assert reading.controls == {"student_t": "nu=4, scale=0.5", "step_eps": 0.2}  # hidden step keeps its eps
     assert reading.choices == {"show": '["QP"]', "projector": "true", "scale": "common"}
+    assert explorer.read_link({"projector": "True", "show": '["EP","QP"]'}).choices == {
+        "show": '["EP", "QP"]', "projector": "true", "scale": "own"}
 
 
 def test_page_bad_link_gives_one_consistent_page_and_a_banner(explorer_page):
@@ -652,3 +654,22 @@ def test_page_explains_in_plain_words_why_qp_is_narrower(explorer_page):
     for phrase in ("least-squares slope", "correlation", "sigma_QP <= sigma_EP", "skewed", "step"):
         assert phrase in text
     assert explorer_page.state.likelihood == explorer.OPENING_VIEW["likelihood"]
+
+
+def test_page_url_state_reads_the_address_the_browser_reports_and_writes_the_view_back(explorer_page):
+    from panel.io.location import Location
+
+    page = explorer_page
+    location = Location()
+    page.url = page._sync_url(location)
+    assert page.url.query() == page.link_values() and page.url.query()["lik"] == explorer.OPENING_VIEW["likelihood"]
+    location.search = "?lik=bogus&count=-3&other_page=7"  # the browser reports the address it opened
+    query = page.url.query()
+    assert (query["lik"], query["count"], query["other_page"]) == ("poisson_square", "10", "7")
+    assert page.link_note.visible and "lik=bogus" in page.link_note.object and "count=-3" in page.link_note.object
+    read = []
+    page.url._read = read.append
+    location.search = location.search.replace("other_page=7", "other_page=8")  # another page writes its key
+    assert read == [] and page.url.query()["other_page"] == "8"
+    page.likelihood.value = "step"  # a widget change reaches the URL at once
+    assert page.url.query()["lik"] == "step"
