@@ -363,7 +363,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
 
     def _build_views(self) -> pn.FlexBox:
         self.why = pn.pane.Markdown(WHY_QP_IS_NARROWER, sizing_mode="stretch_width", css_classes=["qpviz-why"])
-        self._texts = [self.numbers, self.why]
+        self._texts = [self.numbers, self.why, self.link_note, self.alert]  # projector mode enlarges these
         self.views = ExplorerFigures(self.state.cavity_mean, self.state.cavity_std)
         self.sources, self.figures, self.renderers, self.marker = (
             self.views.sources, self.views.figures, self.views.renderers, self.views.marker)

@@ -478,6 +478,7 @@ def test_page_projector_mode_enlarges_fonts(explorer_page):
     explorer_page.projector_toggle.value = True
     assert explorer_page.figures["densities"].title.text_font_size == "22px"
     assert explorer_page.mean_slider.stylesheets == [projection_explorer.PROJECTOR_WIDGET_CSS]
+    assert explorer_page.why.styles["font-size"] == explorer_page.link_note.styles["font-size"] == "150%"
     explorer_page.projector_toggle.value = False
     assert explorer_page.figures["densities"].title.text_font_size == "13px"
     assert explorer_page.mean_slider.stylesheets == []
