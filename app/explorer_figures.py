@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import panel as pn
-from bokeh.models import CDSView, ColumnDataSource, IndexFilter, Range1d
+from bokeh.models import CDSView, ColorBar, ColumnDataSource, IndexFilter, Range1d
 from bokeh.plotting import figure
 
 from qpviz import explorer
@@ -108,15 +108,22 @@ def _set_range(axis_range: Range1d, lo: float, hi: float, pad: float = 0.05) -> 
     axis_range.update(start=lo - pad * width, end=hi + pad * width)
 
 
+#: Font sizes in projector mode are this many times the normal ones.
+PROJECTOR_SCALE = 1.7
+
+
 def style_figure(fig, projector: bool) -> None:
-    """Font sizes and height of one figure (larger in projector mode)."""
-    scale = 1.7 if projector else 1.0
+    """Font sizes and height of one figure, its legends and colour bars (larger in projector mode)."""
+    scale = PROJECTOR_SCALE if projector else 1.0
     fig.title.text_font_size = f"{round(13 * scale)}px"
     for axis in (*fig.xaxis, *fig.yaxis):
         axis.axis_label_text_font_size = f"{round(13 * scale)}px"
         axis.major_label_text_font_size = f"{round(11 * scale)}px"
     for legend in fig.legend:
         legend.label_text_font_size = f"{round(12 * scale)}px"
+    for bar in (r for side in (fig.right, fig.left, fig.below, fig.above) for r in side if isinstance(r, ColorBar)):
+        bar.major_label_text_font_size = f"{round(11 * scale)}px"
+        bar.title_text_font_size = f"{round(12 * scale)}px"
     fig.height = 430 if projector else 330
 
 
@@ -169,7 +176,12 @@ class ExplorerFigures:
             fig.legend.click_policy = "hide"
             fig.legend.background_fill_alpha = 0.7
         densities = self.figures["densities"]
-        densities.add_layout(densities.legend[0], "right")  # five entries: beside the curves, not over them
+        # five entries: below the curves, in rows (beside them, a projector's large legend left
+        # the plot a sliver on a 1024-px screen)
+        legend = densities.legend[0]
+        legend.orientation = "horizontal"
+        legend.ncols = 3
+        densities.add_layout(legend, "below")
 
     def show(self, state: explorer.ExplorerState) -> None:
         """Push the state's current result into the figures and the marker (call inside pn.io.hold)."""
@@ -185,8 +197,9 @@ class ExplorerFigures:
         quantile_span = _span(q, ("tilted", *shown))
         _set_range(self.ranges["quantiles"][1], *quantile_span)
         _set_range(self.ranges["qq"][1], *quantile_span)
+        # two lines: one line did not fit the plot's width in projector mode
         self.figures["densities"].title.text = (
-            f"(a) densities: {s.likelihood}, y = {s.y:g}, m = {s.cavity_mean:.2f}, s = {s.cavity_std:.2f}"
+            f"(a) densities: {s.likelihood}, y = {s.y:g},\ncavity m = {s.cavity_mean:.2f}, s = {s.cavity_std:.2f}"
         )
         self.figures["quantiles"].title.text = f"(b) quantile functions: mean = {summary['mean']:.4f}"
         self.figures["qq"].title.text = (

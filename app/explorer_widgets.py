@@ -7,22 +7,20 @@ its ``ExplorerState``, which validates them.
 from __future__ import annotations
 
 import time
+from urllib.parse import parse_qsl, urlencode
 
 import panel as pn
-import param
 
 from qpviz import explorer
 
-__all__ = ["PROJECTOR_WIDGET_CSS", "URL_DELAY_MS", "SLIDER_QUERY", "PromptFloatSlider", "PromptIntSlider",
-           "ParameterInputs", "SliderQuery", "UrlState", "parameter_widget"]
+__all__ = ["PROJECTOR_WIDGET_CSS", "URL_DELAY_MS", "PromptFloatSlider", "PromptIntSlider", "ParameterInputs",
+           "UrlState", "parameter_widget"]
 
 #: Projector mode: larger text inside every control (labels, inputs, options, buttons) and the numbers.
 PROJECTOR_WIDGET_CSS = ":host, :host * { font-size: 20px !important; line-height: 1.3 !important; }"
 
 #: The sliders reach the URL this long after their last move (see UrlState).
 URL_DELAY_MS = 300
-#: URL query keys of the sliders (SliderQuery's parameters).
-SLIDER_QUERY = ("count", "y", "m", "s")
 
 
 class PromptFloatSlider(pn.widgets.FloatSlider):
@@ -88,63 +86,69 @@ class ParameterInputs:
             widget.param.watch(lambda event, control=self.controls[key]: callback(control, event.new), "value")
 
 
-class SliderQuery(param.Parameterized):
-    """The slider values the URL shows (query keys count, y, m, s)."""
-
-    count = param.Integer(default=1, doc="Count observation y (count likelihoods).")
-    y = param.Number(default=0.0, doc="Real observation y (real likelihoods).")
-    m = param.Number(default=0.5, doc="Cavity mean.")
-    s = param.Number(default=1.5, doc="Cavity standard deviation.")
-
-
 class UrlState:
-    """Keeps the page's view in the URL query so that a shared link reopens it.
+    """Keeps the page's view in the URL query so that a shared link reopens it, and reads a link.
 
-    Selects, toggles and parameter inputs are synced directly (keys ``lik``, each control's key
-    such as ``step_eps``, ``label``, ``show``, ``projector``). The sliders (``sliders``: query key
-    -> widget) reach the URL through a :class:`SliderQuery`, written URL_DELAY_MS after they stop
-    moving: writing the URL at every step (pushState, then the browser echoing the new href) cost
-    about 10 ms of each update and left one browser-history entry per slider step.
+    The page's keys (``keys``) are written from ``values()`` (key -> text) whenever one of the
+    ``immediate`` widgets changes, and URL_DELAY_MS after the ``sliders`` stop moving: writing the
+    URL at every step (pushState, then the browser echoing the new href) cost about 10 ms of each
+    update and left one browser-history entry per slider step. Other keys in the query (other
+    pages') are kept.
+
+    A query the page did not write (the browser reports the address it opened, a shared link)
+    goes to ``read(query)`` as typed (key -> text), which makes the page consistent with it; the
+    page's own values are then written back. (Panel's ``location.sync`` set each widget from its
+    key alone, so a bad value left a page mixing two likelihoods.)
     """
 
-    def __init__(self, location, synced: dict, sliders: dict):
-        self._sliders = sliders
+    def __init__(self, location, keys, values, read, immediate=(), sliders=()):
+        self.location = location
+        self._keys = set(keys)
+        self._values = values
+        self._read = read
         self._pending = False
-        self._writing = False
         self._last_move = 0.0
-        for key, widget in synced.items():
-            location.sync(widget, {"value": key})
-        self.query = SliderQuery(**self._slider_values())
-        self.query.param.watch(self._on_query, list(SLIDER_QUERY))  # a shared link moves the sliders
-        location.sync(self.query)
-        for widget in sliders.values():
+        self._written = None
+        location.param.watch(self._on_search, "search")
+        for widget in immediate:
+            widget.param.watch(self.write, "value")
+        for widget in sliders:
             widget.param.watch(self._on_slider_moved, "value")
+        self.write()
 
-    def _slider_values(self) -> dict:
-        return {name: widget.value for name, widget in self._sliders.items()}
+    def query(self) -> dict:
+        """The URL's query, key -> text."""
+        return dict(parse_qsl(self.location.search.lstrip("?")))
 
-    def _on_query(self, *events) -> None:
-        """The URL's slider values (a shared link, read when the page opens) move the sliders."""
-        if self._writing:
+    def write(self, *events) -> None:
+        """Write the page's values into the URL (keeping other keys)."""
+        others = {k: v for k, v in self.query().items() if k not in self._keys}
+        query = {**others, **self._values()}
+        search = f"?{urlencode(query)}" if query else ""
+        if search != self.location.search:
+            self._written = search
+            self.location.search = search
+
+    def _on_search(self, event) -> None:
+        if event.new == self._written:
             return
-        for event in events:
-            self._sliders[event.name].value = event.new
+        query = self.query()
+        # only a query asking for another view is read (another page writing its keys is not)
+        if {k: v for k, v in query.items() if k in self._keys} != self._values():
+            self._read(query)
+        self.write()
 
     def _on_slider_moved(self, event=None) -> None:
         self._last_move = time.monotonic()
         if not self._pending:
             self._pending = True
-            pn.state.add_periodic_callback(self._write_query, period=URL_DELAY_MS, count=1)
+            pn.state.add_periodic_callback(self._write_later, period=URL_DELAY_MS, count=1)
 
-    def _write_query(self) -> None:
+    def _write_later(self) -> None:
         """Copy the sliders into the URL once they have rested URL_DELAY_MS."""
         wait_ms = URL_DELAY_MS - 1000 * (time.monotonic() - self._last_move)
         if wait_ms > 10:
-            pn.state.add_periodic_callback(self._write_query, period=round(wait_ms), count=1)
+            pn.state.add_periodic_callback(self._write_later, period=round(wait_ms), count=1)
             return
         self._pending = False
-        self._writing = True
-        try:
-            self.query.param.update(**self._slider_values())
-        finally:
-            self._writing = False
+        self.write()

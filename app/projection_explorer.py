@@ -15,6 +15,11 @@ source), explorer_widgets.PromptFloatSlider (5 ms debounce), explorer_widgets.Ur
 written once the sliders rest), _add_marker (marker on the overlay layer), map_image (canvas,
 not WebGL) and app/tcp_nodelay.py (no Nagle waits).
 
+A link is read whole (:meth:`ProjectionExplorer.apply_link`, :func:`qpviz.explorer.read_link`): a
+bad value is replaced and the banner says by what, and every view shows the same likelihood and
+values; the page opens on explorer.OPENING_VIEW, where EP and QP visibly differ. The views wrap
+into as many columns as the screen holds (app/layout.py).
+
 The likelihood menu and the parameter inputs come from the likelihood registry through
 ``qpviz.explorer`` (explorer_widgets.ParameterInputs): a newly registered likelihood appears
 with its inputs, and this module never asks for a likelihood by name. This module assembles the
@@ -22,6 +27,9 @@ page; the figures and the numbers are in app/explorer_figures.py, the inputs and
 in app/explorer_widgets.py.
 """
 from __future__ import annotations
+
+import json
+from urllib.parse import parse_qsl
 
 import holoviews as hv
 import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh backend that .opts() needs)
@@ -31,43 +39,56 @@ import param
 
 from explorer_figures import ExplorerFigures, NumbersPane, numbers_html, style_figure
 from explorer_widgets import PROJECTOR_WIDGET_CSS, ParameterInputs, PromptFloatSlider, PromptIntSlider, UrlState
-from qpviz import config
+from layout import CONTROLS_WIDTH, formula, set_projector, view_grid
 from qpviz import explorer
 from qpviz.explorer import ExplorerState
 
-__all__ = ["TITLE", "PROJECTOR_WIDGET_CSS", "ProjectionExplorer", "cached_ratio_map", "page"]
+__all__ = ["TITLE", "PROJECTOR_WIDGET_CSS", "WHY_QP_IS_NARROWER", "ProjectionExplorer", "cached_ratio_map", "page"]
 
 TITLE = "Projection Explorer"
 
-#: The real-y slider spans +-Y_SLIDER_LIMIT; typed values may go up to +-explorer.MAX_ABS_REAL_Y.
-Y_SLIDER_LIMIT = 10.0
+#: Plain words beside the views: why QP's Gaussian is never wider than EP's, and where it is narrowest.
+WHY_QP_IS_NARROWER = (
+    "**Why QP's variance is smaller.** Plot the tilted distribution's quantiles against the standard normal's "
+    "(view b'). QP's standard deviation is the least-squares slope of that cloud of points, and a least-squares "
+    "slope equals *correlation x spread*: sigma_QP = corr(tilted quantile, normal quantile) x sigma_EP, where "
+    "sigma_EP is the tilted distribution's own standard deviation (EP's). A correlation is at most 1, so "
+    "sigma_QP <= sigma_EP, with equality only for a Gaussian tilted distribution. The points bend away from a line, "
+    "and QP shrinks most, where the tilted distribution is most skewed, cut off or two-humped: a hard step "
+    "(eps = 0) with the cavity far on its wrong side, or a Poisson count with a squared rate (this opening view)."
+)
 
 #: Beside each view: two lines of explanation and its formula (rendered by KaTeX).
 EXPLANATIONS = {
     "densities": (
         "The tilted distribution is cavity times likelihood, renormalised; EP matches its mean and variance, "
         "QP keeps the mean and minimises the 2-Wasserstein distance (QP paper eqs. 4, 5, 7).",
-        r"$$\tilde q(f)=\frac{p(y\mid f)\,\mathcal N(f\mid m,s^2)}{Z},\qquad "
-        r"\sigma_{QP}=\int_0^1 F^{-1}(u)\,\Phi^{-1}(u)\,du\le\sigma_{EP}$$"
+        r"$$\begin{gathered}\tilde q(f)=\frac{p(y\mid f)\,\mathcal N(f\mid m,s^2)}{Z}\\"
+        r"\sigma_{QP}=\int_0^1 F^{-1}(u)\,\Phi^{-1}(u)\,du\le\sigma_{EP}\end{gathered}$$"
     ),
     "quantiles": (
         "Quantile functions over u; W2 between two 1-D distributions is the L2 distance between their "
         "quantile functions (QP paper Prop. 1, eq. 11).",
-        r"$$W_2^2(\tilde q,\mathcal N(\mu,\sigma^2))=\int_0^1\big(F^{-1}(u)-\mu-\sigma\,\Phi^{-1}(u)\big)^2du$$"
+        r"$$\begin{gathered}W_2^2(\tilde q,\mathcal N(\mu,\sigma^2))=\\"
+        r"\int_0^1\big(F^{-1}(u)-\mu-\sigma\,\Phi^{-1}(u)\big)^2du\end{gathered}$$"
     ),
     "qq": (
-        "Tilted quantiles against normal quantiles: QP is the least-squares line (slope sigma_QP), "
-        "EP the line with slope sigma_EP, both through the tilted mean (eqs. 17, 20).",
-        r"$$\sigma_{QP}=\arg\min_\sigma\int_0^1\big(F^{-1}(u)-\mu-\sigma z_u\big)^2du,\quad z_u=\Phi^{-1}(u)$$"
+        "Tilted quantiles against normal quantiles: QP is the least-squares line (slope sigma_QP = correlation "
+        "x sigma_EP), EP the line with slope sigma_EP, both through the tilted mean (eqs. 17, 20).",
+        r"$$\begin{gathered}\sigma_{QP}=\arg\min_\sigma\int_0^1\big(F^{-1}(u)-\mu-\sigma z_u\big)^2du\\"
+        r"=\operatorname{corr}(F^{-1}(u),z_u)\,\sigma_{EP},\quad z_u=\Phi^{-1}(u)\end{gathered}$$"
     ),
     "numbers": (
         "Sites follow from dividing the projection by the cavity (eq. 6); a non-positive site precision "
         "is flagged.",
-        r"$$\tilde\sigma^{-2}=\sigma^{-2}-s^{-2},\qquad \tilde\mu=\tilde\sigma^{2}\big(\mu/\sigma^{2}-m/s^{2}\big)$$"
+        r"$$\begin{gathered}\tilde\sigma^{-2}=\sigma^{-2}-s^{-2}\\"
+        r"\tilde\mu=\tilde\sigma^{2}\big(\mu/\sigma^{2}-m/s^{2}\big)\end{gathered}$$"
     ),
     "map": (
         "var_QP / var_EP over cavities for this likelihood and y (<= 1 by Theorem 2); the circled cross marks the "
-        "current cavity. Click the map to move the cavity there.",
+        "current cavity. Click the map to move the cavity there; the common colour scale "
+        f"[{explorer.COMMON_RATIO_SCALE[0]:g}, {explorer.COMMON_RATIO_SCALE[1]:g}] compares likelihoods (lower "
+        "ratios take its lowest colour).",
         r"$$r(m,s)=\sigma^2_{QP}(m,s)\,/\,\sigma^2_{EP}(m,s)\le 1$$"
     ),
 }
@@ -88,7 +109,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self.state = ExplorerState()
+        self.state = ExplorerState(**explorer.OPENING_VIEW)
         self._syncing = False
         s = self.state
         self.likelihood = pn.widgets.Select(
@@ -97,22 +118,35 @@ class ProjectionExplorer(pn.viewable.Viewer):
         self.parameter_inputs = ParameterInputs(s.param.likelihood.objects)
         self.parameter_widgets = self.parameter_inputs.widgets
         self.y_label = pn.widgets.RadioButtonGroup(label="label y", options={"-1": -1.0, "+1": 1.0}, value=1.0)
-        self.y_count = PromptIntSlider(label="count y", start=0, end=config.MAX_TABLE_COUNT, value=1)
-        self.y_real = PromptFloatSlider(label="observation y", start=-Y_SLIDER_LIMIT, end=Y_SLIDER_LIMIT, step=0.05, value=0.0)
-        self.y_text = pn.widgets.TextInput(label="type y (Enter)", placeholder="e.g. 2.5")
+        self.y_count = PromptIntSlider(
+            label=f"count y in {explorer.range_label('count')}", start=0, end=explorer.MAX_COUNT,
+            value=1, css_classes=["qpviz-count"],
+        )
+        self.y_real = PromptFloatSlider(
+            label=f"observation y in {explorer.range_label('y')}", start=-explorer.MAX_ABS_REAL_Y,
+            end=explorer.MAX_ABS_REAL_Y, step=0.05, value=0.0, css_classes=["qpviz-y"],
+        )
+        self.y_text = pn.widgets.TextInput(label="type an exact y (Enter)", placeholder="e.g. 2.5")
         self.mean_slider = PromptFloatSlider(
-            label="cavity mean m", start=explorer.CAVITY_MEAN_SLIDER[0], end=explorer.CAVITY_MEAN_SLIDER[1], step=0.05,
-            value=s.cavity_mean, css_classes=["qpviz-mean"],
+            label=f"cavity mean m in {explorer.range_label('m')}", start=explorer.CAVITY_MEAN_SLIDER[0],
+            end=explorer.CAVITY_MEAN_SLIDER[1], step=0.05, value=s.cavity_mean, css_classes=["qpviz-mean"],
         )
         self.std_slider = PromptFloatSlider(
-            label="cavity std s", start=explorer.CAVITY_STD_SLIDER[0], end=explorer.CAVITY_STD_SLIDER[1], step=0.05,
-            value=s.cavity_std, css_classes=["qpviz-std"],
+            label=f"cavity std s in {explorer.range_label('s')}", start=explorer.CAVITY_STD_SLIDER[0],
+            end=explorer.CAVITY_STD_SLIDER[1], step=0.05, value=s.cavity_std, css_classes=["qpviz-std"],
         )
-        self.mean_text = pn.widgets.TextInput(label="type m (Enter)", placeholder="e.g. -1.25", css_classes=["qpviz-mean-text"])
-        self.std_text = pn.widgets.TextInput(label="type s (Enter)", placeholder="e.g. 0.8", css_classes=["qpviz-std-text"])
+        self.mean_text = pn.widgets.TextInput(label="type an exact m (Enter)", placeholder="e.g. -1.25", css_classes=["qpviz-mean-text"])
+        self.std_text = pn.widgets.TextInput(label="type an exact s (Enter)", placeholder="e.g. 0.8", css_classes=["qpviz-std-text"])
         self.show = pn.widgets.CheckButtonGroup(label="projections", options=["EP", "QP"], value=["EP", "QP"])
+        low, high = explorer.COMMON_RATIO_SCALE
+        self.map_scale = pn.widgets.RadioButtonGroup(
+            label="colour scale of map (d)",
+            options={"own scale": "own", f"common [{low:g}, {high:g}]": "common"}, value="own",
+            css_classes=["qpviz-map-scale"],
+        )
         self.projector_toggle = pn.widgets.Toggle(label="Projector mode (large fonts)", value=False)
         self.alert = pn.pane.Alert("", alert_type="danger", visible=False, css_classes=["qpviz-error"])
+        self.link_note = pn.pane.Alert("", alert_type="warning", visible=False, css_classes=["qpviz-link-note"])
         self.numbers = NumbersPane("", css_classes=["qpviz-numbers"], sizing_mode="stretch_width")
 
         self.likelihood.param.watch(self._on_likelihood, "value")
@@ -132,7 +166,52 @@ class ProjectionExplorer(pn.viewable.Viewer):
 
         self._refresh_widgets()
         self._layout = self._build_layout()
-        self.url = self._sync_url()
+        location = pn.state.location
+        self.apply_link(link_query(location))
+        self.url = self._sync_url(location)
+
+    # -- links -----------------------------------------------------------------------------
+    def apply_link(self, query: dict) -> list[str]:
+        """Show what a shared link's query (key -> text as typed) asks for, as one consistent view.
+
+        explorer.read_link checks every value and replaces the bad ones; the banner then lists
+        each replacement ("count=-3: ...; showing count=10 instead"). Returns those notes.
+        """
+        reading = explorer.read_link(query)
+        notes = list(reading.notes)
+        with pn.io.hold():
+            self._syncing = True  # the widgets take the link's values; the state is set once below
+            try:
+                for key, value in reading.controls.items():  # also hidden likelihoods' inputs
+                    self.parameter_widgets[key].value = value
+                self.y_label.value = reading.sliders["label"]
+                self.y_count.value = int(reading.sliders["count"])
+                self.y_real.value = reading.sliders["y"]
+                self.show.value = json.loads(reading.choices["show"])
+                self.map_scale.value = reading.choices["scale"]
+                self.projector_toggle.value = reading.choices["projector"] == "true"
+            finally:
+                self._syncing = False
+            if not self.state.update(**reading.inputs):
+                notes.append(f"the link's view cannot be computed ({self.state.error}); showing the opening view instead")
+                self.state.update(**explorer.OPENING_VIEW)
+            self._refresh_widgets()
+            self.link_note.object = "This link asked for values the page cannot show; it replaced them:\n\n" + "\n".join(
+                f"- {note}" for note in notes)
+            self.link_note.visible = bool(notes)
+        return notes
+
+    def link_values(self) -> dict:
+        """The page's view as URL query values (key -> text), what explorer.read_link reads back."""
+        number = lambda value: format(float(value), ".10g")  # noqa: E731
+        values = {"lik": self.state.likelihood}
+        for key, widget in self.parameter_widgets.items():
+            if widget.value is not None:
+                values[key] = widget.value if isinstance(widget.value, str) else number(widget.value)
+        values.update(label=number(self.y_label.value), count=str(int(self.y_count.value)), y=number(self.y_real.value),
+                      m=number(self.mean_slider.value), s=number(self.std_slider.value), show=json.dumps(self.show.value),
+                      projector=str(bool(self.projector_toggle.value)).lower(), scale=self.map_scale.value)
+        return values
 
     # -- input -----------------------------------------------------------------------------
     def _apply(self, **changes) -> bool:
@@ -166,8 +245,8 @@ class ProjectionExplorer(pn.viewable.Viewer):
         if self.state.likelihood_object().support == support:
             self._apply(y=value)
 
-    def _on_show(self, event) -> None:
-        self.state.param.update(show_ep="EP" in event.new, show_qp="QP" in event.new)
+    def _on_show(self, event=None) -> None:
+        self.state.param.update(show_ep="EP" in self.show.value, show_qp="QP" in self.show.value)
 
     def _refresh_widgets(self) -> None:
         """Make every widget show the state (after a change that the state accepted or adjusted)."""
@@ -182,9 +261,9 @@ class ProjectionExplorer(pn.viewable.Viewer):
             self.y_real.visible = support == "real"
             if support == "binary":
                 self.y_label.value = s.y
-            elif support == "count" and s.y <= self.y_count.end:
+            elif support == "count":
                 self.y_count.value = int(s.y)
-            elif support == "real" and abs(s.y) <= Y_SLIDER_LIMIT:
+            elif support == "real":
                 self.y_real.value = float(s.y)
             self.mean_slider.value = s.cavity_mean
             self.std_slider.value = s.cavity_std
@@ -202,15 +281,16 @@ class ProjectionExplorer(pn.viewable.Viewer):
         lo, hi = explorer.CAVITY_STD_SLIDER
         self._apply(cavity_mean=round(float(np.clip(x, *explorer.CAVITY_MEAN_SLIDER)), 2), cavity_std=round(float(np.clip(y, lo, hi)), 2))
 
-    def _sync_url(self) -> UrlState | None:
-        """Keep the view in the URL (explorer_widgets.UrlState; e.g. ?lik=step&step_eps=0.2&m=0.55)."""
-        location = pn.state.location
+    def _sync_url(self, location) -> UrlState | None:
+        """Keep the view in the URL and read a link the browser reports (explorer_widgets.UrlState;
+        e.g. ?lik=step&step_eps=0.2&m=0.55)."""
         if location is None:
             return None
-        synced = {"lik": self.likelihood, **self.parameter_widgets, "label": self.y_label, "show": self.show,
-                  "projector": self.projector_toggle}
-        sliders = {"count": self.y_count, "y": self.y_real, "m": self.mean_slider, "s": self.std_slider}
-        return UrlState(location, synced, sliders)
+        sliders = (self.y_count, self.y_real, self.mean_slider, self.std_slider)
+        immediate = (self.likelihood, *self.parameter_widgets.values(), self.y_label, self.show, self.projector_toggle,
+                     self.map_scale)
+        return UrlState(location, keys=self.link_values(), values=self.link_values, read=self.apply_link,
+                        immediate=immediate, sliders=sliders)
 
     # -- views -----------------------------------------------------------------------------
     def _refresh_views(self, *events) -> None:
@@ -226,8 +306,9 @@ class ProjectionExplorer(pn.viewable.Viewer):
         if self._map_figure is not None:
             style_figure(self._map_figure, self.projector)
 
-    def map_image(self, likelihood, likelihood_params, y) -> hv.Image:
-        """View (d): the var_QP/var_EP map for the current likelihood and y (not the cavity)."""
+    def map_image(self, likelihood, likelihood_params, y, scale="own") -> hv.Image:
+        """View (d): the var_QP/var_EP map for the current likelihood and y (not the cavity), in its
+        own colour range or (``scale`` "common") in explorer.COMMON_RATIO_SCALE for every likelihood."""
         title = f"(d) var_QP / var_EP for {likelihood}, y = {float(y):g}"
         try:
             data = cached_ratio_map(likelihood, tuple(sorted(likelihood_params.items())), float(y))
@@ -237,18 +318,25 @@ class ProjectionExplorer(pn.viewable.Viewer):
                     "ratio": np.full((2, 2), np.nan)}
             title += ": not available"
         image = hv.Image((data["means"], data["stds"], data["ratio"]), ["cavity mean m", "cavity std s"], "var_QP / var_EP")
+        common = {"clim": explorer.COMMON_RATIO_SCALE} if scale == "common" else {}
         return image.opts(
             cmap="cividis", colorbar=True, tools=["hover", "tap"], title=title, height=330, responsive=True,
-            min_width=360, toolbar="right", hooks=[self._add_marker],
+            min_width=300, toolbar="right", hooks=[self._add_marker],
+            # the axes show the valid cavities only (the image's half pixels beyond them included
+            # a negative std)
+            xlim=explorer.CAVITY_MEAN_SLIDER, ylim=explorer.CAVITY_STD_SLIDER,
             # HoloViews asks for WebGL; without a GPU (classroom laptops, CI) canvas draws faster
-            backend_opts={"plot.output_backend": "canvas"},
+            backend_opts={"plot.output_backend": "canvas"}, **common,
         )
 
     def _add_marker(self, plot, element) -> None:
         """HoloViews hook: draw the cavity marker from self.marker on the map's Bokeh figure once,
-        so moving the cavity updates one tiny data source instead of re-rendering the map."""
+        so moving the cavity updates one tiny data source instead of re-rendering the map; bound
+        its zoom and pan to the valid cavities."""
         fig = plot.state
         self._map_figure = fig
+        fig.x_range.bounds = explorer.CAVITY_MEAN_SLIDER  # the wheel zoomed out to negative stds
+        fig.y_range.bounds = explorer.CAVITY_STD_SLIDER
         if self._marker_renderer is None or self._marker_renderer not in fig.renderers:
             # level "overlay": Bokeh repaints only the overlay canvas of the map when the marker
             # moves, not the image, axes and colour bar beneath it
@@ -260,43 +348,45 @@ class ProjectionExplorer(pn.viewable.Viewer):
         self._map_figure = None
         self._marker_renderer = None
         inputs = hv.streams.Params(self.state, ["likelihood", "likelihood_params", "y"])
-        image = hv.DynamicMap(self.map_image, streams=[inputs])
+        scale = hv.streams.Params(self.map_scale, ["value"], rename={"value": "scale"})
+        image = hv.DynamicMap(self.map_image, streams=[inputs, scale])
         self.tap = hv.streams.Tap(source=image, x=None, y=None)
         self.tap.add_subscriber(self._on_tap)
         return pn.pane.HoloViews(image, sizing_mode="stretch_width", css_classes=["qpviz-map"])
 
     def _explained(self, view, key: str) -> pn.Column:
-        sentence, formula = EXPLANATIONS[key]
+        sentence, latex = EXPLANATIONS[key]
         text = pn.pane.Markdown(sentence, sizing_mode="stretch_width", margin=(0, 10))
-        latex = pn.pane.LaTeX(formula, sizing_mode="stretch_width", margin=(0, 10))
-        self._texts += [text, latex]
-        return pn.Column(view, text, latex, sizing_mode="stretch_width")
+        shown = formula(latex, margin=(0, 10))
+        self._texts += [text, shown]
+        return pn.Column(view, text, shown, sizing_mode="stretch_width")
 
-    def _build_views(self) -> pn.GridBox:
-        self._texts = [self.numbers]
+    def _build_views(self) -> pn.FlexBox:
+        self.why = pn.pane.Markdown(WHY_QP_IS_NARROWER, sizing_mode="stretch_width", css_classes=["qpviz-why"])
+        self._texts = [self.numbers, self.why, self.link_note, self.alert]  # projector mode enlarges these
         self.views = ExplorerFigures(self.state.cavity_mean, self.state.cavity_std)
         self.sources, self.figures, self.renderers, self.marker = (
             self.views.sources, self.views.figures, self.views.renderers, self.views.marker)
         map_pane = self._build_map()
         numbers = pn.Column(self.numbers, sizing_mode="stretch_width")
-        return pn.GridBox(
+        self._grid = view_grid(
             self._explained(pn.pane.Bokeh(self.figures["densities"], sizing_mode="stretch_width"), "densities"),
             self._explained(numbers, "numbers"),
             self._explained(pn.pane.Bokeh(self.figures["quantiles"], sizing_mode="stretch_width"), "quantiles"),
             self._explained(pn.pane.Bokeh(self.figures["qq"], sizing_mode="stretch_width"), "qq"),
             self._explained(map_pane, "map"),
-            ncols=2,
-            sizing_mode="stretch_width",
         )
+        return self._grid
 
     @param.depends("projector", watch=True)
     def _apply_projector_mode(self) -> None:
         size = {"font-size": "150%" if self.projector else "100%"}
         for text in self._texts:
-            text.styles = size
+            text.styles = {**text.styles, **size}
         # widgets draw inside their own shadow DOM: only a stylesheet of their own reaches it
         for widget in (*self._controls.objects, *self.parameter_widgets.values(), self.numbers):
             widget.stylesheets = [PROJECTOR_WIDGET_CSS] if self.projector else []
+        set_projector(self._grid, self.projector)
         self._style_figures()
 
     def _build_controls(self) -> pn.Column:
@@ -315,8 +405,9 @@ class ProjectionExplorer(pn.viewable.Viewer):
             self.std_text,
             pn.pane.Markdown("### Show"),
             self.show,
+            self.map_scale,
             self.projector_toggle,
-            width=300,
+            width=CONTROLS_WIDTH,
         )
 
     def _build_layout(self) -> pn.Row:
@@ -324,10 +415,18 @@ class ProjectionExplorer(pn.viewable.Viewer):
         views = self._build_views()
         self._refresh_views()
         self._style_figures()
-        return pn.Row(self._controls, pn.Column(self.alert, views, sizing_mode="stretch_width"), sizing_mode="stretch_width")
+        return pn.Row(self._controls, pn.Column(self.link_note, self.alert, self.why, views, sizing_mode="stretch_width"),
+                      sizing_mode="stretch_width")
 
     def __panel__(self):
         return self._layout
+
+
+def link_query(location) -> dict:
+    """The query of the page's URL as typed (key -> text; the last of a repeated key), {} without one."""
+    if location is None or not location.search:
+        return {}
+    return dict(parse_qsl(location.search.lstrip("?")))
 
 
 def page() -> tuple[str, pn.viewable.Viewable]:

@@ -11,6 +11,9 @@ to show), validates every change (bad input leaves the last good state and sets 
 keeps the data of every view in ``result``. The views' data come from plain functions
 (:func:`densities`, :func:`quantiles`, :func:`summary`, :func:`ratio_map`) that tests call directly.
 
+:func:`read_link` reads a shared link's query into one consistent view, replacing (and noting)
+each value the page cannot show.
+
 The likelihoods and their parameters come from the registry (``qpviz.likelihoods.REGISTRY``):
 the state offers every registered likelihood, keeps the current one's declared parameters in
 ``likelihood_params`` and validates them with the class's own :class:`qpviz.Parameter` checks;
@@ -51,6 +54,12 @@ __all__ = [
     "quantiles",
     "summary",
     "ratio_map",
+    "OPENING_VIEW",
+    "COMMON_RATIO_SCALE",
+    "LINK_SLIDER_KEYS",
+    "LinkReading",
+    "read_link",
+    "range_label",
 ]
 
 #: Cavity means and standard deviations the page accepts: its sliders' ranges and the extent of the
@@ -63,6 +72,19 @@ CAVITY_STD_SLIDER = (TABLE_STD_RANGE[0], 8.0)
 #: Largest |y| accepted for real observations and largest count for Poisson observations.
 MAX_ABS_REAL_Y = 50.0
 MAX_COUNT = 1000
+
+#: The view the page opens on: a Poisson count with the squared-rate link, whose tilted
+#: distribution is skewed and two-humped (modes near f = +-sqrt(y)), so that sigma_QP / sigma_EP
+#: is about 0.75 and the EP and QP curves visibly differ (chosen by computing sigma_QP / sigma_EP
+#: over presets of step, probit, Poisson-square and Student-t likelihoods; a step with eps = 0 and
+#: a far-out cavity reaches only about 0.91).
+OPENING_VIEW = {"likelihood": "poisson_square", "likelihood_params": {}, "y": 10.0, "cavity_mean": 1.0,
+                "cavity_std": 1.5}
+#: One colour range shared by every likelihood's var_QP/var_EP map (the "common colour scale"):
+#: at most 1 (Theorem 2); 0.5 is reached by Poisson-square maps from a count of 10 (larger counts
+#: go lower and are drawn in the colour of 0.5), every other registered likelihood's maps at the
+#: page's observations stay above it (tests/test_explorer.py checks this).
+COMMON_RATIO_SCALE = (0.5, 1.0)
 
 #: Points of the density grid and of the quantile grid (kept small: every slider move redraws).
 DENSITY_POINTS = 400
@@ -141,6 +163,18 @@ class ParameterControl:
             return dict(self.presets[value])
         return {self.parameters[0]: value}
 
+    def parse(self, text):
+        """The value this control shows for a link's text ``text`` (ValueError saying why not)."""
+        if self.kind == "preset":
+            if text not in self.presets:
+                raise ValueError(f"{self.label} must be one of {list(self.presets)}; got {text!r}")
+            return text
+        value = parse_number(text, self.parameters[0])
+        if self.kind == "select" and value not in self.options.values():
+            raise ValueError(f"{self.parameters[0]} must be one of {', '.join(self.options)}; got {text!r}")
+        build_likelihood(self.likelihood, **{**initial_params(self.likelihood), **self.params_for(value)})
+        return value
+
     def value_for(self, params: dict):
         """The value this control shows for the likelihood parameters ``params`` (None if it cannot)."""
         if self.kind == "preset":
@@ -198,21 +232,41 @@ def default_y(lik: Likelihood, y: float) -> float:
     return float(np.clip(y, -MAX_ABS_REAL_Y, MAX_ABS_REAL_Y))
 
 
-def check_inputs(lik: Likelihood, y: float, cavity_mean: float, cavity_std: float) -> None:
-    """Raise ValueError with advice if (y, cavity) is outside what the page can show."""
+def range_label(name: str) -> str:
+    """The valid range of one page input, as its label shows it ("m in [-8, 8]")."""
+    ranges = {
+        "m": f"[{CAVITY_MEAN_SLIDER[0]:g}, {CAVITY_MEAN_SLIDER[1]:g}]",
+        "s": f"[{CAVITY_STD_SLIDER[0]:g}, {CAVITY_STD_SLIDER[1]:g}]",
+        "y": f"[-{MAX_ABS_REAL_Y:g}, {MAX_ABS_REAL_Y:g}]",
+        "count": f"[0, {MAX_COUNT}]",
+        "label": "-1 or +1",
+    }
+    return ranges[name]
+
+
+def check_observation(lik: Likelihood, y: float) -> None:
+    """Raise ValueError with advice if the page cannot show observation ``y`` of ``lik``."""
     lik.check_y(y)
     if lik.support == "count" and y > MAX_COUNT:
         raise ValueError(f"the count y must be at most {MAX_COUNT}; got {y:g}")
     if lik.support == "real" and abs(y) > MAX_ABS_REAL_Y:
-        raise ValueError(f"y must be in [-{MAX_ABS_REAL_Y:g}, {MAX_ABS_REAL_Y:g}]; got {y:g}")
+        raise ValueError(f"y must be in {range_label('y')}; got {y:g}")
+
+
+def check_cavity(cavity_mean: float, cavity_std: float) -> None:
+    """Raise ValueError with advice if the cavity N(m, s^2) is outside what the page shows."""
     if not CAVITY_MEAN_SLIDER[0] <= cavity_mean <= CAVITY_MEAN_SLIDER[1]:
-        lo, hi = CAVITY_MEAN_SLIDER
-        raise ValueError(f"the cavity mean must be in [{lo:g}, {hi:g}]; got {cavity_mean:g}")
+        raise ValueError(f"the cavity mean must be in {range_label('m')}; got {cavity_mean:g}")
     if cavity_std <= 0:
         raise ValueError(f"the cavity std must be > 0 (a Gaussian needs a positive spread); got {cavity_std:g}")
     if not CAVITY_STD_SLIDER[0] <= cavity_std <= CAVITY_STD_SLIDER[1]:
-        lo, hi = CAVITY_STD_SLIDER
-        raise ValueError(f"the cavity std must be in [{lo:g}, {hi:g}]; got {cavity_std:g}")
+        raise ValueError(f"the cavity std must be in {range_label('s')}; got {cavity_std:g}")
+
+
+def check_inputs(lik: Likelihood, y: float, cavity_mean: float, cavity_std: float) -> None:
+    """Raise ValueError with advice if (y, cavity) is outside what the page can show."""
+    check_observation(lik, y)
+    check_cavity(cavity_mean, cavity_std)
 
 
 def normal_pdf(x, mean, var) -> np.ndarray:
@@ -436,3 +490,115 @@ class ExplorerState(param.Parameterized):
             return False
         self.param.update(**new, result=result, error="")
         return True
+
+
+#: The URL keys of the observation and cavity sliders (their hidden ones too: a link carries all).
+LINK_SLIDER_KEYS = ("label", "count", "y", "m", "s")
+#: The URL keys of the page's display choices and the values each accepts (the first is the default).
+LINK_CHOICES = {"show": ('["EP", "QP"]', '["EP"]', '["QP"]', "[]"), "projector": ("false", "true"),
+                "scale": ("own", "common")}
+
+
+@dataclass
+class LinkReading:
+    """What a shared link asks the page to show, made consistent.
+
+    ``inputs``: ExplorerState.update arguments (one likelihood, its parameters, y and cavity);
+    ``sliders``: the value of each observation/cavity slider (hidden ones too); ``controls``: each
+    likelihood parameter control's value (by URL key); ``choices``: show/projector/scale;
+    ``notes``: one sentence per replaced value, "key=text: why; showing X instead".
+    """
+
+    inputs: dict
+    sliders: dict
+    controls: dict
+    choices: dict
+    notes: list
+
+
+#: What each slider key of a link holds, for the note that replaces a bad value.
+LINK_SLIDER_NAMES = {"label": "the label y", "count": "the count y", "y": "the observation y",
+                     "m": "the cavity mean m", "s": "the cavity std s"}
+
+
+def _link_slider_value(key: str, text: str) -> float:
+    """A slider's value from a link's text, or ValueError saying its valid range."""
+    try:
+        value = parse_number(text, key)
+    except (TypeError, ValueError):
+        value = math.nan
+    lo_m, hi_m = CAVITY_MEAN_SLIDER
+    lo_s, hi_s = CAVITY_STD_SLIDER
+    valid = math.isfinite(value) and {
+        "label": value in (-1.0, 1.0),
+        "count": value == round(value) and 0 <= value <= MAX_COUNT,
+        "y": abs(value) <= MAX_ABS_REAL_Y,
+        "m": lo_m <= value <= hi_m,
+        "s": lo_s <= value <= hi_s,
+    }[key]
+    if not valid:
+        kind = "a whole number in" if key == "count" else "a number in" if key != "label" else ""
+        raise ValueError(f"{LINK_SLIDER_NAMES[key]} must be {kind} {range_label(key)}".replace("  ", " "))
+    return value
+
+
+def read_link(query: dict, opening: dict = OPENING_VIEW) -> LinkReading:
+    """Read a shared link's query (URL key -> text, as typed) into one consistent view.
+
+    Every value is checked on its own (likelihood name, each parameter, each slider, each display
+    choice); a bad one is replaced by what the page shows without it (the likelihood's starting
+    parameter, the observation closest to the opening one, the opening cavity) and noted. The
+    observation the view uses is the slider of the likelihood's support (label, count or y).
+    Whether the whole view computes is for the caller to check (ExplorerState.update).
+    """
+    notes = []
+
+    def replaced(key, text, why, shown):
+        why = str(why).rstrip(".")
+        notes.append(f"{key}={text}: {why}; showing {shown} instead")
+
+    names = likelihood_names()
+    name = query.get("lik", opening["likelihood"])
+    if name not in names:
+        replaced("lik", name, f"not a likelihood (one of {', '.join(names)})", f"lik={opening['likelihood']}")
+        name = opening["likelihood"]
+    controls = {}
+    params = dict(opening["likelihood_params"]) if name == opening["likelihood"] else initial_params(name)
+    for other in names:
+        for control in parameter_controls(other):
+            if control.key not in query:
+                continue
+            try:
+                controls[control.key] = control.parse(query[control.key])
+            except (ValueError, TypeError) as exc:
+                replaced(control.key, query[control.key], exc, f"{control.key}={control.default:g}"
+                         if isinstance(control.default, float) else f"{control.key}={control.default}")
+                continue
+            if other == name:
+                params.update(control.params_for(controls[control.key]))
+    lik = build_likelihood(name, **params)
+    y = default_y(lik, opening["y"])
+    sliders = {"label": -1.0 if opening["y"] < 0 else 1.0,
+               "count": float(min(max(round(opening["y"]), 0), MAX_COUNT)),
+               "y": float(np.clip(opening["y"], -MAX_ABS_REAL_Y, MAX_ABS_REAL_Y)),
+               "m": float(opening["cavity_mean"]), "s": float(opening["cavity_std"])}
+    sliders[{"binary": "label", "count": "count", "real": "y"}[lik.support]] = y
+    for key in LINK_SLIDER_KEYS:
+        if key not in query:
+            continue
+        try:
+            sliders[key] = _link_slider_value(key, query[key])
+        except (ValueError, TypeError) as exc:
+            replaced(key, query[key], exc, f"{key}={sliders[key]:g}")
+    choices = {}
+    canonical = lambda text: text.replace(" ", "").lower()  # noqa: E731  ('["EP","QP"]', 'True' are fine)
+    for key, accepted in LINK_CHOICES.items():
+        text = query.get(key, accepted[0])
+        matches = [a for a in accepted if canonical(a) == canonical(text)]
+        if not matches:
+            replaced(key, text, f"{key} must be one of {', '.join(accepted)}", f"{key}={accepted[0]}")
+        choices[key] = matches[0] if matches else accepted[0]
+    observation = sliders[{"binary": "label", "count": "count", "real": "y"}[lik.support]]
+    inputs = {"likelihood": name, "likelihood_params": params, "y": observation, "cavity_mean": sliders["m"],
+              "cavity_std": sliders["s"]}
+    return LinkReading(inputs=inputs, sliders=sliders, controls=controls, choices=choices, notes=notes)

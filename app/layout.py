@@ -1,0 +1,45 @@
+"""Shared page layout: views that wrap into as many columns as the screen holds, and formulas that
+never spill over their neighbours.
+
+Tested at 1024 x 768, 1280 x 720 and 1920 x 1080, normal and projector mode
+(tests/browser/test_layout.py). A page puts its views (plot + explanation + formula columns) in
+:func:`view_grid` and calls :func:`set_projector` when its projector toggle changes.
+"""
+from __future__ import annotations
+
+import panel as pn
+
+__all__ = ["CONTROLS_WIDTH", "VIEW_MIN_WIDTH", "FORMULA_STYLES", "view_grid", "set_projector", "formula"]
+
+#: Width of a page's control column (px).
+CONTROLS_WIDTH = 300
+#: Smallest width of one view column (px), normal and projector mode: a row holds as many views
+#: as fit (two beside 300 px of controls from about 1260 px normally, from about 1850 px in
+#: projector mode, where fonts are 1.7 times larger), and a lone view fills the row.
+VIEW_MIN_WIDTH = {False: 450, True: 720}
+#: A formula wider than its column scrolls inside it instead of running over the next column.
+FORMULA_STYLES = {"overflow-x": "auto", "overflow-y": "hidden", "max-width": "100%"}
+
+
+def _item_styles(projector: bool) -> dict:
+    basis = VIEW_MIN_WIDTH[projector]
+    # min-width 0: a flex item may shrink below its content's width (else a wide plot widens the page)
+    return {"flex": f"1 1 {basis}px", "min-width": "0", "max-width": "100%"}
+
+
+def view_grid(*views, projector: bool = False) -> pn.FlexBox:
+    """The views in a wrapping row: as many columns as fit, each at least VIEW_MIN_WIDTH wide."""
+    for view in views:
+        view.styles = {**view.styles, **_item_styles(projector)}
+    return pn.FlexBox(*views, flex_wrap="wrap", align_content="flex-start", sizing_mode="stretch_width")
+
+
+def set_projector(grid: pn.FlexBox, projector: bool) -> None:
+    """Re-flow ``grid``'s views for projector mode (wider columns for larger fonts) or normal mode."""
+    for view in grid.objects:
+        view.styles = {**view.styles, **_item_styles(projector)}
+
+
+def formula(text: str, **params) -> pn.pane.LaTeX:
+    """A LaTeX pane that scrolls within its column when it is wider than the column."""
+    return pn.pane.LaTeX(text, styles=dict(FORMULA_STYLES), sizing_mode="stretch_width", **params)

@@ -1,0 +1,127 @@
+"""Every page fits the classroom's screens: 1024 x 768, 1280 x 720, 1400 x 1050 and 1920 x 1080,
+normal and projector mode (``?projector=true``), in a real Chromium.
+
+Checked per page and screen: the page is no wider than the window, every Bokeh figure's plot
+area (its frame) keeps a readable size, no plot title runs past its plot (each line of the
+title measured with the title's own font), and no typeset formula runs past its column. The
+colour bars' tick labels grow in projector mode.
+
+Add a page by appending its tab title to TABS (its figures are found through the Bokeh document).
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page
+from test_explorer_page import console_errors  # noqa: F401  (fails a test on any console error)
+
+pytestmark = pytest.mark.browser
+
+#: Tab titles of the pages to check (app/main.py's PAGES).
+TABS = ["Projection Explorer"]
+#: The classroom's screens (1400 x 1050: where the projector cut plot (a)'s title before).
+VIEWPORTS = [(1024, 768), (1280, 720), (1400, 1050), (1920, 1080)]
+#: Smallest plot area (Bokeh frame) a reader can use, in CSS pixels.
+MIN_FRAME_WIDTH = 220
+MIN_FRAME_HEIGHT = 150
+LOAD_MS = 90_000
+
+#: Every rendered Bokeh figure: its title lines with the title's font, the frame (plot area) and
+#: the figure's box in page coordinates. Title widths are measured with a canvas context in the
+#: title's own font (the title is drawn on the figure's canvas, from the frame's left edge).
+FIGURES_JS = """() => {
+    const views = [];
+    const walk = v => {
+        if (!v) return;
+        if (v.model && v.model.constructor.__name__ === 'Figure') views.push(v);
+        for (const c of (v.child_views || [])) walk(c);
+    };
+    for (const v of Object.values(Bokeh.index)) walk(v);
+    const ctx = document.createElement('canvas').getContext('2d');
+    const out = [];
+    for (const v of views) {
+        const box = v.el.getBoundingClientRect();
+        if (!v.el.isConnected || box.width === 0 || box.height === 0) continue;  // not on the active tab
+        const title = v.model.title;
+        let widest = 0;
+        const text = title && title.text ? title.text : '';
+        if (text) {
+            ctx.font = `${title.text_font_style} ${title.text_font_size} ${title.text_font}`;
+            for (const line of text.split('\\n')) widest = Math.max(widest, ctx.measureText(line).width);
+        }
+        const frame = v.frame.bbox;
+        out.push({title: text, title_width: widest, frame_left: frame.left, frame_width: frame.width,
+                  frame_height: frame.height, left: box.left, right: box.right, width: box.width});
+    }
+    return out;
+}"""
+
+#: Typeset formulas whose right edge passes the right edge of the pane that holds them (beyond
+#: which they would run over the next column) and that cannot scroll there.
+SPILLING_FORMULAS_JS = """() => {
+    const out = [];
+    const visit = root => {
+        for (const el of root.querySelectorAll('*')) {
+            if (el.shadowRoot) visit(el.shadowRoot);
+            if (!el.classList.contains('katex')) continue;
+            const host = el.getRootNode().host;
+            if (!host) continue;
+            const r = el.getBoundingClientRect(), h = host.getBoundingClientRect();
+            const scrolls = ['auto', 'scroll'].includes(getComputedStyle(host).overflowX);
+            if (r.width > 0 && r.right > h.right + 1 && !scrolls) out.push(el.textContent.slice(0, 40));
+        }
+    };
+    visit(document);
+    return out;
+}"""
+
+#: Font sizes (px) of the major tick labels of every colour bar in the document.
+COLOUR_BAR_FONTS_JS = """() => [...Bokeh.documents[0].all_models]
+    .filter(m => m.constructor.__name__ === 'ColorBar').map(m => m.major_label_text_font_size)"""
+
+
+def open_tab(page: Page, app_url: str, tab: str, projector: bool) -> None:
+    page.goto(app_url + ("?projector=true" if projector else ""))
+    page.locator(".bk-tab").filter(has_text=re.compile(f"^{re.escape(tab)}$")).click(timeout=LOAD_MS)
+    page.wait_for_function(f"() => ({FIGURES_JS})().length > 0 && ({FIGURES_JS})().every(f => f.frame_width > 0)",
+                           timeout=LOAD_MS)
+    page.wait_for_timeout(1500)  # let fonts, KaTeX and the responsive figures settle
+
+
+def px(size: str) -> float:
+    value, unit = re.fullmatch(r"([\d.]+)(px|pt|em)", size).groups()
+    return float(value) * {"px": 1.0, "pt": 4 / 3, "em": 16.0}[unit]
+
+
+@pytest.mark.parametrize("projector", [False, True], ids=["normal", "projector"])
+@pytest.mark.parametrize("viewport", VIEWPORTS, ids=[f"{w}x{h}" for w, h in VIEWPORTS])
+@pytest.mark.parametrize("tab", TABS)
+def test_page_fits_the_screen(page: Page, app_url: str, console_errors, tab, viewport, projector):
+    width, height = viewport
+    page.set_viewport_size({"width": width, "height": height})
+    open_tab(page, app_url, tab, projector)
+    scroll_width, inner_width = page.evaluate("() => [document.documentElement.scrollWidth, innerWidth]")
+    assert scroll_width <= inner_width, f"the page is {scroll_width} px wide in a {inner_width} px window"
+    figures = page.evaluate(FIGURES_JS)
+    assert figures
+    for fig in figures:
+        name = fig["title"].splitlines()[0] if fig["title"] else "untitled figure"
+        assert fig["frame_width"] >= MIN_FRAME_WIDTH and fig["frame_height"] >= MIN_FRAME_HEIGHT, (name, fig)
+        assert fig["right"] <= inner_width + 1, (name, fig)
+        # the title starts at the frame's left edge; past the frame's right edge it runs under
+        # the toolbar or off the canvas
+        assert fig["title_width"] <= fig["frame_width"] + 2, (name, fig)
+    assert page.evaluate(SPILLING_FORMULAS_JS) == []
+
+
+@pytest.mark.parametrize("tab", TABS)
+def test_colour_bar_labels_grow_in_projector_mode(page: Page, app_url: str, console_errors, tab):
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_tab(page, app_url, tab, projector=False)
+    normal = page.evaluate(COLOUR_BAR_FONTS_JS)
+    if not normal:
+        pytest.skip(f"{tab} has no colour bar")
+    open_tab(page, app_url, tab, projector=True)
+    projector = page.evaluate(COLOUR_BAR_FONTS_JS)
+    assert min(map(px, projector)) >= 1.5 * max(map(px, normal)), (normal, projector)
