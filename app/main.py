@@ -10,6 +10,7 @@ import panel as pn
 
 import paper_results
 import projection_explorer
+import panel_offline
 import tcp_nodelay
 
 from qpviz import tables
@@ -17,6 +18,7 @@ from qpviz import tables
 PAGES = [projection_explorer, paper_results]
 
 pn.extension("katex", sizing_mode="stretch_width")
+panel_offline.enable()  # Panel's stylesheets always from this server, never its CDN
 tcp_nodelay.enable()  # the server's replies reach the browser without Nagle's 40 ms waits
 #: Seconds after a page has loaded before every other QP table's fast form is derived in the
 #: background (deriving the Poisson families takes 1-2 s of CPU each): the first page's numbers and
