@@ -10,10 +10,11 @@ import panel as pn
 
 import projection_explorer
 import tcp_nodelay
+import variance_effects
 
 from qpviz import tables
 
-PAGES = [projection_explorer]
+PAGES = [projection_explorer, variance_effects]
 
 pn.extension("katex", sizing_mode="stretch_width")
 tcp_nodelay.enable()  # the server's replies reach the browser without Nagle's 40 ms waits

@@ -125,3 +125,75 @@ def test_settings_reject_bad_values():
         ve.Settings(n_folds=1)
     with pytest.raises(ValueError, match="seed"):
         ve.Settings(seed=-1)
+
+
+# -- the page's logic (no browser) ---------------------------------------------------------------
+
+def _page(**params):
+    from variance_effects import VarianceEffects  # app/ module (pyproject pythonpath)
+
+    page = VarianceEffects(optimise=False, **params)
+    page.wait(120)
+    return page
+
+
+def test_page_draws_scatter_histogram_and_table_of_its_fit():
+    page = _page(dataset="synthetic 2-D", seed=2)
+    result = page.result
+    assert result is not None and result.name == "synthetic 2-D" and not page.alert.visible
+    np.testing.assert_array_equal(page.scatter_source.data["var_ep"], result.var_ep)
+    np.testing.assert_array_equal(page.scatter_source.data["var_qp"], result.var_qp)
+    assert int(np.sum(page.histogram_source.data["count"])) == result.n_test
+    lo, hi = page.diagonal_source.data["x"]
+    assert lo < min(result.var_ep.min(), result.var_qp.min()) and hi > max(result.var_ep.max(), result.var_qp.max())
+    for label in ("EP", "QP", "VB", "Laplace"):
+        assert f"{label}</td>" in page.scores.object
+    assert f"{result.scores['qp']['ntll']:.4f}" in page.scores.object
+    assert f"All {result.n_test} held-out points lie on or below" in page.sentences["scatter"].object
+    assert page.cancel_button.disabled  # idle: nothing to cancel
+    assert page.figures["scatter"].x_range.start > 0  # log axis
+
+
+def test_page_flips_back_to_a_cached_fit_at_once():
+    page = _page(dataset="synthetic 1-D", seed=7)
+    first = page.result
+    page.seed = 8
+    page.wait(120)
+    assert page.result is not first
+    page.seed = 7
+    assert page.future is None and page.result is first  # from the cache, no thread
+
+
+def test_page_keeps_last_good_views_when_a_dataset_is_missing(monkeypatch, tmp_path):
+    page = _page(dataset="synthetic 1-D", seed=7)
+    good = page.result
+    monkeypatch.setattr(datasets, "default_data_dir", lambda: tmp_path)
+    page.dataset = "sonar"
+    page.wait(30)
+    assert page.result is good
+    assert page.alert.visible and "sonar skipped" in page.alert.object
+    np.testing.assert_array_equal(page.scatter_source.data["var_ep"], good.var_ep)
+
+
+def test_page_cancel_keeps_last_good_views():
+    page = _page(dataset="synthetic 1-D", seed=7)
+    good = page.result
+    page.param.update(optimise=True, seed=11)
+    assert page.future is not None and not page.cancel_button.disabled
+    page.cancel(event="button")
+    page.wait(60)
+    assert page.result is good and page.cancel_button.disabled
+    assert "cancelled" in page.status.object
+
+
+def test_page_reads_a_link_and_names_its_bad_values():
+    import variance_effects as page_module
+
+    page = _page(dataset="synthetic 1-D", seed=7)
+    page.query = page_module.VarianceQuery()
+    page.query.param.watch(page._on_query, list(page_module.URL_KEYS))
+    page.query.param.update(ve_dataset="synthetic 2-D", ve_seed="abc", ve_folds=5, ve_optimise="off")
+    page.wait(120)
+    assert (page.dataset, page.seed, page.folds, page.optimise) == ("synthetic 2-D", 7, 5, False)
+    assert page.link_alert.visible and "ve_seed='abc'" in page.link_alert.object
+    assert page.result.settings.n_folds == 5 and page.result.name == "synthetic 2-D"
