@@ -157,6 +157,8 @@ class VarianceEffects(pn.viewable.Viewer):
         self._layout = self._build_layout()
         self.url = self._sync_url()
         self.param.watch(self._request, ["dataset", "seed", "folds", "optimise"])
+        if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
+            pn.state.on_session_destroyed(self._on_session_closed)  # a closed tab stops its fit
         self._apply_projector_mode()
         self._request()
 
@@ -187,6 +189,9 @@ class VarianceEffects(pn.viewable.Viewer):
     def _on_progress(self, text: str) -> None:
         """Called from the worker thread: only remembered; the poll shows it on the page."""
         self._progress_text = text
+
+    def _on_session_closed(self, session_context) -> None:
+        self.cancel()
 
     def cancel(self, event=None) -> None:
         """Stop the running fit (at its next optimiser evaluation); the last good views stay."""

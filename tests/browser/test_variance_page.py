@@ -49,3 +49,33 @@ def test_wine1_shows_figure_1_histogram_and_scores(variance_page: Page):
         f"All {held_out} held-out points lie on or below the dashed diagonal")
     expect(page.locator(".katex").first).to_be_visible()
     page.wait_for_url(re.compile(r"ve_dataset=wine1"), timeout=30_000)  # the view is in the link
+
+
+STATUS_JS = """() => [...Bokeh.documents[0].all_models]
+    .filter(m => (m.css_classes || []).includes('qpviz-ve-status')).map(m => m.text).join(' ')"""
+
+
+def test_a_long_fit_shows_progress_and_cancel_keeps_the_last_views(variance_page: Page):
+    page = variance_page
+    wait_for_title(page, "Figure 1: synthetic 2-D")  # the default fit
+    page.locator(".qpviz-ve-dataset select").select_option("cancer")  # ~30-60 s with optimisation
+    page.wait_for_function(f"() => ({STATUS_JS})().includes('Fitting')", timeout=30_000)
+    cancel = page.locator(".qpviz-ve-cancel button")
+    expect(cancel).to_be_enabled()
+    cancel.click()
+    page.wait_for_function(f"() => ({STATUS_JS})().includes('cancelled')", timeout=30_000)
+    expect(cancel).to_be_disabled()
+    titles = plot_titles(page)
+    assert any(t.startswith("Figure 1: synthetic 2-D") for t in titles)
+    assert not any(t.startswith("Figure 1: cancer") for t in titles)
+
+
+def test_a_bad_link_is_reported_and_replaced(page: Page, app_url: str, console_errors):  # noqa: F811
+    page.set_viewport_size({"width": 1500, "height": 1200})
+    page.goto(app_url + "?ve_dataset=wine3&ve_seed=abc&ve_folds=7")
+    page.get_by_text("Variance effects", exact=True).click()
+    warning = page.locator(".qpviz-ve-link")
+    expect(warning).to_contain_text("ve_seed='abc'", timeout=60_000)
+    expect(warning).to_contain_text("ve_folds=7")
+    expect(warning).to_contain_text("dataset=wine3, seed=0, folds=10")
+    wait_for_title(page, "Figure 1: wine3")
