@@ -17,6 +17,7 @@ good views and says what to change. URL keys ``ve_dataset``, ``ve_seed``, ``ve_f
 """
 from __future__ import annotations
 
+import io
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -123,6 +124,7 @@ class VarianceEffects(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self.result: ve.VarianceResult | None = None
+        self._own_data: dict = {}  # label -> {"X", "y", "likelihood"} that other pages passed (use_data)
         self.future = None
         self._cancel = None
         self._job = None
@@ -143,6 +145,8 @@ class VarianceEffects(pn.viewable.Viewer):
         self.cancel_button = pn.widgets.Button(label="Cancel fit", color="warning", disabled=True,
                                                css_classes=["qpviz-ve-cancel"])
         self.cancel_button.on_click(self.cancel)
+        self.download = pn.widgets.FileDownload(callback=self._csv_file, filename="variance_effects.csv",
+                                                label="Download the numbers (CSV)", css_classes=["qpviz-ve-csv"])
         self.spinner = pn.indicators.LoadingSpinner(value=False, size=28, visible=False)
         self.status = pn.pane.Markdown("", css_classes=["qpviz-ve-status"], sizing_mode="stretch_width")
         self.alert = pn.pane.Alert("", alert_type="danger", visible=False, css_classes=["qpviz-error"])
@@ -171,7 +175,8 @@ class VarianceEffects(pn.viewable.Viewer):
         self._write_url()
         settings = self.settings()
         self.cancel()  # a newer choice supersedes a running fit
-        done = ve.cached(self.dataset, settings)
+        data = self._own_data.get(self.dataset, {})
+        done = ve.cached(self.dataset, settings, **data)
         if done is not None:
             self._show_outcome(done)
             return
@@ -180,7 +185,7 @@ class VarianceEffects(pn.viewable.Viewer):
         self._started = time.monotonic()
         self._job = (self.dataset, settings)
         self.future = EXECUTOR.submit(ve.variances_for, self.dataset, settings, cancel=self._cancel,
-                                      progress=self._on_progress)
+                                      progress=self._on_progress, **data)
         self._set_busy(True)
         self._show_status()
         if pn.state.curdoc is not None and self._poller is None:
@@ -189,6 +194,33 @@ class VarianceEffects(pn.viewable.Viewer):
     def _on_progress(self, text: str) -> None:
         """Called from the worker thread: only remembered; the poll shows it on the page."""
         self._progress_text = text
+
+    def use_data(self, label: str, X, y, likelihood="probit", select: bool = True) -> None:
+        """Offer (X, y) as dataset ``label`` (e.g. the GP 1-D page's current data; a later call with
+        the same label replaces it) and show it if ``select``. The fit is cached by the arrays' content."""
+        self._own_data[label] = {"X": np.asarray(X, float), "y": np.asarray(y, float), "likelihood": likelihood}
+        if label not in self.param.dataset.objects:
+            self.param.dataset.objects = [label, *self.param.dataset.objects]
+            self.dataset_select.options = list(self.param.dataset.objects)
+        if select and self.dataset != label:
+            self.dataset = label
+        elif select:
+            self._request()
+
+    def csv_text(self) -> str:
+        """The shown fit as CSV: one row per held-out point, then TE / NTLL per method."""
+        r = self.result
+        if r is None:
+            return "no fit yet\n"
+        lines = [f"# {r.name}: fold 1 of {r.settings.n_folds} held out, seed {r.settings.seed}, "
+                 f"optimise {r.settings.optimise}", "point,var_ep,var_qp,ratio"]
+        lines += [f"{i},{e!r},{q!r},{q / e!r}" for i, (e, q) in enumerate(zip(r.var_ep.tolist(), r.var_qp.tolist()))]
+        lines += ["", "method,test_error,ntll,seconds"]
+        lines += [f"{m},{r.scores[m]['test_error']!r},{r.scores[m]['ntll']!r},{r.seconds[m]!r}" for m in ve.METHODS]
+        return "\n".join(lines) + "\n"
+
+    def _csv_file(self):
+        return io.StringIO(self.csv_text())
 
     def _on_session_closed(self, session_context) -> None:
         self.cancel()
@@ -334,6 +366,7 @@ class VarianceEffects(pn.viewable.Viewer):
             pn.pane.Markdown("### Data and split"),
             self.dataset_select, self.seed_input, self.folds_select, self.optimise_box,
             pn.Row(self.cancel_button, self.spinner),
+            self.download,
             self.projector_toggle,
             self._about,
             width=300,

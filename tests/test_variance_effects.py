@@ -197,3 +197,20 @@ def test_page_reads_a_link_and_names_its_bad_values():
     assert (page.dataset, page.seed, page.folds, page.optimise) == ("synthetic 2-D", 7, 5, False)
     assert page.link_alert.visible and "ve_seed='abc'" in page.link_alert.object
     assert page.result.settings.n_folds == 5 and page.result.name == "synthetic 2-D"
+
+
+def test_page_fits_data_another_page_passes_and_exports_csv():
+    page = _page(dataset="synthetic 1-D", seed=7)
+    X, y = ve.synthetic_data("synthetic 2-D", m=50, seed=9)
+    page.use_data("current data (GP 2-D)", X, y)
+    assert page.dataset == "current data (GP 2-D)"
+    assert "current data (GP 2-D)" in page.dataset_select.options
+    page.wait(120)
+    r = page.result
+    assert r.name == "current data (GP 2-D)" and r.n_train + r.n_test == 50
+    assert ve.cached("current data (GP 2-D)", page.settings(), X, y) is r
+    rows = page.csv_text().splitlines()
+    assert rows[1] == "point,var_ep,var_qp,ratio"
+    first = rows[2].split(",")
+    assert float(first[1]) == r.var_ep[0] and float(first[2]) == r.var_qp[0]
+    assert rows[-4].split(",")[0] == "ep" and float(rows[-3].split(",")[2]) == r.scores["qp"]["ntll"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -49,6 +50,11 @@ def test_wine1_shows_figure_1_histogram_and_scores(variance_page: Page):
         f"All {held_out} held-out points lie on or below the dashed diagonal")
     expect(page.locator(".katex").first).to_be_visible()
     page.wait_for_url(re.compile(r"ve_dataset=wine1"), timeout=30_000)  # the view is in the link
+    with page.expect_download(timeout=30_000) as download:
+        page.locator(".qpviz-ve-csv").get_by_text("Download the numbers (CSV)").click()
+    rows = Path(download.value.path()).read_text().splitlines()
+    assert rows[0].startswith("# wine1") and rows[1] == "point,var_ep,var_qp,ratio"
+    assert len([r for r in rows[2:] if r and r[0].isdigit()]) == held_out
 
 
 STATUS_JS = """() => [...Bokeh.documents[0].all_models]
