@@ -267,7 +267,9 @@ class VarianceEffects(pn.viewable.Viewer):
         try:
             outcome = future.result()
         except ve.FitCancelled:
-            self.status.object = f"Fit of {name} cancelled; the views show the last good fit."
+            self._back_to_last_good()
+            self.status.object = (f"Fit of {name} cancelled; the page shows the last good fit"
+                                  + (f" ({self.result.name}) again." if self.result is not None else "."))
             return
         except Exception as exc:  # noqa: BLE001 - a bad fit never reaches the browser console
             self._fail(f"The fit of {name} failed: {exc}. Try another seed or dataset, or turn optimisation off.")
@@ -280,7 +282,16 @@ class VarianceEffects(pn.viewable.Viewer):
             self._poller.stop()
             self._poller = None
 
+    def _back_to_last_good(self) -> None:
+        """Make the controls show the settings of the views' fit again (cached: nothing is refitted),
+        so that controls and views always agree."""
+        r = self.result
+        if r is not None and r.name in self.param.dataset.objects:
+            self.param.update(dataset=r.name, seed=r.settings.seed, folds=r.settings.n_folds,
+                              optimise=r.settings.optimise)
+
     def _fail(self, message: str) -> None:
+        self._back_to_last_good()
         self.alert.object = message
         self.alert.visible = True
         self.status.object = "The views show the last good fit." if self.result is not None else ""

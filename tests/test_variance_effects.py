@@ -172,6 +172,7 @@ def test_page_keeps_last_good_views_when_a_dataset_is_missing(monkeypatch, tmp_p
     page.wait(30)
     assert page.result is good
     assert page.alert.visible and "sonar skipped" in page.alert.object
+    assert (page.dataset, page.seed) == ("synthetic 1-D", 7)  # the controls show the views' fit again
     np.testing.assert_array_equal(page.scatter_source.data["var_ep"], good.var_ep)
 
 
@@ -184,6 +185,7 @@ def test_page_cancel_keeps_last_good_views():
     page.wait(60)
     assert page.result is good and page.cancel_button.disabled
     assert "cancelled" in page.status.object
+    assert (page.seed, page.optimise) == (7, False)  # the controls show the views' fit again
 
 
 def test_page_reads_a_link_and_names_its_bad_values():

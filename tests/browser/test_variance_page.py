@@ -71,6 +71,7 @@ def test_a_long_fit_shows_progress_and_cancel_keeps_the_last_views(variance_page
     cancel.click()
     page.wait_for_function(f"() => ({STATUS_JS})().includes('cancelled')", timeout=30_000)
     expect(cancel).to_be_disabled()
+    expect(page.locator(".qpviz-ve-dataset select")).to_have_value("synthetic 2-D")  # controls = views
     titles = plot_titles(page)
     assert any(t.startswith("Figure 1: synthetic 2-D") for t in titles)
     assert not any(t.startswith("Figure 1: cancer") for t in titles)
