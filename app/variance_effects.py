@@ -135,8 +135,12 @@ class VarianceEffects(pn.viewable.Viewer):
 
         self.dataset_select = pn.widgets.Select.from_param(self.param.dataset, label="dataset",
                                                            css_classes=["qpviz-ve-dataset"])
-        self.seed_input = pn.widgets.IntInput.from_param(self.param.seed, label=f"split seed (0 to {MAX_SEED})",
-                                                         css_classes=["qpviz-ve-seed"])
+        # not from_param, no start/end: the browser would silently keep an out-of-range number in the box
+        # without sending it; here every typed number reaches the page, which names and replaces a bad one
+        self.seed_input = pn.widgets.IntInput(label=f"split seed (0 to {MAX_SEED})", value=self.seed,
+                                              css_classes=["qpviz-ve-seed"])
+        self.seed_input.param.watch(self._on_seed_typed, "value")
+        self.param.watch(lambda event: setattr(self.seed_input, "value", event.new), "seed")
         self.folds_select = pn.widgets.Select.from_param(self.param.folds, label="folds (the first is held out)",
                                                          css_classes=["qpviz-ve-folds"])
         self.optimise_box = pn.widgets.Checkbox.from_param(self.param.optimise,
@@ -221,6 +225,17 @@ class VarianceEffects(pn.viewable.Viewer):
 
     def _csv_file(self):
         return io.StringIO(self.csv_text())
+
+    def _on_seed_typed(self, event) -> None:
+        value = event.new
+        if value == self.seed:
+            return
+        if value is None or not 0 <= value <= MAX_SEED:
+            self.alert.object = f"The seed must be a whole number from 0 to {MAX_SEED}; {value} was replaced by {self.seed}."
+            self.alert.visible = True
+            self.seed_input.value = self.seed
+            return
+        self.seed = value
 
     def _on_session_closed(self, session_context) -> None:
         self.cancel()

@@ -216,3 +216,16 @@ def test_page_fits_data_another_page_passes_and_exports_csv():
     first = rows[2].split(",")
     assert float(first[1]) == r.var_ep[0] and float(first[2]) == r.var_qp[0]
     assert rows[-4].split(",")[0] == "ep" and float(rows[-3].split(",")[2]) == r.scores["qp"]["ntll"]
+
+
+@pytest.mark.parametrize("typed", [10_001, -3, None])
+def test_page_names_and_replaces_a_seed_out_of_range(typed):
+    page = _page(dataset="synthetic 1-D", seed=7)
+    good = page.result
+    page.seed_input.value = typed
+    assert page.seed == 7 and page.seed_input.value == 7 and page.future is None
+    assert page.alert.visible and f"{typed} was replaced by 7" in page.alert.object
+    assert page.result is good
+    page.seed_input.value = 8  # a valid seed still reaches the page
+    assert page.seed == 8
+    page.wait(120)

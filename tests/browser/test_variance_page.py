@@ -26,6 +26,10 @@ def variance_page(page: Page, app_url: str, console_errors) -> Page:  # noqa: F8
     return page
 
 
+def title_now(page: Page, prefix: str) -> bool:
+    return any(t.startswith(prefix) for t in plot_titles(page))
+
+
 def wait_for_title(page: Page, prefix: str) -> str:
     try:
         page.wait_for_function(f"prefix => ({TITLES_JS})().some(text => text.startsWith(prefix))", arg=prefix,
@@ -86,3 +90,16 @@ def test_a_bad_link_is_reported_and_replaced(page: Page, app_url: str, console_e
     expect(warning).to_contain_text("ve_folds=7")
     expect(warning).to_contain_text("dataset=wine3, seed=0, folds=10")
     wait_for_title(page, "Figure 1: wine3")
+
+
+@pytest.mark.parametrize("typed", ["99999", "-3"])
+def test_an_out_of_range_seed_is_named_and_replaced(variance_page: Page, typed: str):
+    page = variance_page
+    wait_for_title(page, "Figure 1: synthetic 2-D")
+    box = page.locator(".qpviz-ve-seed input")
+    box.fill(typed)
+    box.press("Enter")
+    expect(page.locator(".qpviz-error")).to_contain_text(f"from 0 to 10000; {typed} was replaced by 0",
+                                                         timeout=30_000)
+    expect(box).to_have_value("0")
+    assert title_now(page, "Figure 1: synthetic 2-D")  # the views stay
