@@ -1,0 +1,231 @@
+"""qpviz.variance_effects (held-out EP vs QP latent variances, the QP paper's Figure 1) and the
+Variance-effects page's logic without a browser."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import qpviz
+from qpviz import variance_effects as ve
+from qpviz.inference import metrics
+from qpviz.reproduce import datasets, protocol
+
+needs_wine = pytest.mark.skipif(datasets.default_data_dir() is None
+                                or not (datasets.default_data_dir() / "wine.data").is_file(),
+                                reason="../shared/datasets/wine.data is not available")
+
+
+@pytest.fixture(scope="module")
+def wine1_optimised():
+    """wine1, paper protocol (fold 0 of 10, seed 0), EP's evidence optimised: Figure 1's setting."""
+    return ve.variances_for("wine1", ve.Settings(seed=0, optimise=True))
+
+
+@needs_wine
+def test_qp_latent_variance_never_exceeds_ep_on_wine1(wine1_optimised):
+    r = wine1_optimised
+    assert r.n_test == len(r.var_ep) == len(r.var_qp) > 0
+    assert np.all(r.var_qp <= r.var_ep), f"QP above EP at {np.flatnonzero(r.var_qp > r.var_ep)}"
+    assert r.n_above == 0
+    # optimised hyper-parameters make the difference visible (not a trivially equal pair)
+    assert r.ratio.min() < 0.99
+
+
+@needs_wine
+def test_ratios_lie_in_zero_one(wine1_optimised):
+    ratio = wine1_optimised.ratio
+    assert np.all(np.isfinite(ratio))
+    assert np.all((ratio > 0) & (ratio <= 1))
+
+
+@needs_wine
+def test_scores_are_metrics_evaluate_of_the_same_fits():
+    """TE and NTLL per method equal metrics.evaluate on fits made here from the protocol's split."""
+    settings = ve.Settings(seed=3, optimise=False)
+    result = ve.held_out_variances(*_wine1(), settings=settings, name="wine1")
+    data = datasets.load("wine1", "paper")
+    X_train, y_train, X_test, y_test = protocol.split(
+        data, protocol.Task("wine1", "paper", 3, 0, 10, settings.max_opt_iter))
+    assert (result.n_train, result.n_test) == (len(y_train), len(y_test))
+    kernel = qpviz.kernels.RBF(variance=1.0, lengthscale=1.0)
+    for method in ve.METHODS:
+        post = qpviz.fit(X_train, y_train, "probit", kernel, method=method,
+                         **({} if method == "laplace" else {"tol": settings.tol}))
+        expected = metrics.evaluate(post, X_test, y_test)
+        assert result.scores[method]["test_error"] == pytest.approx(expected["test_error"], abs=1e-12)
+        assert result.scores[method]["ntll"] == pytest.approx(expected["ntll"], rel=1e-6)
+        if method in ("ep", "qp"):
+            np.testing.assert_allclose(getattr(result, f"var_{method}"), post.predict_f(X_test)[1], rtol=1e-6)
+
+
+def _wine1():
+    data = datasets.load("wine1", "paper")
+    return data.X, data.y
+
+
+def test_missing_dataset_is_skipped_with_its_message(tmp_path):
+    outcome = ve.variances_for("sonar", ve.Settings(optimise=False), data_dir=tmp_path)
+    assert isinstance(outcome, ve.Skipped)
+    assert outcome.name == "sonar"
+    assert "sonar skipped" in outcome.message and "sonar.all-data" in outcome.message
+
+
+def test_results_are_cached_per_dataset_and_settings():
+    ve.clear_cache()
+    settings = ve.Settings(seed=1, optimise=False)
+    assert ve.cached("synthetic 1-D", settings) is None
+    first = ve.variances_for("synthetic 1-D", settings)
+    assert ve.cached("synthetic 1-D", settings) is first
+    assert ve.variances_for("synthetic 1-D", settings) is first
+    assert ve.cached("synthetic 1-D", ve.Settings(seed=2, optimise=False)) is None
+
+
+def test_callers_arrays_are_fitted_and_keyed_by_their_content():
+    X, y = ve.synthetic_data("synthetic 2-D", m=60, seed=4)
+    settings = ve.Settings(optimise=False, n_folds=5)
+    result = ve.variances_for("current data", settings, X, y)
+    assert result.n_train + result.n_test == 60 and result.n_features == 2
+    assert np.all(result.var_qp <= result.var_ep)
+    y_other = y.copy()
+    y_other[0] *= -1
+    assert ve.cached("current data", settings, X, y_other) is None
+
+
+def test_cancel_stops_the_optimisation_and_caches_nothing():
+    cancel = threading.Event()
+    seen = []
+
+    def progress(text):
+        seen.append(text)
+        if "evaluation 2" in text:
+            cancel.set()
+
+    settings = ve.Settings(seed=5, optimise=True)
+    with pytest.raises(ve.FitCancelled):
+        ve.variances_for("synthetic 2-D", settings, cancel=cancel, progress=progress)
+    assert any("evaluation 2" in text for text in seen)
+    assert not any("evaluation 3" in text for text in seen)  # stopped at the next evaluation
+    assert ve.cached("synthetic 2-D", settings) is None
+
+
+@pytest.mark.parametrize("X, y, message", [
+    (np.zeros((10, 1)), np.ones(10), "too few"),
+    (np.c_[np.r_[np.nan, np.arange(39.0)]], np.where(np.arange(40) % 2, 1.0, -1.0), "finite"),
+    (np.arange(40.0)[:, None], np.ones(40), "one class"),
+])
+def test_bad_data_raise_a_message_saying_what_to_change(X, y, message):
+    with pytest.raises(ValueError, match=message):
+        ve.held_out_variances(X, y, settings=ve.Settings(optimise=False))
+
+
+def test_settings_reject_bad_values():
+    with pytest.raises(ValueError, match="fold"):
+        ve.Settings(n_folds=1)
+    with pytest.raises(ValueError, match="seed"):
+        ve.Settings(seed=-1)
+
+
+# -- the page's logic (no browser) ---------------------------------------------------------------
+
+def _page(**params):
+    from variance_effects import VarianceEffects  # app/ module (pyproject pythonpath)
+
+    page = VarianceEffects(optimise=False, **params)
+    page.wait(120)
+    return page
+
+
+def test_page_draws_scatter_histogram_and_table_of_its_fit():
+    page = _page(dataset="synthetic 2-D", seed=2)
+    result = page.result
+    assert result is not None and result.name == "synthetic 2-D" and not page.alert.visible
+    np.testing.assert_array_equal(page.scatter_source.data["var_ep"], result.var_ep)
+    np.testing.assert_array_equal(page.scatter_source.data["var_qp"], result.var_qp)
+    assert int(np.sum(page.histogram_source.data["count"])) == result.n_test
+    lo, hi = page.diagonal_source.data["x"]
+    assert lo < min(result.var_ep.min(), result.var_qp.min()) and hi > max(result.var_ep.max(), result.var_qp.max())
+    for label in ("EP", "QP", "VB", "Laplace"):
+        assert f"{label}</td>" in page.scores.object
+    assert f"{result.scores['qp']['ntll']:.4f}" in page.scores.object
+    assert f"All {result.n_test} held-out points lie on or below" in page.sentences["scatter"].object
+    assert page.cancel_button.disabled  # idle: nothing to cancel
+    assert page.figures["scatter"].x_range.start > 0  # log axis
+
+
+def test_page_flips_back_to_a_cached_fit_at_once():
+    page = _page(dataset="synthetic 1-D", seed=7)
+    first = page.result
+    page.seed = 8
+    page.wait(120)
+    assert page.result is not first
+    page.seed = 7
+    assert page.future is None and page.result is first  # from the cache, no thread
+
+
+def test_page_keeps_last_good_views_when_a_dataset_is_missing(monkeypatch, tmp_path):
+    page = _page(dataset="synthetic 1-D", seed=7)
+    good = page.result
+    monkeypatch.setattr(datasets, "default_data_dir", lambda: tmp_path)
+    page.dataset = "sonar"
+    page.wait(30)
+    assert page.result is good
+    assert page.alert.visible and "sonar skipped" in page.alert.object
+    assert (page.dataset, page.seed) == ("synthetic 1-D", 7)  # the controls show the views' fit again
+    np.testing.assert_array_equal(page.scatter_source.data["var_ep"], good.var_ep)
+
+
+def test_page_cancel_keeps_last_good_views():
+    page = _page(dataset="synthetic 1-D", seed=7)
+    good = page.result
+    page.param.update(optimise=True, seed=11)
+    assert page.future is not None and not page.cancel_button.disabled
+    page.cancel(event="button")
+    page.wait(60)
+    assert page.result is good and page.cancel_button.disabled
+    assert "cancelled" in page.status.object
+    assert (page.seed, page.optimise) == (7, False)  # the controls show the views' fit again
+
+
+def test_page_reads_a_link_and_names_its_bad_values():
+    import variance_effects as page_module
+
+    page = _page(dataset="synthetic 1-D", seed=7)
+    page.query = page_module.VarianceQuery()
+    page.query.param.watch(page._on_query, list(page_module.URL_KEYS))
+    page.query.param.update(ve_dataset="synthetic 2-D", ve_seed="abc", ve_folds=5, ve_optimise="off")
+    page.wait(120)
+    assert (page.dataset, page.seed, page.folds, page.optimise) == ("synthetic 2-D", 7, 5, False)
+    assert page.link_alert.visible and "ve_seed='abc'" in page.link_alert.object
+    assert page.result.settings.n_folds == 5 and page.result.name == "synthetic 2-D"
+
+
+def test_page_fits_data_another_page_passes_and_exports_csv():
+    page = _page(dataset="synthetic 1-D", seed=7)
+    X, y = ve.synthetic_data("synthetic 2-D", m=50, seed=9)
+    page.use_data("current data (GP 2-D)", X, y)
+    assert page.dataset == "current data (GP 2-D)"
+    assert "current data (GP 2-D)" in page.dataset_select.options
+    page.wait(120)
+    r = page.result
+    assert r.name == "current data (GP 2-D)" and r.n_train + r.n_test == 50
+    assert ve.cached("current data (GP 2-D)", page.settings(), X, y) is r
+    rows = page.csv_text().splitlines()
+    assert rows[1] == "point,var_ep,var_qp,ratio"
+    first = rows[2].split(",")
+    assert float(first[1]) == r.var_ep[0] and float(first[2]) == r.var_qp[0]
+    assert rows[-4].split(",")[0] == "ep" and float(rows[-3].split(",")[2]) == r.scores["qp"]["ntll"]
+
+
+@pytest.mark.parametrize("typed", [10_001, -3, None])
+def test_page_names_and_replaces_a_seed_out_of_range(typed):
+    page = _page(dataset="synthetic 1-D", seed=7)
+    good = page.result
+    page.seed_input.value = typed
+    assert page.seed == 7 and page.seed_input.value == 7 and page.future is None
+    assert page.alert.visible and f"{typed} was replaced by 7" in page.alert.object
+    assert page.result is good
+    page.seed_input.value = 8  # a valid seed still reaches the page
+    assert page.seed == 8
+    page.wait(120)
