@@ -1,0 +1,132 @@
+"""qpviz.gpdemo.twod: the 2-D classification presets and every method's maps on a grid."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from qpviz.gpdemo import twod
+from qpviz.kernels import RBF
+
+GRID = 25
+
+
+@pytest.fixture(scope="module")
+def moons_fit():
+    X, y = twod.make_preset("moons", n=60, seed=3)
+    return twod.fit_grid(X, y, RBF(variance=2.0, lengthscale=0.8), methods=("ep", "qp", "vb", "laplace"), grid_size=GRID)
+
+
+@pytest.mark.parametrize("name", sorted(twod.PRESETS))
+def test_presets_are_deterministic_by_seed_with_both_classes(name):
+    X, y = twod.make_preset(name, n=41, seed=7)
+    X_again, y_again = twod.make_preset(name, n=41, seed=7)
+    X_other, _ = twod.make_preset(name, n=41, seed=8)
+    assert X.shape == (41, 2) and y.shape == (41,)
+    np.testing.assert_array_equal(X, X_again)
+    np.testing.assert_array_equal(y, y_again)
+    assert not np.array_equal(X, X_other)
+    assert set(np.unique(y)) == {-1.0, 1.0}
+    x1_lo, x1_hi, x2_lo, x2_hi = twod.DEFAULT_EXTENT
+    inside = (X[:, 0] > x1_lo) & (X[:, 0] < x1_hi) & (X[:, 1] > x2_lo) & (X[:, 1] < x2_hi)
+    assert inside.mean() > 0.9  # the presets fill the default plot, not a corner beyond it
+
+
+def test_preset_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="unknown preset"):
+        twod.make_preset("spirals")
+    with pytest.raises(ValueError, match="n must be an integer >= 2"):
+        twod.make_preset("moons", n=1)
+    with pytest.raises(ValueError, match="noise must be"):
+        twod.make_preset("moons", noise=float("nan"))
+
+
+def test_grid_shapes_and_probabilities(moons_fit):
+    assert moons_fit.methods == ("ep", "qp", "vb", "laplace")
+    assert moons_fit.x1.shape == (GRID,) and moons_fit.x2.shape == (GRID,)
+    for m in moons_fit.methods:
+        for maps in (moons_fit.proba, moons_fit.mean, moons_fit.var):
+            assert maps[m].shape == (GRID, GRID)
+            assert np.all(np.isfinite(maps[m]))
+        assert np.all((moons_fit.proba[m] >= 0) & (moons_fit.proba[m] <= 1))
+        assert np.all(moons_fit.var[m] > 0)
+        assert moons_fit.converged[m]
+    assert moons_fit.var_difference.shape == (GRID, GRID)
+
+
+def test_grid_is_indexed_x2_rows_x1_columns(moons_fit):
+    """proba[j, i] is the prediction at (x1[i], x2[j]): compare with a direct fit at two points."""
+    from qpviz import fit
+
+    post = fit(moons_fit.X, moons_fit.y, "probit", moons_fit.kernel, method="ep")
+    points = np.array([[moons_fit.x1[3], moons_fit.x2[17]], [moons_fit.x1[20], moons_fit.x2[1]]])
+    expected = post.predict_proba(points)
+    np.testing.assert_allclose([moons_fit.proba["ep"][17, 3], moons_fit.proba["ep"][1, 20]], expected, rtol=1e-8)
+
+
+def test_probabilities_follow_the_classes(moons_fit):
+    """Far from the boundary each method predicts the class of the nearby training points."""
+    i1 = np.abs(moons_fit.x1[:, None] - moons_fit.X[:, 0]).argmin(axis=0)
+    i2 = np.abs(moons_fit.x2[:, None] - moons_fit.X[:, 1]).argmin(axis=0)
+    for m in moons_fit.methods:
+        at_points = moons_fit.proba[m][i2, i1]
+        accuracy = np.mean((at_points > 0.5) == (moons_fit.y > 0))
+        assert accuracy > 0.9, (m, accuracy)
+
+
+@pytest.mark.parametrize("name", sorted(twod.PRESETS))
+def test_qp_variance_is_never_above_ep_for_probit(name):
+    """QP paper Figure 1 / Theorem 2: var_QP <= var_EP, here at every grid point."""
+    X, y = twod.make_preset(name, n=50, seed=1)
+    result = twod.fit_grid(X, y, RBF(variance=3.0, lengthscale=1.0), methods=("ep", "qp"), grid_size=GRID)
+    np.testing.assert_allclose(result.var_difference, result.var["qp"] - result.var["ep"])
+    assert result.var_difference.max() <= 1e-8
+    assert result.var_difference.min() < -1e-6  # and somewhere QP is visibly below EP
+
+
+def test_one_class_only_is_a_clear_error():
+    X = np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 0.5]])
+    with pytest.raises(ValueError, match=r"only one class is present: add a point of class -1"):
+        twod.fit_grid(X, np.ones(3), RBF())
+    with pytest.raises(ValueError, match=r"add a point of class \+1"):
+        twod.fit_grid(X, -np.ones(3), RBF())
+
+
+def test_bad_inputs_are_clear_errors():
+    X, y = twod.make_preset("xor", n=10)
+    with pytest.raises(ValueError, match="unknown method"):
+        twod.fit_grid(X, y, RBF(), methods=("ep", "gibbs"))
+    with pytest.raises(ValueError, match="at least one method"):
+        twod.fit_grid(X, y, RBF(), methods=())
+    with pytest.raises(ValueError, match="finite"):
+        twod.fit_grid(np.where(np.arange(20).reshape(10, 2) == 3, np.nan, X), y, RBF())
+    with pytest.raises(ValueError, match="labels must be -1 or \\+1"):
+        twod.fit_grid(X, np.where(y > 0, 1.0, 0.0), RBF())
+    with pytest.raises(ValueError, match="grid_size"):
+        twod.fit_grid(X, y, RBF(), grid_size=1)
+
+
+def test_difference_map_needs_both_ep_and_qp():
+    X, y = twod.make_preset("gaussians", n=20)
+    result = twod.fit_grid(X, y, RBF(), methods=("qp", "laplace"), grid_size=5)
+    assert result.methods == ("qp", "laplace")
+    assert result.var_difference is None
+
+
+def test_grid_covers_points_outside_the_default_square():
+    X = np.array([[-5.0, 0.0], [0.0, 4.0], [1.0, 1.0]])
+    x1_lo, x1_hi, x2_lo, x2_hi = twod.grid_extent(X)
+    assert x1_lo == -5.0 - twod.EXTENT_MARGIN and x2_hi == 4.0 + twod.EXTENT_MARGIN
+    assert (x1_hi, x2_lo) == (twod.DEFAULT_EXTENT[1], twod.DEFAULT_EXTENT[2])
+
+
+def test_grid_csv_has_one_row_per_grid_point(moons_fit):
+    lines = twod.grid_csv(moons_fit).splitlines()
+    header = lines[0].split(",")
+    assert header[:5] == ["x1", "x2", "p_ep", "mean_ep", "var_ep"]
+    assert header[-1] == "var_qp_minus_var_ep"
+    assert len(lines) == 1 + GRID * GRID
+    table = np.loadtxt(lines[1:], delimiter=",")
+    row = 2 * GRID + 7  # x2 index 2, x1 index 7
+    assert table[row, 0] == pytest.approx(moons_fit.x1[7]) and table[row, 1] == pytest.approx(moons_fit.x2[2])
+    assert table[row, header.index("var_qp")] == pytest.approx(moons_fit.var["qp"][2, 7], rel=1e-9)
+    assert table[row, -1] == pytest.approx(moons_fit.var_difference[2, 7], rel=1e-8, abs=1e-15)
