@@ -130,3 +130,73 @@ def test_grid_csv_has_one_row_per_grid_point(moons_fit):
     assert table[row, 0] == pytest.approx(moons_fit.x1[7]) and table[row, 1] == pytest.approx(moons_fit.x2[2])
     assert table[row, header.index("var_qp")] == pytest.approx(moons_fit.var["qp"][2, 7], rel=1e-9)
     assert table[row, -1] == pytest.approx(moons_fit.var_difference[2, 7], rel=1e-8, abs=1e-15)
+
+
+# -- the page's logic (app/gp_2d.py), without a browser ------------------------------------------
+
+@pytest.fixture
+def gp2d_page():
+    import gp_2d
+
+    page = gp_2d.GP2DPage(n=40)
+    page._build_views()  # what drawing the tab does: the figures and the first fit
+    return page
+
+
+def _title(page, key: str) -> str:
+    return page.figures[key].figure.title.text
+
+
+def test_page_fits_and_draws_the_shown_methods(gp2d_page):
+    assert gp2d_page.fit.methods == ("ep", "qp") and gp2d_page.message == ""
+    assert _title(gp2d_page, "proba_ep").startswith("EP: p(y = +1 | x), moons, N = 40, rbf")
+    assert _title(gp2d_page, "diff").startswith("var_QP − var_EP: min -")
+    image = gp2d_page.figures["proba_qp"].image.data["image"][0]
+    np.testing.assert_array_equal(image, gp2d_page.fit.proba["qp"])
+    mapper = gp2d_page.figures["diff"].mapper
+    assert mapper.low == -mapper.high and mapper.high > 0  # the difference map's colours are centred at 0
+    gp2d_page.methods = ["ep", "qp", "laplace"]
+    assert gp2d_page.method_rows["laplace"].visible and not gp2d_page.method_rows["vb"].visible
+    assert _title(gp2d_page, "proba_laplace").startswith("Laplace: p(y = +1 | x)")
+
+
+@pytest.mark.parametrize("name, bad", [("variance", 0.0), ("variance", float("nan")), ("lengthscale", 0.0),
+                                       ("lengthscale", -1.0), ("n", 1), ("n", 10**6)])
+def test_bad_input_keeps_the_last_good_fit_and_says_what_to_change(gp2d_page, name, bad):
+    good_fit, good_title = gp2d_page.fit, _title(gp2d_page, "proba_ep")
+    setattr(gp2d_page, name, bad)
+    assert gp2d_page.fit is good_fit
+    assert _title(gp2d_page, "proba_ep") == good_title
+    assert gp2d_page.message.startswith(f"{name} must be a number in [")
+    assert gp2d_page.alert.visible and "keep the last good" in gp2d_page.alert.object
+    setattr(gp2d_page, name, gp2d_page.param[name].default if name != "n" else 40)
+    assert gp2d_page.message == "" and not gp2d_page.alert.visible
+
+
+def test_clicks_add_and_remove_points_and_one_class_is_reported(gp2d_page):
+    gp2d_page.X, gp2d_page.y = np.array([[-1.0, 0.0], [1.0, 0.0]]), np.array([-1.0, 1.0])
+    gp2d_page.click_class = "-1"
+    gp2d_page.toggle_point(0.0, 2.0)
+    np.testing.assert_array_equal(gp2d_page.y, [-1.0, 1.0, -1.0])
+    assert "N = 3" in _title(gp2d_page, "proba_ep")
+    kept = gp2d_page.fit
+    gp2d_page.toggle_point(1.02, 0.01)  # on the only point of class +1: it goes
+    np.testing.assert_array_equal(gp2d_page.y, [-1.0, -1.0])
+    assert gp2d_page.fit is kept
+    assert "only one class is present: add a point of class +1" in gp2d_page.message
+    gp2d_page.click_class = "+1"
+    gp2d_page.toggle_point(2.0, 2.0)
+    assert gp2d_page.message == "" and "N = 3" in _title(gp2d_page, "proba_ep")
+
+
+def test_an_edit_reuses_cached_grids(gp2d_page):
+    first = gp2d_page.fit
+    gp2d_page.variance = 1.0
+    gp2d_page.variance = first.kernel.variance
+    assert gp2d_page.fit.proba["ep"] is first.proba["ep"]  # the cached grid, not a refit
+
+
+def test_csv_export_is_the_fitted_grid(gp2d_page):
+    text = gp2d_page.download.callback().getvalue()
+    assert text == twod.grid_csv(gp2d_page.fit)
+    assert text.splitlines()[0].startswith("x1,x2,p_ep,mean_ep,var_ep,p_qp")
