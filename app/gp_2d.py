@@ -193,6 +193,8 @@ class GP2DPage(pn.viewable.Viewer):
         self.X, self.y = twod.make_preset(self.preset, self.n, self.seed)
         self.fit: twod.GridFit | None = None  # the last good fit
         self.fit_description = ""  # preset, N and hyper-parameters of self.fit
+        self._link_note = ""  # what a bad link asked for and what replaced it
+        self._drawing_tab = False  # True while the tab's figures are first built
         self._cache: OrderedDict = OrderedDict()
         self._stale = True  # inputs changed since self.fit was computed
         self.views: pn.Column | None = None  # built when the tab is first drawn
@@ -240,8 +242,39 @@ class GP2DPage(pn.viewable.Viewer):
         combined.var_difference = combined.var["qp"] - combined.var["ep"]
         self.fit = combined
         self.fit_description = self._subtitle()  # the titles describe the fit shown, not a rejected input
-        self.message = "; ".join(combined.notes)
+        self.message = "; ".join(filter(None, [self._link_note, *combined.notes]))
         return True
+
+    def _replace_bad_inputs(self) -> str:
+        """Before the first fit: numeric inputs out of range (a bad link) go back to their
+        defaults, so that the page opens consistent (a NaN never reaches a slider); returns the
+        message saying what was replaced ('' if nothing)."""
+        replaced = []
+        for name in RANGES:
+            try:
+                _validated(name, getattr(self, name))
+            except ValueError:
+                default = self.param[name].default
+                replaced.append(f"{name} = {getattr(self, name)!r} (valid: {RANGES[name][0]:g} to {RANGES[name][1]:g}) "
+                                f"was replaced by {default!r}")
+                setattr(self, name, default)
+        location = pn.state.location
+        query = dict(location.query_params) if location is not None else {}
+        for name in RANGES:  # a value the URL sync itself refused (e.g. n = -3.0 is no integer)
+            asked, shown = query.get(URL_KEYS.get(name)), getattr(self, name)
+            if asked is not None and not any(text.startswith(f"{name} = ") for text in replaced):
+                try:
+                    kept = float(asked) == float(shown)
+                except (TypeError, ValueError):
+                    kept = False
+                if not kept:
+                    lo, hi = RANGES[name]
+                    replaced.append(f"{name} = {asked!r} (valid: {lo:g} to {hi:g}) was replaced by {shown!r}")
+                    self.param.trigger(name)  # the URL sync writes the value shown into the link
+        if not self.methods:
+            replaced.append("no method was chosen: EP and QP are shown")
+            self.methods = list(self.param.methods.default)
+        return "The link asked for " + "; ".join(replaced) + "." if replaced else ""
 
     def ensure_fit(self) -> twod.GridFit | None:
         """The current fit, computed now if the inputs changed since the last one."""
@@ -253,6 +286,8 @@ class GP2DPage(pn.viewable.Viewer):
     def _changed(self) -> None:
         """Inputs changed: refit now and redraw (once the tab has been drawn)."""
         self._stale = True
+        if self.views is not None:
+            self._link_note = ""  # the reader has moved on from the link
         if self.views is not None:
             self.ensure_fit()
             self.draw()
@@ -339,6 +374,8 @@ class GP2DPage(pn.viewable.Viewer):
     def _build_views(self) -> pn.Column:
         """The figures, built (and the first fit run) when the tab is first drawn."""
         if self.views is None:
+            # a link's values have arrived by now (pn.state.location syncs after the page loads)
+            self._link_note = self._replace_bad_inputs()
             self._texts = []
             self.figures = {}
             rows = {}
@@ -359,8 +396,12 @@ class GP2DPage(pn.viewable.Viewer):
             self._show_methods()
             self._style_figures()
             self._apply_projector_mode()
-            self.ensure_fit()
-            self.draw()
+            self._drawing_tab = True
+            try:
+                self.ensure_fit()
+                self.draw()
+            finally:
+                self._drawing_tab = False
         return self.views
 
     @param.depends("methods", watch=True)
@@ -371,6 +412,12 @@ class GP2DPage(pn.viewable.Viewer):
 
     @param.depends("message", watch=True)
     def _show_message(self) -> None:
+        doc = pn.state.curdoc
+        if self._drawing_tab and doc is not None and doc.session_context is not None:
+            # while the tab is first drawn, a change to the alert made Panel give it the theme
+            # stylesheets' CDN addresses (console errors offline): show it on the next tick instead
+            doc.add_next_tick_callback(self._show_message)
+            return
         self.alert.object = self.message
         self.alert.visible = bool(self.message)
 
@@ -417,7 +464,11 @@ class GP2DPage(pn.viewable.Viewer):
         )
 
     def _build_layout(self) -> pn.Row:
-        self.alert = pn.pane.Alert("", alert_type="danger", visible=False, css_classes=["qpviz-gp2d-error"])
+        # a Markdown pane styled as an alert: pn.pane.Alert, when first drawn inside a tab opened
+        # later, asks the CDN for its stylesheets (console errors offline)
+        self.alert = pn.pane.Markdown("", visible=False, css_classes=["qpviz-gp2d-error"], sizing_mode="stretch_width",
+                                      styles={"background": "#fbe3d6", "border": "2px solid #D55E00",
+                                              "border-radius": "4px", "padding": "0 12px"})
         self._controls = self._build_controls()
         # lazy: the figures and the first fit wait until the tab is first shown (pn.Tabs(dynamic=True))
         views = pn.param.ParamFunction(lambda: self._build_views(), lazy=True, sizing_mode="stretch_width")
