@@ -126,7 +126,8 @@ class GridFigure:
                                        line_width=width, line_dash=dash)
                 self.contours.append((renderer, levels))
                 # a contour renderer has no legend entry of its own: an empty line in its style gives one
-                fig.line([], [], line_color=contour_colour, line_width=width, line_dash=dash, legend_label=legend)
+                fig.line([np.nan, np.nan], [np.nan, np.nan], line_color=contour_colour, line_width=width,
+                         line_dash=dash, legend_label=legend)
         self.points = {}
         for label_value, (label, marker, fill, line) in CLASS_STYLE.items():
             self.points[label_value] = ColumnDataSource({"x": [], "y": []})
@@ -195,6 +196,8 @@ class GP2DPage(pn.viewable.Viewer):
         self.fit_description = ""  # preset, N and hyper-parameters of self.fit
         self._link_note = ""  # what a bad link asked for and what replaced it
         self._drawing_tab = False  # True while the tab's figures are first built
+        self._texts: list = []  # explanation panes (larger in projector mode)
+        self._pairs: dict = {}  # method -> its (probability, variance) views
         self._cache: OrderedDict = OrderedDict()
         self._stale = True  # inputs changed since self.fit was computed
         self.views: pn.Column | None = None  # built when the tab is first drawn
@@ -334,7 +337,7 @@ class GP2DPage(pn.viewable.Viewer):
 
     # -- views -----------------------------------------------------------------------------
     def _subtitle(self) -> str:
-        return f"{self.preset}, N = {len(self.y)}, {self.kernel} σ_f² = {self.variance:g}, ℓ = {self.lengthscale:g}"
+        return f"{self.preset} N={len(self.y)}, {self.kernel} σ_f²={self.variance:g} ℓ={self.lengthscale:g}"
 
     def draw(self) -> None:
         """Push the last good fit and the current points into the shown figures (data sources
@@ -347,12 +350,12 @@ class GP2DPage(pn.viewable.Viewer):
             for method in self.methods:
                 label = METHOD_LABELS[method]
                 proba, var = self.figures[f"proba_{method}"], self.figures[f"var_{method}"]
-                proba.show(fit, fit.proba[method], self.X, self.y, f"{label}: p(y = +1 | x), {subtitle}")
-                var.show(fit, fit.var[method], self.X, self.y, f"{label}: latent variance v(x), {subtitle}")
+                proba.show(fit, fit.proba[method], self.X, self.y, f"{label}: p(y=+1|x), {subtitle}")
+                var.show(fit, fit.var[method], self.X, self.y, f"{label}: latent var v(x), {subtitle}")
             diff = fit.var_difference
             self.figures["diff"].show(
                 fit, diff, self.X, self.y,
-                f"var_QP − var_EP: min {diff.min():.2e}, max {diff.max():.2e}, {subtitle}",
+                f"var_QP − var_EP in [{diff.min():.1e}, {diff.max():.1e}], {subtitle}",
                 clim=max(float(np.abs(diff).max()), 1e-12),
             )
 
@@ -376,7 +379,6 @@ class GP2DPage(pn.viewable.Viewer):
         if self.views is None:
             # a link's values have arrived by now (pn.state.location syncs after the page loads)
             self._link_note = self._replace_bad_inputs()
-            self._texts = []
             self.figures = {}
             rows = {}
             for method, label in METHOD_LABELS.items():
@@ -384,13 +386,13 @@ class GP2DPage(pn.viewable.Viewer):
                 self.figures[f"proba_{method}"] = GridFigure("p(y=+1|x)", PROBA_PALETTE, (0.0, 1.0), contour_colour=colour,
                                                              contour_label=label, on_tap=self._on_tap)
                 self.figures[f"var_{method}"] = GridFigure("latent variance", VAR_PALETTE)
-                rows[method] = pn.Row(
-                    self._explained(self.figures[f"proba_{method}"], "proba", f"qpviz-gp2d-proba-{method}"),
-                    self._explained(self.figures[f"var_{method}"], "var", f"qpviz-gp2d-var-{method}"),
-                    sizing_mode="stretch_width",
-                )
+                pair = [self._explained(self.figures[f"proba_{method}"], "proba", f"qpviz-gp2d-proba-{method}"),
+                        self._explained(self.figures[f"var_{method}"], "var", f"qpviz-gp2d-var-{method}")]
+                self._pairs[method] = pair
+                rows[method] = pn.Column(sizing_mode="stretch_width")
             self.figures["diff"] = GridFigure("var_QP − var_EP", DIFF_PALETTE, (-1.0, 1.0))
             self.method_rows = rows
+            self._arrange_pairs()
             self.views = pn.Column(sizing_mode="stretch_width")
             self.views.objects = [*rows.values(), self._explained(self.figures["diff"], "diff", "qpviz-gp2d-diff")]
             self._show_methods()
@@ -421,6 +423,12 @@ class GP2DPage(pn.viewable.Viewer):
         self.alert.object = self.message
         self.alert.visible = bool(self.message)
 
+    def _arrange_pairs(self) -> None:
+        """A method's two views side by side, or one above the other in projector mode (large
+        fonts on a 1024 px wide screen leave too little room for two plots)."""
+        for method, pair in self._pairs.items():
+            self.method_rows[method].objects = pair if self.projector else [pn.Row(*pair, sizing_mode="stretch_width")]
+
     @param.depends("projector", watch=True)
     def _apply_projector_mode(self) -> None:
         size = {"font-size": "150%" if self.projector else "100%"}
@@ -430,6 +438,7 @@ class GP2DPage(pn.viewable.Viewer):
             widget.stylesheets = [PROJECTOR_WIDGET_CSS] if self.projector else []
         if self.views is not None:
             self._style_figures()
+            self._arrange_pairs()
 
     def _build_controls(self) -> pn.Column:
         w = pn.widgets
