@@ -359,9 +359,6 @@ class GP2DPage(pn.viewable.Viewer):
                 clim=max(float(np.abs(diff).max()), 1e-12),
             )
 
-    def _redraw(self, *events) -> None:
-        self.draw()
-
     def _style_figures(self) -> None:
         for grid_figure in self.figures.values():
             grid_figure.style(self.projector)
