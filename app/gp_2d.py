@@ -63,7 +63,8 @@ CACHE_ITEMS = 48
 REMOVE_RADIUS = 0.03
 #: Query keys of the page's state (prefixed: every page of the app shares one URL).
 URL_KEYS = {"preset": "g2_preset", "n": "g2_n", "seed": "g2_seed", "kernel": "g2_kernel", "variance": "g2_var",
-            "lengthscale": "g2_ls", "methods": "g2_methods", "projector": "projector"}
+            "lengthscale": "g2_ls", "methods": "g2_methods", "added": "g2_added", "removed": "g2_removed",
+            "projector": "projector"}
 
 #: Below each view: two lines of explanation and its formula (rendered by KaTeX).
 EXPLANATIONS = {
@@ -185,13 +186,16 @@ class GP2DPage(pn.viewable.Viewer):
     variance = param.Number(default=4.0, doc="Kernel variance σ_f².")
     lengthscale = param.Number(default=0.8, doc="Kernel length-scale ℓ.")
     methods = param.ListSelector(default=["ep", "qp"], objects=list(METHOD_LABELS), doc="Methods to show.")
+    added = param.List(default=[], doc="Clicked points [x1, x2, label] (in the URL: a link reopens them).")
+    removed = param.List(default=[], doc="Indices of the preset's points a click removed.")
     click_class = param.Selector(objects=["+1", "-1"], default="+1", doc="Class of a clicked point.")
     projector = param.Boolean(default=False, doc="Large fonts for a projector.")
     message = param.String(default="", doc="What to change when an input is bad ('' if none).")
 
     def __init__(self, **params):
         super().__init__(**params)
-        self.X, self.y = twod.make_preset(self.preset, self.n, self.seed)
+        self.X, self.y, self._origin = self.data()
+        self.param.watch(self._on_data_inputs, ["preset", "n", "seed", "added", "removed"])
         self.fit: twod.GridFit | None = None  # the last good fit
         self.fit_description = ""  # preset, N and hyper-parameters of self.fit
         self._link_note = ""  # what a bad link asked for and what replaced it
@@ -295,12 +299,34 @@ class GP2DPage(pn.viewable.Viewer):
             self.ensure_fit()
             self.draw()
 
-    @param.depends("preset", "n", "seed", watch=True)
-    def _new_data(self) -> None:
+    def data(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """X, y and each row's origin (its index in the preset, or -(k + 1) for clicked point k):
+        the preset without the ``removed`` points, then the ``added`` ones. ValueError if an
+        input is bad."""
+        n = int(_validated("n", self.n))
+        seed = int(_validated("seed", self.seed))
+        X, y = twod.make_preset(self.preset, n, seed)
         try:
-            n = int(_validated("n", self.n))
-            seed = int(_validated("seed", self.seed))
-            self.X, self.y = twod.make_preset(self.preset, n, seed)
+            removed = {int(i) for i in self.removed if int(i) == i and 0 <= i < n}
+            added = np.asarray(self.added, dtype=float).reshape(-1, 3)
+        except (TypeError, ValueError):
+            raise ValueError("the clicked points must be [x1, x2, label] triples and the removed points preset "
+                             "indices") from None
+        if not (np.isfinite(added).all() and np.isin(added[:, 2], twod.CLASSES).all()):
+            raise ValueError("a clicked point needs finite coordinates and the label -1 or +1")
+        keep = np.array([i not in removed for i in range(n)], dtype=bool)
+        origin = np.concatenate([np.flatnonzero(keep), -1 - np.arange(len(added))])
+        return np.vstack([X[keep], added[:, :2]]), np.concatenate([y[keep], added[:, 2]]), origin
+
+    def _on_data_inputs(self, *events) -> None:
+        """A new preset, n or seed starts afresh (no clicked or removed points), unless the same
+        change brings its own (a link)."""
+        names = {event.name for event in events}
+        if not names & {"added", "removed"} and (self.added or self.removed):
+            self.param.update(added=[], removed=[])  # calls this again, with the edits
+            return
+        try:
+            self.X, self.y, self._origin = self.data()
         except Exception as exc:
             self.message = f"{exc}. The plots keep the last good data and fit."
             return
@@ -311,18 +337,20 @@ class GP2DPage(pn.viewable.Viewer):
         self._changed()
 
     def toggle_point(self, x1: float, x2: float) -> None:
-        """A click at (x1, x2): remove the point under it, or add one of class ``click_class``."""
+        """A click at (x1, x2): remove the point under it, or add one of class ``click_class``
+        (kept in ``added`` / ``removed``, so that the URL holds them)."""
         if x1 is None or x2 is None or not np.isfinite([x1, x2]).all():
             return
         lo, hi, _, _ = twod.grid_extent(self.X)
         distance = np.hypot(self.X[:, 0] - x1, self.X[:, 1] - x2)
         if len(distance) and distance.min() < REMOVE_RADIUS * (hi - lo):
-            keep = np.arange(len(self.y)) != distance.argmin()
-            self.X, self.y = self.X[keep], self.y[keep]
+            origin = int(self._origin[distance.argmin()])
+            if origin >= 0:
+                self.removed = [*self.removed, origin]
+            else:
+                self.added = [point for k, point in enumerate(self.added) if k != -1 - origin]
         else:
-            self.X = np.vstack([self.X, [[x1, x2]]])
-            self.y = np.append(self.y, float(self.click_class))
-        self._changed()
+            self.added = [*self.added, [round(float(x1), 3), round(float(x2), 3), float(self.click_class)]]
 
     def _on_tap(self, x=None, y=None) -> None:
         try:

@@ -174,19 +174,36 @@ def test_bad_input_keeps_the_last_good_fit_and_says_what_to_change(gp2d_page, na
 
 
 def test_clicks_add_and_remove_points_and_one_class_is_reported(gp2d_page):
-    gp2d_page.X, gp2d_page.y = np.array([[-1.0, 0.0], [1.0, 0.0]]), np.array([-1.0, 1.0])
+    gp2d_page.n = 2  # one point per class
+    preset_X, preset_y = gp2d_page.X.copy(), gp2d_page.y.copy()
     gp2d_page.click_class = "-1"
-    gp2d_page.toggle_point(0.0, 2.0)
-    np.testing.assert_array_equal(gp2d_page.y, [-1.0, 1.0, -1.0])
-    assert "N=3," in _title(gp2d_page, "proba_ep")
+    gp2d_page.toggle_point(0.0, 2.9)
+    np.testing.assert_array_equal(gp2d_page.y, [*preset_y, -1.0])
+    assert gp2d_page.added == [[0.0, 2.9, -1.0]] and "N=3," in _title(gp2d_page, "proba_ep")
     kept = gp2d_page.fit
-    gp2d_page.toggle_point(1.02, 0.01)  # on the only point of class +1: it goes
+    positive = int(np.flatnonzero(preset_y > 0)[0])
+    gp2d_page.toggle_point(*(preset_X[positive] + 0.01))  # on the only point of class +1: it goes
+    assert gp2d_page.removed == [positive]
     np.testing.assert_array_equal(gp2d_page.y, [-1.0, -1.0])
     assert gp2d_page.fit is kept
     assert "only one class is present: add a point of class +1" in gp2d_page.message
     gp2d_page.click_class = "+1"
-    gp2d_page.toggle_point(2.0, 2.0)
+    gp2d_page.toggle_point(2.0, -2.9)
     assert gp2d_page.message == "" and "N=3," in _title(gp2d_page, "proba_ep")
+    gp2d_page.toggle_point(0.0, 2.9)  # a clicked point goes again when clicked
+    assert gp2d_page.added == [[2.0, -2.9, 1.0]]
+    gp2d_page.seed = 5  # new preset data start without the edits
+    assert gp2d_page.added == [] and gp2d_page.removed == [] and len(gp2d_page.y) == 2
+
+
+def test_edits_from_a_link_rebuild_the_same_data(gp2d_page):
+    gp2d_page.param.update(preset="xor", n=30, added=[[0.5, 0.5, -1.0]], removed=[0, 3])  # as the URL sync does
+    X, y = twod.make_preset("xor", 30, 0)
+    np.testing.assert_array_equal(gp2d_page.X, np.vstack([np.delete(X, [0, 3], axis=0), [[0.5, 0.5]]]))
+    np.testing.assert_array_equal(gp2d_page.y, [*np.delete(y, [0, 3]), -1.0])
+    kept = gp2d_page.fit
+    gp2d_page.added = [["a", 1, 1]]
+    assert "clicked points must be [x1, x2, label]" in gp2d_page.message and gp2d_page.fit is kept
 
 
 def test_an_edit_reuses_cached_grids(gp2d_page):

@@ -82,6 +82,10 @@ def test_clicking_the_plot_adds_then_removes_a_point(gp2d: Page):
     x, y = box["x"] + 0.6 * box["width"], box["y"] + 0.3 * box["height"]
     gp2d.mouse.click(x, y)
     wait_for_title(gp2d, "EP: p(y=+1|x), moons N=101")
+    gp2d.wait_for_url(re.compile(r"[?&]g2_added="), timeout=TIMEOUT_MS)
+    gp2d.goto(gp2d.url)  # the link reopens the clicked point
+    gp2d.locator(".bk-tab", has_text="GP 2-D").click(timeout=TIMEOUT_MS)
+    wait_for_title(gp2d, "EP: p(y=+1|x), moons N=101")
     gp2d.wait_for_timeout(600)  # two clicks within Bokeh's double-tap interval make a double tap, not two taps
     gp2d.mouse.click(x, y)  # the same place again: the new point goes
     wait_for_title(gp2d, "EP: p(y=+1|x), moons N=100")
