@@ -8,15 +8,16 @@ import threading
 
 import panel as pn
 
+import gp_2d
+import panel_offline
 import paper_results
 import projection_explorer
-import panel_offline
 import tcp_nodelay
 import variance_effects
 
 from qpviz import tables
 
-PAGES = [projection_explorer, variance_effects, paper_results]
+PAGES = [projection_explorer, gp_2d, variance_effects, paper_results]
 
 pn.extension("katex", sizing_mode="stretch_width")
 panel_offline.enable()  # Panel's stylesheets always from this server, never its CDN

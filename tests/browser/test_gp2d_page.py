@@ -1,0 +1,115 @@
+"""The GP 2-D page in a real Chromium, served by `python -m panel serve app`."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from pagetools import TITLES_JS, plot_titles, title_starting
+from test_explorer_page import console_errors  # noqa: F401  (the fixture: fail on console errors)
+
+pytestmark = pytest.mark.browser
+
+TIMEOUT_MS = 60_000
+#: The error message the page shows ('' if none), read from the Bokeh model of its alert pane.
+ALERT_JS = """() => [...Bokeh.documents[0].all_models]
+    .filter(m => (m.css_classes || []).includes('qpviz-gp2d-error') && m.visible).map(m => m.text).join(' ')"""
+#: Sum of the probability image of the EP figure (changes when the fit changes).
+IMAGE_SUM_JS = """() => {
+    for (const m of Bokeh.documents[0].all_models) {
+        if (m.constructor.__name__ !== 'Figure' || !m.title || !m.title.text.startsWith('EP: p(y=+1|x)')) continue;
+        for (const r of m.renderers) {
+            const image = r.data_source && r.data_source.data && r.data_source.data.image;
+            if (image) { let s = 0; for (const v of image[0]) s += v; return s; }
+        }
+    }
+    return null;
+}"""
+
+
+def wait_for_title(page: Page, prefix: str) -> str:
+    page.wait_for_function(f"prefix => ({TITLES_JS})().some(text => text.startsWith(prefix))", arg=prefix,
+                           timeout=TIMEOUT_MS)
+    return title_starting(page, prefix)
+
+
+@pytest.fixture
+def gp2d(page: Page, app_url: str, console_errors) -> Page:  # noqa: F811
+    page.set_viewport_size({"width": 1500, "height": 1200})
+    page.goto(app_url)
+    page.locator(".bk-tab", has_text="GP 2-D").click(timeout=TIMEOUT_MS)
+    wait_for_title(page, "EP: p(y=+1|x), moons N=100")
+    return page
+
+
+def test_page_shows_every_default_view(gp2d: Page):
+    titles = plot_titles(gp2d)
+    for prefix in ("EP: p(y=+1|x)", "QP: p(y=+1|x)", "EP: latent var", "QP: latent var",
+                   "var_QP − var_EP in ["):
+        assert any(t.startswith(prefix) for t in titles), (prefix, titles)
+    difference = title_starting(gp2d, "var_QP − var_EP")
+    largest = float(re.search(r"in \[\S+, (\S+)\]", difference).group(1))
+    assert largest <= 1e-8  # var_QP <= var_EP everywhere (QP paper Theorem 2)
+    expect(gp2d.locator(".katex").first).to_be_visible()
+
+
+def test_slider_refits_and_redraws(gp2d: Page):
+    before = gp2d.evaluate(IMAGE_SUM_JS)
+    handle = gp2d.locator(".qpviz-gp2d-lengthscale .noUi-handle")
+    handle.focus()
+    handle.press("ArrowRight")  # length-scale 0.8 -> 0.85
+    wait_for_title(gp2d, "EP: p(y=+1|x), moons N=100, rbf σ_f²=4 ℓ=0.85")
+    wait_for_title(gp2d, "QP: latent var v(x), moons N=100, rbf σ_f²=4 ℓ=0.85")
+    gp2d.wait_for_function(f"before => ({IMAGE_SUM_JS})() !== before", arg=before, timeout=TIMEOUT_MS)
+    gp2d.wait_for_url(re.compile(r"[?&]g2_ls=0\.85"), timeout=TIMEOUT_MS)
+    assert gp2d.evaluate(ALERT_JS) == ""
+
+
+def test_preset_and_methods(gp2d: Page):
+    gp2d.locator(".qpviz-gp2d-preset select").select_option("xor")
+    wait_for_title(gp2d, "EP: p(y=+1|x), xor N=100")
+    gp2d.get_by_role("button", name="VB", exact=True).click()
+    wait_for_title(gp2d, "VB: p(y=+1|x), xor N=100")
+    wait_for_title(gp2d, "VB: latent var v(x), xor")
+    gp2d.wait_for_url(re.compile(r"g2_preset=xor"), timeout=TIMEOUT_MS)
+
+
+def test_clicking_the_plot_adds_then_removes_a_point(gp2d: Page):
+    box = gp2d.locator(".qpviz-gp2d-proba-ep canvas").first.bounding_box()
+    # about (1.2, 1.9): above the moons, where no preset point lies, and inside the default square
+    # (a point near its edge would widen the plot, and the same pixel would then be elsewhere)
+    x, y = box["x"] + 0.6 * box["width"], box["y"] + 0.3 * box["height"]
+    gp2d.mouse.click(x, y)
+    wait_for_title(gp2d, "EP: p(y=+1|x), moons N=101")
+    gp2d.wait_for_url(re.compile(r"[?&]g2_added="), timeout=TIMEOUT_MS)
+    gp2d.goto(gp2d.url)  # the link reopens the clicked point
+    gp2d.locator(".bk-tab", has_text="GP 2-D").click(timeout=TIMEOUT_MS)
+    wait_for_title(gp2d, "EP: p(y=+1|x), moons N=101")
+    gp2d.wait_for_timeout(600)  # two clicks within Bokeh's double-tap interval make a double tap, not two taps
+    gp2d.mouse.click(x, y)  # the same place again: the new point goes
+    wait_for_title(gp2d, "EP: p(y=+1|x), moons N=100")
+
+
+def test_bad_link_opens_a_consistent_page_and_says_what_it_replaced(page: Page, app_url: str, console_errors):  # noqa: F811
+    page.set_viewport_size({"width": 1500, "height": 1200})
+    page.goto(app_url + "?g2_preset=circles&g2_var=0&g2_ls=nan")
+    page.locator(".bk-tab", has_text="GP 2-D").click(timeout=TIMEOUT_MS)
+    wait_for_title(page, "EP: p(y=+1|x), circles N=100, rbf σ_f²=4 ℓ=0.8")
+    alert = page.locator(".qpviz-gp2d-error")
+    expect(alert).to_contain_text("variance = 0 (valid: 0.1 to 20) was replaced by 4.0", timeout=TIMEOUT_MS)
+    expect(alert).to_contain_text("lengthscale = nan (valid: 0.1 to 5) was replaced by 0.8")
+    page.wait_for_url(re.compile(r"[?&]g2_var=4(\.0)?(&|$)"), timeout=TIMEOUT_MS)  # the link now says what is shown
+
+
+
+def test_projector_mode_enlarges_titles_and_colour_bar_numbers(gp2d: Page):
+    gp2d.locator(".bk-btn", has_text="Projector mode (large fonts)").last.click()
+    gp2d.wait_for_function(
+        """() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'ColorBar'
+                 && m.major_label_text_font_size === '19px')""",
+        timeout=TIMEOUT_MS,
+    )
+    assert gp2d.evaluate("""() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title'
+                            && m.text.startsWith('EP: p(y=+1|x)') && m.text_font_size === '22px')""")
+    gp2d.wait_for_url(re.compile(r"projector=true"), timeout=TIMEOUT_MS)
