@@ -19,7 +19,7 @@ from test_explorer_page import console_errors  # noqa: F401  (fails a test on an
 pytestmark = pytest.mark.browser
 
 #: Tab titles of the pages to check (app/main.py's PAGES).
-TABS = ["Projection Explorer", "Paper results"]
+TABS = ["Projection Explorer", "GP 2-D", "Variance effects", "Paper results"]
 #: The classroom's screens (1400 x 1050: where the projector cut plot (a)'s title before).
 VIEWPORTS = [(1024, 768), (1280, 720), (1400, 1050), (1920, 1080)]
 #: Smallest plot area (Bokeh frame) a reader can use, in CSS pixels.
