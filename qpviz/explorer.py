@@ -591,7 +591,9 @@ def read_link(query: dict, opening: dict = OPENING_VIEW) -> LinkReading:
         except (ValueError, TypeError) as exc:
             replaced(key, query[key], exc, f"{key}={sliders[key]:g}")
     choices = {}
-    canonical = lambda text: text.replace(" ", "").lower()  # noqa: E731  ('["EP","QP"]', 'True' are fine)
+    # '["EP","QP"]', 'True' are fine, and "['EP', 'QP']": Panel's Location writes a list that way
+    # when another page's synced value changes the URL
+    canonical = lambda text: text.replace(" ", "").replace("'", '"').lower()  # noqa: E731
     for key, accepted in LINK_CHOICES.items():
         text = query.get(key, accepted[0])
         matches = [a for a in accepted if canonical(a) == canonical(text)]

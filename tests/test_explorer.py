@@ -554,6 +554,9 @@ def test_a_good_link_is_read_without_notes():
     assert reading.choices == {"show": '["QP"]', "projector": "true", "scale": "common"}
     assert explorer.read_link({"projector": "True", "show": '["EP","QP"]'}).choices == {
         "show": '["EP", "QP"]', "projector": "true", "scale": "own"}
+    # Panel's Location rewrites a list as Python's repr when another page's synced value changes
+    reading = explorer.read_link({"show": "['EP', 'QP']"})
+    assert reading.choices["show"] == '["EP", "QP"]' and reading.notes == []
 
 
 def test_page_bad_link_gives_one_consistent_page_and_a_banner(explorer_page):
