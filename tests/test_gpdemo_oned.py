@@ -163,3 +163,48 @@ def test_explorer_query_carries_likelihood_y_and_clipped_cavity():
     parsed = parse_qs(query)
     assert parsed["count"] == ["3"] and parsed["m"] == ["-8.0"] and parsed["s"] == ["0.05"]
     assert "outside the explorer's sliders" in note
+
+
+def test_optimisation_streams_a_climbing_evidence_and_matches_qpviz_fit():
+    data = presets.make("noisy boundary", 60)
+    lik = qpviz.likelihood("probit")
+    kernel = oned.make_kernel("RBF", 1.0, 3.0)
+    seen = []
+    fitted, steps = oned.optimise_evidence(data.X, data.y, lik, kernel, on_step=seen.append)
+    assert seen == steps and len(steps) >= 3
+    evidence = np.array([s.evidence for s in steps])
+    assert evidence[-1] > evidence[0] + 1.0
+    assert np.all(np.diff(evidence) > -1e-6)  # L-BFGS-B iterates never lose evidence here
+    post = qpviz.fit(data.X, data.y, lik, kernel, method="ep", optimise=True)
+    assert evidence[-1] == pytest.approx(post.log_marginal_likelihood, abs=1e-3)
+    assert fitted.params["lengthscale"] == pytest.approx(post.hyperparameters["lengthscale"], rel=1e-2)
+
+
+def test_optimisation_can_be_cancelled():
+    import threading
+
+    data = presets.make("sine boundary", 30)
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(oned.Cancelled):
+        oned.optimise_evidence(data.X, data.y, qpviz.likelihood("probit"), oned.make_kernel("RBF", 1.0, 3.0),
+                               cancel=cancel)
+
+
+def test_mcmc_reference_pools_chains_reports_progress_and_agrees_with_ep():
+    import threading
+
+    data = presets.make("sharp step", 25, seed=4)
+    lik = qpviz.likelihood("probit")
+    kernel = oned.make_kernel("RBF", 2.0, 1.5)
+    progress = []
+    ref = oned.mcmc_reference(data.X, data.y, lik, kernel, chains=3, n_samples=800, burn_in=300,
+                              on_progress=lambda done, total: progress.append((done, total)))
+    assert progress == [(1, 3), (2, 3), (3, 3)]
+    assert ref.n_sweeps == 2400 and ref.method == "mcmc"
+    ep = oned.fit_methods(data.X, data.y, lik, kernel, ("ep",), reference=ref)["ep"]
+    assert ep.w2_data < 0.3
+    cancel = threading.Event()
+    with pytest.raises(oned.Cancelled):
+        oned.mcmc_reference(data.X, data.y, lik, kernel, chains=3, n_samples=100, burn_in=10,
+                            on_progress=lambda done, total: cancel.set(), cancel=cancel)

@@ -322,3 +322,91 @@ def explorer_query(likelihood: Likelihood, y: float, cavity_mean: float, cavity_
                 f"(m in [{m_lo:g}, {m_hi:g}], s in [{s_lo:g}, {s_hi:g}]); it opens at m = {m_shown:.3g}, s = {s_shown:.3g}")
     query.update(m=round(m_shown, 4), s=round(s_shown, 4))
     return urlencode(query), note
+
+
+class Cancelled(Exception):
+    """A long job (MCMC, optimisation) was cancelled from the page."""
+
+
+@dataclass
+class OptimisationStep:
+    """One L-BFGS-B iterate of :func:`optimise_evidence`: the EP evidence and the hyper-parameters."""
+
+    iteration: int
+    evidence: float
+    params: dict
+
+
+def optimise_evidence(X, y, likelihood: Likelihood, kernel, on_step=None, cancel=None, max_iter: int = 50):
+    """Maximise EP's log evidence (QP paper eq. 4, Alg. 1 line 15) over the kernel's log
+    hyper-parameters by L-BFGS-B with the analytic gradient 1/2 tr((alpha alpha^T - W) dK/d log theta)
+    (the posterior state's ``grad_log_marginal``), warm-starting each EP run from the last sites.
+
+    ``on_step(OptimisationStep)`` is called at the start and after every iterate (the page
+    streams the evidence climbing); ``cancel`` (a ``threading.Event``) stops the run with
+    :class:`Cancelled` at the next EP run. Returns (fitted kernel, list of steps).
+    """
+    from scipy import optimize
+
+    from qpviz import config
+    from qpviz.inference.ep import run_sites
+
+    X, y = check_data(X, y, likelihood)
+    prior = DensePrior(kernel, X)
+    bounds = [(math.log(config.HYPER_BOUNDS[0]), math.log(config.HYPER_BOUNDS[1]))] * len(kernel.param_names)
+    warm = {"sites": None, "last": (math.nan, None)}
+    steps: list[OptimisationStep] = []
+
+    def loss(theta):
+        if cancel is not None and cancel.is_set():
+            raise Cancelled("optimisation cancelled")
+        trial = prior.with_kernel(kernel.with_log_params(theta))
+        fit = run_sites(trial, likelihood, y, "ep", init=warm["sites"], warn=False)
+        if not fit.converged or not np.isfinite(fit.log_marginal_likelihood):
+            warm["sites"] = None
+            return 1e300, np.zeros_like(theta)
+        warm["sites"] = (fit.tau, fit.nu)
+        warm["last"] = (fit.log_marginal_likelihood, theta.copy())
+        return -fit.log_marginal_likelihood, -fit.state.grad_log_marginal()
+
+    def record(theta):
+        value, at = warm["last"]
+        if at is None or not np.array_equal(at, theta):
+            value = -loss(theta)[0]
+        steps.append(OptimisationStep(len(steps), float(value), kernel.with_log_params(theta).params))
+        if on_step is not None:
+            on_step(steps[-1])
+
+    theta0 = np.clip(kernel.log_params(), bounds[0][0], bounds[0][1])
+    record(theta0)
+    out = optimize.minimize(loss, theta0, jac=True, method="L-BFGS-B", bounds=bounds, callback=record,
+                            options={"maxiter": int(max_iter)})
+    return kernel.with_log_params(out.x), steps
+
+
+def mcmc_reference(X, y, likelihood: Likelihood, kernel, grid=None, chains: int = 4, n_samples: int = 1000,
+                   burn_in: int = 500, thin: int = 2, on_progress=None, cancel=None) -> MethodFit:
+    """The MCMC reference as a :class:`MethodFit`: ``chains`` elliptical-slice chains (seeds
+    0..chains-1, each ``n_samples`` kept after ``burn_in``), pooled. Between chains
+    ``on_progress(done, chains)`` is called and ``cancel`` (a ``threading.Event``) is checked
+    (:class:`Cancelled`), so a page can show progress and stop the job."""
+    from qpviz.inference.posterior import SamplePosterior
+
+    X, y = check_data(X, y, likelihood)
+    grid = make_grid(X) if grid is None else np.asarray(grid, float).reshape(-1, 1)
+    prior = DensePrior(kernel, X)
+    start = time.perf_counter()
+    samples = []
+    for chain in range(chains):
+        if cancel is not None and cancel.is_set():
+            raise Cancelled("MCMC cancelled")
+        post = qpviz.fit(X, y, likelihood, kernel, method="mcmc", prior=prior, n_samples=n_samples,
+                         burn_in=burn_in, thin=thin, seed=chain)
+        samples.append(post.samples)
+        if on_progress is not None:
+            on_progress(chain + 1, chains)
+    pooled = SamplePosterior(prior, likelihood, y, np.concatenate(samples), {})
+    mean, var = pooled.predict_f(grid)
+    centre, lower, upper, label = predictive_band(likelihood, mean, var)
+    return MethodFit("mcmc", grid[:, 0], mean, var, centre, lower, upper, label, pooled.mean, pooled.var, None, None,
+                     [], math.nan, True, pooled.n_sweeps, time.perf_counter() - start)
