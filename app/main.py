@@ -8,12 +8,13 @@ import threading
 
 import panel as pn
 
+import gp_1d
 import projection_explorer
 import tcp_nodelay
 
 from qpviz import tables
 
-PAGES = [projection_explorer]
+PAGES = [projection_explorer, gp_1d]
 
 pn.extension("katex", sizing_mode="stretch_width")
 tcp_nodelay.enable()  # the server's replies reach the browser without Nagle's 40 ms waits

@@ -1,0 +1,57 @@
+"""The GP 1-D page in a real Chromium, served by `python -m panel serve app`."""
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from pagetools import plot_titles
+from test_explorer_page import ALERT_JS, console_errors  # noqa: F401  (the fixture fails on console errors)
+
+pytestmark = pytest.mark.browser
+
+TIMEOUT_MS = 60_000
+
+
+@pytest.fixture
+def gp1d(page: Page, app_url: str, console_errors) -> Page:  # noqa: F811
+    page.set_viewport_size({"width": 1500, "height": 1200})
+    page.goto(app_url)
+    page.get_by_text("GP 1-D", exact=True).first.click()
+    page.locator(".qpviz-gp1d-table table").first.wait_for(timeout=TIMEOUT_MS)
+    return page
+
+
+def table_text(page: Page) -> str:
+    return page.locator(".qpviz-gp1d-table table").first.inner_text()
+
+
+def set_lengthscale(page: Page, value: str) -> None:
+    field = page.locator(".qpviz-gp1d-lengthscale input").first
+    field.fill(value)
+    field.press("Enter")
+
+
+def test_tab_opens_with_ep_and_qp_and_every_view(gp1d: Page):
+    text = table_text(gp1d)
+    assert "EP" in text and "QP" in text
+    titles = plot_titles(gp1d)
+    for prefix in ("Latent f", "Predictive", "Site precisions", "Convergence", "EP evidence", "Step-through"):
+        assert any(t.startswith(prefix) for t in titles), (prefix, titles)
+
+
+def test_hyperparameter_change_updates_the_numbers_and_bad_value_says_what_to_change(gp1d: Page):
+    before = table_text(gp1d)
+    set_lengthscale(gp1d, "2.5")
+    expect(gp1d.locator(".qpviz-gp1d-table table").first).not_to_have_text(before, timeout=TIMEOUT_MS)
+    after = table_text(gp1d)
+    set_lengthscale(gp1d, "0")
+    gp1d.wait_for_function(f"() => ({ALERT_JS})().includes('lengthscale must be > 0')", timeout=TIMEOUT_MS)
+    assert table_text(gp1d) == after  # the last good fit stays
+
+
+def test_one_site_button_highlights_a_site(gp1d: Page):
+    gp1d.get_by_role("button", name="one site").click()
+    gp1d.wait_for_function(
+        "() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title' "
+        "&& (m.text || '').startsWith('Step-through (EP, sweep 1): site 1'))", timeout=TIMEOUT_MS)
+    expect(gp1d.locator(".qpviz-gp1d-explorer-link a")).to_contain_text("Projection Explorer", timeout=TIMEOUT_MS)
