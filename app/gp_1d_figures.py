@@ -170,6 +170,8 @@ class GP1DFigures:
         x_data = model.X[:, 0]
         for m in LINE_METHODS:
             fit = fits.get(m)
+            for renderer in self.renderers[m]:
+                renderer.visible = fit is not None  # a hidden method's legend entry is greyed
             has_sites = fit is not None and fit.site_tau is not None and fit.site_tau.shape == x_data.shape
             self.site_sources[m].data = {"x": x_data if has_sites else [], "tau": fit.site_tau if has_sites else []}
             history = fit.history if fit is not None else []

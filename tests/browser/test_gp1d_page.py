@@ -45,7 +45,7 @@ def test_hyperparameter_change_updates_the_numbers_and_bad_value_says_what_to_ch
     expect(gp1d.locator(".qpviz-gp1d-table table").first).not_to_have_text(before, timeout=TIMEOUT_MS)
     after = table_text(gp1d)
     set_lengthscale(gp1d, "0")
-    gp1d.wait_for_function(f"() => ({ALERT_JS})().includes('lengthscale must be > 0')", timeout=TIMEOUT_MS)
+    gp1d.wait_for_function(f"() => ({ALERT_JS})().includes('lengthscale must be')", timeout=TIMEOUT_MS)
     assert table_text(gp1d) == after  # the last good fit stays
 
 
