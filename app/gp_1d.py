@@ -13,6 +13,7 @@ import io
 import panel as pn
 import param
 from bokeh import events
+from panel.custom import JSComponent
 
 from explorer_widgets import PROJECTOR_WIDGET_CSS
 from gp_1d_figures import EXPLANATIONS, GP1DFigures, table_html
@@ -36,6 +37,30 @@ URL_KEYS = {"preset": "g1_preset", "n_points": "g1_n", "seed": "g1_seed", "likel
 
 #: Method labels of the method buttons.
 _LABELS = {"ep": "EP", "qp": "QP", "vb": "VB", "laplace": "Laplace", "mcmc": "MCMC"}
+
+
+class StepKeys(JSComponent):
+    """Keyboard shortcuts of the step-through: n = one site, s = one sweep (not while typing in
+    an input). Each press sets ``key`` and counts ``presses``; the page watches ``presses``."""
+
+    key = param.String(default="")
+    presses = param.Integer(default=0)
+
+    _esm = """
+    export function render({ model }) {
+      const onKey = (event) => {
+        const path = event.composedPath ? event.composedPath() : [];
+        if (path.some(el => ['INPUT', 'TEXTAREA', 'SELECT'].includes(el.tagName))) return;
+        const key = (event.key || '').toLowerCase();
+        if (key !== 'n' && key !== 's') return;
+        model.key = key;
+        model.presses = model.presses + 1;
+      };
+      document.addEventListener('keydown', onKey);
+      model.on('remove', () => document.removeEventListener('keydown', onKey));
+      return document.createElement('span');
+    }
+    """
 
 
 class GP1DPage(pn.viewable.Viewer):
@@ -70,9 +95,10 @@ class GP1DPage(pn.viewable.Viewer):
         self.status = pn.pane.Markdown("", css_classes=["qpviz-gp1d-status"])
         self.step_method = pn.widgets.RadioButtonGroup(label="step-through", options={"EP": "ep", "QP": "qp"},
                                                        value=m.step_method)
-        self.step_site = pn.widgets.Button(label="one site", css_classes=["qpviz-step-site"])
-        self.step_sweep = pn.widgets.Button(label="one sweep", css_classes=["qpviz-step-sweep"])
+        self.step_site = pn.widgets.Button(label="one site (key n)", css_classes=["qpviz-step-site"])
+        self.step_sweep = pn.widgets.Button(label="one sweep (key s)", css_classes=["qpviz-step-sweep"])
         self.step_reset = pn.widgets.Button(label="reset")
+        self.step_keys = StepKeys(width=0, height=0, margin=0)
         self.explorer_link = pn.pane.HTML("", css_classes=["qpviz-gp1d-explorer-link"])
         self.upload = pn.widgets.FileInput(accept=".csv,text/csv", multiple=False)
         self.download = pn.widgets.FileDownload(callback=self._csv_file, filename="gp1d_fit.csv",
@@ -104,6 +130,8 @@ class GP1DPage(pn.viewable.Viewer):
         self.step_site.on_click(lambda event: self._run(self.model.step, "site"))
         self.step_sweep.on_click(lambda event: self._run(self.model.step, "sweep"))
         self.step_reset.on_click(lambda event: self._run(self.model.step, "reset"))
+        self.step_keys.param.watch(
+            lambda event: self._run(self.model.step, "site" if self.step_keys.key == "n" else "sweep"), "presses")
         self.upload.param.watch(lambda event: self._run(self.model.upload, event.new), "value")
         self.projector_toggle.link(self, value="projector")
         self.views.figures["predictive"].on_event(events.Tap, self._on_tap)
@@ -226,7 +254,7 @@ class GP1DPage(pn.viewable.Viewer):
             pn.pane.Markdown("### Model"), self.likelihood, self.lik_params, self.kernel, self.variance,
             self.lengthscale, self.methods, self.optimise_button, self.cancel_button, self.progress, self.status,
             pn.pane.Markdown("### Step-through"), self.step_method,
-            pn.Row(self.step_site, self.step_sweep, self.step_reset), self.explorer_link,
+            pn.Row(self.step_site, self.step_sweep, self.step_reset), self.step_keys, self.explorer_link,
             pn.pane.Markdown("### Share"), self.download, self.projector_toggle,
             width=320,
         )

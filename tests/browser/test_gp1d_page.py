@@ -49,9 +49,17 @@ def test_hyperparameter_change_updates_the_numbers_and_bad_value_says_what_to_ch
     assert table_text(gp1d) == after  # the last good fit stays
 
 
-def test_one_site_button_highlights_a_site(gp1d: Page):
+def test_one_site_button_and_keys_step_and_highlight_a_site(gp1d: Page):
     gp1d.get_by_role("button", name="one site").click()
     gp1d.wait_for_function(
         "() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title' "
         "&& (m.text || '').startsWith('Step-through (EP, sweep 1): site 1'))", timeout=TIMEOUT_MS)
     expect(gp1d.locator(".qpviz-gp1d-explorer-link a")).to_contain_text("Projection Explorer", timeout=TIMEOUT_MS)
+    gp1d.keyboard.press("n")
+    gp1d.wait_for_function(
+        "() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title' "
+        "&& (m.text || '').startsWith('Step-through (EP, sweep 1): site 2'))", timeout=TIMEOUT_MS)
+    gp1d.keyboard.press("s")
+    gp1d.wait_for_function(
+        "() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title' "
+        "&& (m.text || '').startsWith('Step-through (EP, sweep 2): site 0'))", timeout=TIMEOUT_MS)
