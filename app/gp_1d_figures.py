@@ -180,7 +180,7 @@ class GP1DFigures:
         binary = model.likelihood_object().support == "binary"
         label = next(iter(fits.values())).predictive_label if fits else "predictive"
         self.figures["predictive"].yaxis.axis_label = label
-        self.figures["predictive"].title.text = f"Predictive: {label}"
+        self.figures["predictive"].title.text = f"Predictive: {label}, {model.y.size} data points"
         self.data.data = {"x": x_data, "y": model.y, "shown": (model.y + 1) / 2 if binary else model.y}
         self.show_optimisation(model)
         self.show_step(model)

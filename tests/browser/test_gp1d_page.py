@@ -63,3 +63,33 @@ def test_one_site_button_and_keys_step_and_highlight_a_site(gp1d: Page):
     gp1d.wait_for_function(
         "() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title' "
         "&& (m.text || '').startsWith('Step-through (EP, sweep 2): site 0'))", timeout=TIMEOUT_MS)
+
+
+def predictive_title(page: Page) -> str:
+    return next(t for t in plot_titles(page) if t.startswith("Predictive"))
+
+
+def test_clicking_the_predictive_plot_adds_or_removes_a_point(gp1d: Page):
+    before = predictive_title(gp1d)
+    assert before.endswith("60 data points")
+    figure = gp1d.locator(".bk-Figure").nth(1)  # latent, then predictive
+    box = figure.bounding_box()
+    gp1d.mouse.click(box["x"] + 0.55 * box["width"], box["y"] + 0.3 * box["height"])
+    gp1d.wait_for_function(
+        "() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title' "
+        "&& /^Predictive.*, (59|61) data points$/.test(m.text || ''))", timeout=TIMEOUT_MS)
+
+
+def test_a_bad_csv_upload_says_what_is_wrong_and_keeps_the_fit(gp1d: Page, tmp_path):
+    before = table_text(gp1d)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("x,y\n1,a\n2,b\n")
+    gp1d.locator("input[type=file]").first.set_input_files(str(bad))
+    gp1d.wait_for_function(f"() => ({ALERT_JS})().includes('CSV not loaded')", timeout=TIMEOUT_MS)
+    assert table_text(gp1d) == before
+    good = tmp_path / "good.csv"
+    good.write_text("x,y\n0,-1\n1,-1\n2,1\n3,1\n4,1\n")
+    gp1d.locator("input[type=file]").first.set_input_files(str(good))
+    gp1d.wait_for_function(
+        "() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title' "
+        "&& /^Predictive.*, 5 data points$/.test(m.text || ''))", timeout=TIMEOUT_MS)
