@@ -293,6 +293,7 @@ class GP1DPage(pn.viewable.Viewer):
         for name, widget in widgets.items():
             location.sync(widget, {"value": URL_KEYS[name]})
         location.sync(self.projector_toggle, {"value": "g1_projector"})
+        location.sync(self.model, {"data_query": "g1_data"})  # clicked / uploaded points
 
     def __panel__(self):
         return self._layout

@@ -36,6 +36,8 @@ MAX_UPLOAD_BYTES = 5 * 1024 * 1024
 CACHE_SIZE = 256
 #: Long jobs of every session share this pool (2 cores on the classroom server).
 EXECUTOR = ThreadPoolExecutor(max_workers=2, thread_name_prefix="qpviz-gp1d")
+#: Most points a link carries (the URL stays below ~8 kB).
+MAX_LINK_POINTS = 300
 #: MCMC reference settings: chains x samples (each chain after its burn-in).
 MCMC_SETTINGS = {"chains": 4, "n_samples": 600, "burn_in": 400, "thin": 2}
 
@@ -96,6 +98,22 @@ def parse_csv(content: bytes) -> tuple[np.ndarray, np.ndarray]:
     return values[:, :1], values[:, 1]
 
 
+def encode_data(X, y) -> str:
+    """'x:y;x:y;...' with 6 significant digits ('' beyond MAX_LINK_POINTS points)."""
+    if y.size > MAX_LINK_POINTS:
+        return ""
+    return ";".join(f"{a:.6g}:{b:.6g}" for a, b in zip(np.ravel(X), y))
+
+
+def decode_data(text: str) -> tuple[np.ndarray, np.ndarray]:
+    """The inverse of :func:`encode_data` (ValueError for text that is not 'x:y;...' numbers)."""
+    pairs = [item.split(":") for item in text.split(";") if item]
+    if not pairs or any(len(p) != 2 for p in pairs) or len(pairs) > presets.MAX_POINTS:
+        raise ValueError("expected 'x:y;x:y;...' with 1 to 1000 points")
+    values = np.array([[explorer.parse_number(a, "x"), explorer.parse_number(b, "y")] for a, b in pairs])
+    return values[:, :1], values[:, 1]
+
+
 class GP1DModel(param.Parameterized):
     """Inputs, data and fits of the GP 1-D page (module docstring)."""
 
@@ -109,6 +127,10 @@ class GP1DModel(param.Parameterized):
     lengthscale = param.Number(default=1.0, doc="Kernel lengthscale (> 0).")
     methods = param.ListSelector(default=["ep", "qp", "mcmc"], objects=list(oned.METHODS), doc="Methods shown.")
     step_method = param.Selector(default="ep", objects=["ep", "qp"], doc="Method of the step-through.")
+
+    data_query = param.String(default="", doc=(
+        "The data as 'x:y;x:y;...' when they differ from the preset's (clicks, uploads), so that a shared link "
+        "reopens them; '' for the preset's data."))
 
     message = param.String(default="", doc="What to change (the last input was refused); '' if fine.")
     note = param.String(default="", doc="Information about the data (e.g. clipped n).")
@@ -126,6 +148,7 @@ class GP1DModel(param.Parameterized):
         self.stepper = None
         self._job = None
         self._loading = False
+        self._writing_query = False
         self._fitted_data = None  # digest of the data the fits belong to
         self.load_preset()
 
@@ -145,15 +168,33 @@ class GP1DModel(param.Parameterized):
                               note=data.note)
         finally:
             self._loading = False
-        return self.set_data(data.X, data.y)
+        return self.set_data(data.X, data.y, edited=False)
 
-    def set_data(self, X, y) -> bool:
-        """New data (kept even if the model refuses them, so the user can fix the model)."""
+    def set_data(self, X, y, edited: bool = True) -> bool:
+        """New data (kept even if the model refuses them, so the user can fix the model);
+        ``edited`` data (not a preset's) are written to ``data_query`` for the URL."""
         self.X = np.asarray(X, float).reshape(-1, 1)
         self.y = np.asarray(y, float).ravel()
+        self._writing_query = True
+        try:
+            self.data_query = encode_data(self.X, self.y) if edited else ""
+        finally:
+            self._writing_query = False
         self.stepper = None
         self.site = None
         return self.refit()
+
+    @param.depends("data_query", watch=True)
+    def _data_query_changed(self) -> None:
+        """A shared link's data (the page's own writes are skipped)."""
+        if self._writing_query or not self.data_query:
+            return
+        try:
+            X, y = decode_data(self.data_query)
+        except ValueError as exc:
+            self.message = f"the data in the link were not used: {exc}"
+            return
+        self.set_data(X, y)
 
     @param.depends("likelihood", "likelihood_params", "kernel", "variance", "lengthscale", "methods", watch=True)
     def _inputs_changed(self) -> None:

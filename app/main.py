@@ -45,6 +45,8 @@ def build() -> pn.Column:
         sizing_mode="stretch_width",
     )
     tabs = pn.Tabs(*(module.page() for module in PAGES), dynamic=True, sizing_mode="stretch_width")
+    if pn.state.location is not None:
+        pn.state.location.sync(tabs, {"active": "tab"})  # ?tab=1 opens the second page
     return pn.Column(header, tabs, sizing_mode="stretch_width")
 
 

@@ -163,3 +163,18 @@ def test_page_builds_and_its_widgets_drive_the_model():
     page.variance.value = 2.0
     page.step_site.clicks += 1
     assert page.views.marks[0].visible and "open site" in page.explorer_link.object
+
+
+def test_edited_data_travel_in_the_link_and_a_preset_clears_them(model):
+    x_new = float(model.X[:, 0].max()) + 1.0
+    model.click(x_new, 0.9)
+    query = model.data_query
+    assert query.count(";") == model.y.size - 1 and query.endswith(f"{x_new:.6g}:1")
+    other = GP1DModel(methods=["ep"])
+    other.data_query = query  # a shared link
+    np.testing.assert_allclose(other.X[:, 0], model.X[:, 0], rtol=1e-5)
+    np.testing.assert_array_equal(other.y, model.y)
+    other.data_query = "1:2;nonsense"
+    assert "not used" in other.message and other.y.size == model.y.size
+    model.load_preset()
+    assert model.data_query == ""

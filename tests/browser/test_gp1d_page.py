@@ -93,3 +93,16 @@ def test_a_bad_csv_upload_says_what_is_wrong_and_keeps_the_fit(gp1d: Page, tmp_p
     gp1d.wait_for_function(
         "() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title' "
         "&& /^Predictive.*, 5 data points$/.test(m.text || ''))", timeout=TIMEOUT_MS)
+
+
+def test_a_shared_link_reopens_the_tab_with_its_settings_and_data(page: Page, app_url: str, console_errors):  # noqa: F811
+    query = "tab=1&g1_preset=sharp+step&g1_ls=2.5&g1_methods=%5B%22ep%22%5D&g1_data=0:-1;1:-1;2:1;3:1;4:1;5:-1"
+    page.set_viewport_size({"width": 1500, "height": 1200})
+    page.goto(f"{app_url}?{query}")
+    page.locator(".qpviz-gp1d-table table").first.wait_for(timeout=TIMEOUT_MS)
+    page.wait_for_function(
+        "() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title' "
+        "&& /^Predictive.*, 6 data points$/.test(m.text || ''))", timeout=TIMEOUT_MS)
+    expect(page.locator(".qpviz-gp1d-lengthscale input").first).to_have_value("2.5")
+    text = table_text(page)
+    assert "EP" in text and "QP" not in text
