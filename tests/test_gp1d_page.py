@@ -178,3 +178,18 @@ def test_edited_data_travel_in_the_link_and_a_preset_clears_them(model):
     assert "not used" in other.message and other.y.size == model.y.size
     model.load_preset()
     assert model.data_query == ""
+
+
+def test_projector_mode_enlarges_figures_and_hostile_counts_are_clipped_with_a_note():
+    gp_1d_model.FIT_CACHE.clear()
+    _, page = gp_1d.page()
+    page.model.cancel_job()
+    latent = page.views.figures["latent"]
+    normal = int(latent.title.text_font_size.rstrip("px"))
+    page.projector_toggle.value = True
+    assert int(latent.title.text_font_size.rstrip("px")) > normal and latent.height > 330
+    page.n_points.value = -3
+    assert page.model.y.size == presets.MIN_POINTS and "clipped" in page.info.object and page.info.visible
+    page.lik_params.value = "eps=0.7"  # step's eps must lie in [0, 0.5)
+    assert page.alert.visible and "likelihood parameters not applied" in page.alert.object
+    assert page.model.likelihood_params == {"eps": 0.0}
