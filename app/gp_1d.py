@@ -116,6 +116,9 @@ class GP1DPage(pn.viewable.Viewer):
         self._redraw()
         self._layout = self._build_layout()
         self._sync_url()
+        if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
+            # a closed browser tab stops its job (unless another session shares it)
+            pn.state.on_session_destroyed(lambda context: self.model.cancel_job(quiet=True))
 
     # -- wiring ------------------------------------------------------------------------------
     def _wire(self) -> None:
@@ -136,7 +139,8 @@ class GP1DPage(pn.viewable.Viewer):
         self.projector_toggle.link(self, value="projector")
         self.views.figures["predictive"].on_event(events.Tap, self._on_tap)
         self.model.param.watch(self._redraw, ["version"])
-        self.model.param.watch(lambda e: self.views.show_optimisation(self.model), ["optimisation"])
+        self.model.param.watch(lambda *events: self.views.show_optimisation(self.model),
+                               ["optimisation", "optimisation_done"])
         self.model.param.watch(self._on_site, ["site"])
         self.model.param.watch(self._show_messages, ["message", "note", "job_status", "job_running"])
 

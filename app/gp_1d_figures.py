@@ -203,6 +203,11 @@ class GP1DFigures:
     def show_optimisation(self, model) -> None:
         steps = model.optimisation
         self.optimisation.data = {"step": [s.iteration for s in steps], "evidence": [s.evidence for s in steps]}
+        title = "EP evidence per optimisation step"
+        if steps:
+            title += f": {len(steps)} steps, log Z_EP = {steps[-1].evidence:.4f}"
+            title += " (done)" if model.optimisation_done else " (running)"
+        self.figures["optimisation"].title.text = title
 
     def show_step(self, model) -> None:
         stepper, site = model.stepper, model.site

@@ -5,7 +5,8 @@ clicks and CSV uploads) and the last good fits. Every change goes through :meth:
 which validates and computes: bad input leaves the fits as they were and sets ``message`` to
 what to change. EP, QP, VB and Laplace run inline (about 50-250 ms at N = 200); MCMC and the
 evidence optimisation run in a thread pool (:data:`EXECUTOR`: numba releases the GIL), report
-progress through :meth:`GP1DModel.poll` and can be cancelled. Every fit is cached by (data,
+progress through :meth:`GP1DModel.poll` and can be cancelled; sessions asking for the same job
+share one run (:data:`RUNNING`). Every fit is cached by (data,
 likelihood, kernel, method) in :data:`FIT_CACHE`, so flipping back to earlier settings is instant.
 """
 from __future__ import annotations
@@ -56,8 +57,16 @@ class _LRU(OrderedDict):
             self.popitem(last=False)
 
 
+#: Long jobs running now, by key: sessions asking for the same job share it (``users`` counts them).
+RUNNING: dict = {}
 #: (method, data, likelihood, kernel) -> oned.MethodFit; ("optimise", ...) -> (variance, lengthscale, steps).
 FIT_CACHE = _LRU()
+
+
+def _forget(job: dict) -> None:
+    """Drop a finished or cancelled job from :data:`RUNNING` (a newer run of its key stays)."""
+    if RUNNING.get(job["key"]) is job:
+        RUNNING.pop(job["key"], None)
 
 
 def parse_csv(content: bytes) -> tuple[np.ndarray, np.ndarray]:
@@ -138,6 +147,7 @@ class GP1DModel(param.Parameterized):
     job_running = param.Boolean(default=False)
     fits = param.Dict(default={}, doc="method -> oned.MethodFit of the last good inputs.")
     optimisation = param.List(default=[], doc="oned.OptimisationStep of the current/last optimisation.")
+    optimisation_done = param.Boolean(default=False, doc="The last optimisation finished (not cancelled).")
     site = param.Parameter(default=None, doc="oned.SiteView of the step-through's next site (None: not stepping).")
     version = param.Integer(default=0, doc="Bumped whenever data or fits change.")
 
@@ -264,9 +274,15 @@ class GP1DModel(param.Parameterized):
         to :data:`EXECUTOR` and returns its future; the job may write ``job["progress"]`` and
         ``job["steps"]`` from its thread (read by :meth:`poll`)."""
         self.cancel_job(quiet=True)
-        job = {"kind": kind, "key": key, "cancel": threading.Event(), "progress": (0, MCMC_SETTINGS["chains"]),
-               "steps": [], "started": time.monotonic()}
-        job["future"] = start(job)
+        job = RUNNING.get(key)
+        if job is not None and not job["future"].done():
+            job["users"] += 1  # another session runs the same job: share it
+        else:
+            job = {"kind": kind, "key": key, "cancel": threading.Event(), "progress": (0, MCMC_SETTINGS["chains"]),
+                   "steps": [], "started": time.monotonic(), "users": 1}
+            job["future"] = start(job)
+            RUNNING[key] = job
+            job["future"].add_done_callback(lambda future, job=job: _forget(job))
         self._job = job
         self.param.update(job_running=True, job_status=f"{kind}: started")
 
@@ -295,10 +311,10 @@ class GP1DModel(param.Parameterized):
         key = ("optimise", *self._keys(lik, kernel))
         cached = FIT_CACHE.get_recent(key)
         if cached is not None:
-            self.optimisation = list(cached[2])
+            self.param.update(optimisation=list(cached[2]), optimisation_done=True)
             self.param.update(variance=cached[0], lengthscale=cached[1])
             return True
-        self.optimisation = []
+        self.param.update(optimisation=[], optimisation_done=False)
         self._submit("optimisation", key, lambda job: EXECUTOR.submit(
             oned.optimise_evidence, X, y, lik, kernel, on_step=job["steps"].append, cancel=job["cancel"]))
         return True
@@ -308,8 +324,11 @@ class GP1DModel(param.Parameterized):
         job, self._job = self._job, None
         if job is None:
             return
-        job["cancel"].set()
-        job["future"].cancel()
+        job["users"] -= 1
+        if job["users"] <= 0:  # no other session waits for it
+            job["cancel"].set()
+            job["future"].cancel()
+            _forget(job)
         self.param.update(job_running=False, job_status="" if quiet else f"{job['kind']} cancelled")
 
     def poll(self) -> None:
@@ -343,7 +362,7 @@ class GP1DModel(param.Parameterized):
         if job["kind"] == "optimisation":
             kernel, steps = result
             FIT_CACHE.put(job["key"], (kernel.params["variance"], kernel.params["lengthscale"], steps))
-            self.optimisation = list(steps)
+            self.param.update(optimisation=list(steps), optimisation_done=True)
             self.job_status = f"optimisation done in {elapsed:.1f} s: log Z_EP = {steps[-1].evidence:.4f}"
             self.param.update(variance=kernel.params["variance"], lengthscale=kernel.params["lengthscale"])
         else:

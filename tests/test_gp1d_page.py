@@ -141,8 +141,9 @@ def test_optimise_streams_evidence_and_sets_the_fitted_hyperparameters():
     gp_1d_model.FIT_CACHE.clear()
     m = GP1DModel(preset="noisy boundary", methods=["ep"])
     m.param.update(likelihood="probit", lengthscale=4.0)
-    assert m.optimise() and m.job_running
+    assert m.optimise() and m.job_running and not m.optimisation_done
     m.wait()
+    assert m.optimisation_done
     assert len(m.optimisation) >= 3 and m.optimisation[-1].evidence > m.optimisation[0].evidence
     assert m.lengthscale != 4.0 and m.message == ""
     assert m.fits["ep"].evidence == pytest.approx(m.optimisation[-1].evidence, abs=1e-3)
@@ -193,3 +194,26 @@ def test_projector_mode_enlarges_figures_and_hostile_counts_are_clipped_with_a_n
     page.lik_params.value = "eps=0.7"  # step's eps must lie in [0, 0.5)
     assert page.alert.visible and "likelihood parameters not applied" in page.alert.object
     assert page.model.likelihood_params == {"eps": 0.0}
+
+
+def test_two_sessions_share_one_mcmc_run_and_one_cancel_does_not_stop_the_other():
+    gp_1d_model.FIT_CACHE.clear()
+    first = GP1DModel(methods=["ep", "mcmc"], n_points=15)
+    second = GP1DModel(methods=["ep", "mcmc"], n_points=15)
+    job = first._job
+    assert job is second._job and job["users"] == 2 and gp_1d_model.RUNNING[job["key"]] is job
+    first.cancel_job()
+    assert not second._job["cancel"].is_set()
+    second.wait()
+    assert "mcmc" in second.fits and job["key"] not in gp_1d_model.RUNNING
+
+
+def test_page_streams_the_optimisation_into_its_figure():
+    gp_1d_model.FIT_CACHE.clear()
+    _, page = gp_1d.page()
+    page.model.methods = ["ep"]
+    page.optimise_button.clicks += 1
+    page.model.wait()
+    title = page.views.figures["optimisation"].title.text
+    assert title.startswith("EP evidence per optimisation step: ") and title.endswith("(done)")
+    assert len(page.views.optimisation.data["evidence"]) == len(page.model.optimisation) >= 2

@@ -106,3 +106,13 @@ def test_a_shared_link_reopens_the_tab_with_its_settings_and_data(page: Page, ap
     expect(page.locator(".qpviz-gp1d-lengthscale input").first).to_have_value("2.5")
     text = table_text(page)
     assert "EP" in text and "QP" not in text
+
+
+def test_optimise_streams_the_evidence_and_finishes(gp1d: Page):
+    gp1d.get_by_role("button", name="optimise (EP evidence)").click()
+    gp1d.wait_for_function(
+        "() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title' "
+        "&& /^EP evidence per optimisation step: .* \\(done\\)$/.test(m.text || ''))", timeout=120_000)
+    points = gp1d.evaluate("""() => { for (const m of Bokeh.documents[0].all_models)
+        if (m.data && m.data.evidence) return Array.from(m.data.evidence); return []; }""")
+    assert len(points) >= 2 and points[-1] > points[0]
