@@ -95,8 +95,8 @@ class GP1DPage(pn.viewable.Viewer):
         self.status = pn.pane.Markdown("", css_classes=["qpviz-gp1d-status"])
         self.step_method = pn.widgets.RadioButtonGroup(label="step-through", options={"EP": "ep", "QP": "qp"},
                                                        value=m.step_method)
-        self.step_site = pn.widgets.Button(label="one site (key n)", css_classes=["qpviz-step-site"])
-        self.step_sweep = pn.widgets.Button(label="one sweep (key s)", css_classes=["qpviz-step-sweep"])
+        self.step_site = pn.widgets.Button(label="site (n)", css_classes=["qpviz-step-site"])
+        self.step_sweep = pn.widgets.Button(label="sweep (s)", css_classes=["qpviz-step-sweep"])
         self.step_reset = pn.widgets.Button(label="reset")
         self.step_keys = StepKeys(width=0, height=0, margin=0)
         self.explorer_link = pn.pane.HTML("", css_classes=["qpviz-gp1d-explorer-link"])

@@ -138,7 +138,7 @@ class GP1DFigures:
             ]
         latent.line("x", "mean", source=ref, color="#666666", line_width=2, legend_label=METHOD_LABELS["mcmc"])
         latent.scatter("x", "mean", source=self.step_state, color=STEP_COLOUR, size=6, legend_label="step-through q(f_i)")
-        latent.segment("x", "lower", "x", "upper", source=self.step_state, color=STEP_COLOUR,
+        latent.segment("x", "lower", "x", "upper", source=self.step_state, color=STEP_COLOUR, line_alpha=0.35,
                        legend_label="step-through q(f_i)")
         pred.scatter("x", "shown", source=self.data, color=DATA_COLOUR, size=6, legend_label="data")
         self.figures["optimisation"].line("step", "evidence", source=self.optimisation, color=METHOD_COLOURS["ep"],
@@ -218,7 +218,7 @@ class GP1DFigures:
         if stepper is None or site is None:
             self.step_state.data = _empty("x", "mean", "lower", "upper")
             self.site_curves.data = _empty("x", "cavity", "tilted", "ep", "qp")
-            self.figures["site"].title.text = "Step-through: press 'one site' to start"
+            self.figures["site"].title.text = "Step-through: press 'site (n)' to start"
             return
         sd = np.sqrt(stepper.sweep.var)
         self.step_state.data = {"x": model.X[:, 0], "mean": stepper.sweep.mean, "lower": stepper.sweep.mean - 2 * sd,

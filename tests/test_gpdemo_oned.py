@@ -208,3 +208,12 @@ def test_mcmc_reference_pools_chains_reports_progress_and_agrees_with_ep():
     with pytest.raises(oned.Cancelled):
         oned.mcmc_reference(data.X, data.y, lik, kernel, chains=3, n_samples=100, burn_in=10,
                             on_progress=lambda done, total: cancel.set(), cancel=cancel)
+
+
+def test_mcmc_reference_moves_for_the_step_likelihood_without_noise():
+    data, lik, kernel = _step_data()
+    ref = oned.mcmc_reference(data.X, data.y, lik, kernel, chains=2, n_samples=500, burn_in=300)
+    ep = oned.fit_methods(data.X, data.y, lik, kernel, ("ep",), reference=ref)["ep"]
+    assert np.all(ref.train_var > 0.01)  # a chain stuck at f = 0 has variance 0
+    assert np.all(np.sign(ref.train_mean) == data.y)  # labels are certain under eps = 0
+    assert ep.w2_data < 0.5

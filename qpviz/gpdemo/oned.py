@@ -149,6 +149,8 @@ def fit_method(X, y, likelihood: Likelihood, kernel, method: str, grid=None, **o
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
     grid = make_grid(X) if grid is None else np.asarray(grid, float).reshape(-1, 1)
+    if method == "mcmc":
+        return mcmc_reference(X, y, likelihood, kernel, grid, chains=1, **options)
     start = time.perf_counter()
     post = qpviz.fit(X, y, likelihood, kernel, method=method, **{**_WARN_OPTION.get(method, {}), **options})
     mean, var = post.predict_f(grid)
@@ -384,6 +386,24 @@ def optimise_evidence(X, y, likelihood: Likelihood, kernel, on_step=None, cancel
     return kernel.with_log_params(out.x), steps
 
 
+def _chain(prior, likelihood: Likelihood, y, n_samples: int, burn_in: int, thin: int, seed: int) -> np.ndarray:
+    """Samples of one elliptical-slice chain (:mod:`qpviz.inference.mcmc`).
+
+    Binary labels start at f = y / 2, inside the support, rather than at the library's f = 0:
+    for the step likelihood with eps = 0, f = 0 sits on the jump of every p(y_i | f_i), and every
+    ellipse through it shrinks back to it, so a chain started there never moves.
+    """
+    from qpviz.inference.mcmc import elliptical_slice_chain, run_mcmc
+
+    handle = likelihood.jit_handle()
+    if likelihood.support != "binary" or handle is None:
+        return run_mcmc(prior, likelihood, y, n_samples=n_samples, burn_in=burn_in, thin=thin, seed=seed)[0]
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    L = np.ascontiguousarray(prior.cov_sqrt())
+    start = np.ascontiguousarray(0.5 * y)
+    return elliptical_slice_chain(L, y, handle, start, int(n_samples), int(burn_in), int(thin), int(seed))[0]
+
+
 def mcmc_reference(X, y, likelihood: Likelihood, kernel, grid=None, chains: int = 4, n_samples: int = 1000,
                    burn_in: int = 500, thin: int = 2, on_progress=None, cancel=None) -> MethodFit:
     """The MCMC reference as a :class:`MethodFit`: ``chains`` elliptical-slice chains (seeds
@@ -400,9 +420,7 @@ def mcmc_reference(X, y, likelihood: Likelihood, kernel, grid=None, chains: int 
     for chain in range(chains):
         if cancel is not None and cancel.is_set():
             raise Cancelled("MCMC cancelled")
-        post = qpviz.fit(X, y, likelihood, kernel, method="mcmc", prior=prior, n_samples=n_samples,
-                         burn_in=burn_in, thin=thin, seed=chain)
-        samples.append(post.samples)
+        samples.append(_chain(prior, likelihood, y, n_samples, burn_in, thin, chain))
         if on_progress is not None:
             on_progress(chain + 1, chains)
     pooled = SamplePosterior(prior, likelihood, y, np.concatenate(samples), {})

@@ -50,7 +50,7 @@ def test_hyperparameter_change_updates_the_numbers_and_bad_value_says_what_to_ch
 
 
 def test_one_site_button_and_keys_step_and_highlight_a_site(gp1d: Page):
-    gp1d.get_by_role("button", name="one site").click()
+    gp1d.get_by_role("button", name="site (n)").click()
     gp1d.wait_for_function(
         "() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title' "
         "&& (m.text || '').startsWith('Step-through (EP, sweep 1): site 1'))", timeout=TIMEOUT_MS)
