@@ -255,6 +255,8 @@ class GP1DModel(param.Parameterized):
                 fits["mcmc"] = reference
         elif "mcmc" in self.methods:
             self._start_mcmc(X, y, lik, kernel, grid, keys)
+        if "mcmc" not in self.methods and self._job is not None and self._job["key"][0] == "mcmc":
+            self.cancel_job(quiet=True)  # nobody waits for the reference any more
         self._fitted_data = keys[0]
         self.param.update(fits=fits, message="", version=self.version + 1)
         return True

@@ -135,6 +135,10 @@ def test_mcmc_runs_off_the_caller_and_fills_the_w2_column():
     assert not m.job_running and "cancelled" in m.job_status
     m.lengthscale = 1.0  # ...and back: the reference is cached
     assert "mcmc" in m.fits and not m.job_running
+    m.lengthscale = 3.0
+    assert m.job_running
+    m.methods = ["ep"]  # nobody waits for the reference: its job stops
+    assert not m.job_running
 
 
 def test_optimise_streams_evidence_and_sets_the_fitted_hyperparameters():
