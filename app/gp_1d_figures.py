@@ -26,8 +26,8 @@ LINE_METHODS = ("ep", "qp", "vb", "laplace")
 EXPLANATIONS = {
     "latent": (
         "Latent function f(x): each method's posterior mean with a band of +-2 standard deviations; the grey band "
-        "is the MCMC reference. QP keeps EP's mean and shrinks the variance: its least-squares slope is "
-        "correlation x sigma_EP <= sigma_EP, most where the tilted densities are skewed or truncated.",
+        "is the MCMC reference. Each QP site keeps its tilted mean and takes the least-squares slope of the "
+        "tilted quantiles, correlation x sigma_EP <= sigma_EP: narrower where tilted densities are skewed or truncated.",
         r"$$q(f_*)=\mathcal N\big(k_*^\top\alpha,\;k_{**}-k_*^\top(K+\tilde\Sigma)^{-1}k_*\big)$$",
     ),
     "predictive": (
