@@ -8,6 +8,7 @@ import threading
 
 import panel as pn
 
+import gp_1d
 import gp_2d
 import panel_offline
 import paper_results
@@ -17,7 +18,7 @@ import variance_effects
 
 from qpviz import tables
 
-PAGES = [projection_explorer, gp_2d, variance_effects, paper_results]
+PAGES = [projection_explorer, gp_1d, gp_2d, variance_effects, paper_results]
 
 pn.extension("katex", sizing_mode="stretch_width")
 panel_offline.enable()  # Panel's stylesheets always from this server, never its CDN

@@ -1,1 +1,7 @@
-"""Live GP fits for the dashboard: 1-D and 2-D data presets and the pure computations behind the GP pages."""
+"""Whole-GP demonstrations for the dashboard: 1-D data presets (:mod:`.presets`), the computations
+of the "GP 1-D" page (:mod:`.oned`: every method's fit on a grid, distances to the MCMC reference,
+a site-by-site EP / QP stepper and Projection Explorer links) and of the "GP 2-D" page
+(:mod:`.twod`: 2-D classification presets and every method's maps on a grid).
+
+Everything here is plain NumPy / qpviz: the app only wires widgets to it.
+"""

@@ -1,0 +1,308 @@
+"""GP 1-D page: every method's fit of a 1-D GP side by side, with a site-by-site step-through.
+
+A thin Panel view over ``gp_1d_model.GP1DModel`` (state, validation, fits, long jobs) and
+``gp_1d_figures.GP1DFigures`` (Bokeh figures patched from the model). The widgets only forward
+values to the model; the model's ``version`` tells the figures to redraw. A periodic callback
+(every JOB_POLL_MS while a job runs) takes MCMC / optimisation progress and results from the
+thread pool, so the server's event loop is never blocked by them.
+"""
+from __future__ import annotations
+
+import io
+
+import panel as pn
+import param
+from bokeh import events
+from panel.custom import JSComponent
+
+from explorer_widgets import PROJECTOR_WIDGET_CSS
+from gp_1d_figures import EXPLANATIONS, GP1DFigures, table_html
+from explorer_figures import NumbersPane
+from gp_1d_model import GP1DModel
+from qpviz import explorer
+from qpviz.gpdemo import oned, presets
+
+__all__ = ["TITLE", "GP1DPage", "page", "URL_KEYS"]
+
+TITLE = "GP 1-D"
+#: How often a running long job is polled for progress.
+JOB_POLL_MS = 250
+#: Ranges of the hyper-parameter sliders (typed values may go beyond; validated by the model).
+VARIANCE_RANGE = (0.01, 200.0)
+LENGTHSCALE_RANGE = (0.05, 30.0)
+#: URL query keys of the page's state (prefixed: the explorer uses lik, y, m, s, projector).
+URL_KEYS = {"preset": "g1_preset", "n_points": "g1_n", "seed": "g1_seed", "likelihood": "g1_lik",
+            "kernel": "g1_kernel", "variance": "g1_var", "lengthscale": "g1_ls", "methods": "g1_methods",
+            "step_method": "g1_step"}
+
+#: Method labels of the method buttons.
+_LABELS = {"ep": "EP", "qp": "QP", "vb": "VB", "laplace": "Laplace", "mcmc": "MCMC"}
+
+
+class StepKeys(JSComponent):
+    """Keyboard shortcuts of the step-through: n = one site, s = one sweep (not while typing in
+    an input). Each press sets ``key`` and counts ``presses``; the page watches ``presses``."""
+
+    key = param.String(default="")
+    presses = param.Integer(default=0)
+
+    _esm = """
+    export function render({ model }) {
+      const onKey = (event) => {
+        const path = event.composedPath ? event.composedPath() : [];
+        if (path.some(el => ['INPUT', 'TEXTAREA', 'SELECT'].includes(el.tagName))) return;
+        const key = (event.key || '').toLowerCase();
+        if (key !== 'n' && key !== 's') return;
+        model.key = key;
+        model.presses = model.presses + 1;
+      };
+      document.addEventListener('keydown', onKey);
+      model.on('remove', () => document.removeEventListener('keydown', onKey));
+      return document.createElement('span');
+    }
+    """
+
+
+class GP1DPage(pn.viewable.Viewer):
+    """Controls on the left; latent, predictive, sites, convergence, table and step-through views."""
+
+    projector = param.Boolean(default=False, doc="Large fonts for a projector.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.model = GP1DModel()
+        m = self.model
+        self.preset = pn.widgets.Select(label="data preset", options=list(presets.PRESETS), value=m.preset)
+        self.description = pn.pane.Markdown("", sizing_mode="stretch_width", css_classes=["qpviz-gp1d-description"])
+        self.n_points = pn.widgets.IntInput(label=f"number of points ({presets.MIN_POINTS}-{presets.MAX_POINTS})",
+                                            value=m.n_points, css_classes=["qpviz-gp1d-n"])
+        self.seed = pn.widgets.IntInput(label="seed", value=m.seed)
+        self.likelihood = pn.widgets.Select(label="likelihood", options=explorer.likelihood_names(), value=m.likelihood)
+        self.lik_params = pn.widgets.TextInput(label="likelihood parameters (label=value, ...)", value="")
+        self.kernel = pn.widgets.Select(label="kernel", options=list(oned.KERNELS), value=m.kernel)
+        self.variance = pn.widgets.EditableFloatSlider(
+            label=f"kernel variance (slider {VARIANCE_RANGE[0]:g}-{VARIANCE_RANGE[1]:g}, > 0)", start=VARIANCE_RANGE[0],
+            end=VARIANCE_RANGE[1], step=0.01, value=m.variance, css_classes=["qpviz-gp1d-variance"])
+        self.lengthscale = pn.widgets.EditableFloatSlider(
+            label=f"lengthscale (slider {LENGTHSCALE_RANGE[0]:g}-{LENGTHSCALE_RANGE[1]:g}, > 0)",
+            start=LENGTHSCALE_RANGE[0], end=LENGTHSCALE_RANGE[1], step=0.01, value=m.lengthscale,
+            css_classes=["qpviz-gp1d-lengthscale"])
+        self.methods = pn.widgets.CheckButtonGroup(label="methods", options={v: k for k, v in _LABELS.items()},
+                                                   value=list(m.methods))
+        self.optimise_button = pn.widgets.Button(label="optimise (EP evidence)", color="primary")
+        self.cancel_button = pn.widgets.Button(label="cancel job", color="warning", disabled=True)
+        self.progress = pn.indicators.Progress(active=False, value=-1, visible=False, sizing_mode="stretch_width")
+        self.status = pn.pane.Markdown("", css_classes=["qpviz-gp1d-status"])
+        self.step_method = pn.widgets.RadioButtonGroup(label="step-through", options={"EP": "ep", "QP": "qp"},
+                                                       value=m.step_method)
+        self.step_site = pn.widgets.Button(label="site (n)", css_classes=["qpviz-step-site"])
+        self.step_sweep = pn.widgets.Button(label="sweep (s)", css_classes=["qpviz-step-sweep"])
+        self.step_reset = pn.widgets.Button(label="reset")
+        self.step_keys = StepKeys(width=0, height=0, margin=0)
+        self.explorer_link = pn.pane.HTML("", css_classes=["qpviz-gp1d-explorer-link"])
+        self.upload = pn.widgets.FileInput(accept=".csv,text/csv", multiple=False)
+        self.download = pn.widgets.FileDownload(callback=self._csv_file, filename="gp1d_fit.csv",
+                                                label="export fitted numbers (CSV)", color="light")
+        self.projector_toggle = pn.widgets.Toggle(label="Projector mode (large fonts)", value=False)
+        self.alert = pn.pane.Alert("", alert_type="danger", visible=False, css_classes=["qpviz-error"])
+        self.info = pn.pane.Alert("", alert_type="info", visible=False, css_classes=["qpviz-gp1d-note"])
+        self.table = NumbersPane("", css_classes=["qpviz-gp1d-table"], sizing_mode="stretch_width")
+        self.views = GP1DFigures()
+        self._syncing = False
+        self._poll = None
+
+        self._wire()
+        self._refresh_widgets()
+        self._redraw()
+        self._layout = self._build_layout()
+        self._sync_url()
+        if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
+            # a closed browser tab stops its job (unless another session shares it)
+            pn.state.on_session_destroyed(lambda context: self.model.cancel_job(quiet=True))
+
+    # -- wiring ------------------------------------------------------------------------------
+    def _wire(self) -> None:
+        forward = {self.preset: "preset", self.n_points: "n_points", self.seed: "seed", self.likelihood: "likelihood",
+                   self.kernel: "kernel", self.variance: "variance", self.lengthscale: "lengthscale",
+                   self.methods: "methods", self.step_method: "step_method"}
+        for widget, name in forward.items():
+            widget.param.watch(lambda event, name=name: self._apply(**{name: event.new}), "value")
+        self.lik_params.param.watch(lambda event: self._apply_lik_params(event.new), "value")
+        self.optimise_button.on_click(lambda event: self._run(self.model.optimise))
+        self.cancel_button.on_click(lambda event: self._run(self.model.cancel_job))
+        self.step_site.on_click(lambda event: self._run(self.model.step, "site"))
+        self.step_sweep.on_click(lambda event: self._run(self.model.step, "sweep"))
+        self.step_reset.on_click(lambda event: self._run(self.model.step, "reset"))
+        self.step_keys.param.watch(
+            lambda event: self._run(self.model.step, "site" if self.step_keys.key == "n" else "sweep"), "presses")
+        self.upload.param.watch(lambda event: self._run(self.model.upload, event.new), "value")
+        self.projector_toggle.link(self, value="projector")
+        self.views.figures["predictive"].on_event(events.Tap, self._on_tap)
+        self.model.param.watch(self._redraw, ["version"])
+        self.model.param.watch(lambda *events: self.views.show_optimisation(self.model),
+                               ["optimisation", "optimisation_done"])
+        self.model.param.watch(self._on_site, ["site"])
+        self.model.param.watch(self._show_messages, ["message", "note", "job_status", "job_running"])
+
+    def _apply(self, **changes) -> None:
+        """Forward widget values to the model (not when the page is echoing the model back)."""
+        if self._syncing:
+            return
+        self._run(self.model.param.update, **changes)
+
+    def _apply_lik_params(self, text: str) -> None:
+        if self._syncing:
+            return
+        try:
+            params = {}
+            for part in filter(None, (p.strip() for p in text.split(","))):
+                name, _, value = part.partition("=")
+                params[name.strip()] = explorer.parse_number(value, name.strip())
+            explorer.build_likelihood(self.model.likelihood, **params)
+        except (ValueError, TypeError) as exc:
+            self.model.message = f"likelihood parameters not applied: {exc} (write e.g. eps=0.1)"
+            return
+        self._run(self.model.param.update, likelihood_params=params)
+
+    def _run(self, function, *args, **kwargs) -> None:
+        """Call the model; any unexpected error becomes a message, never a browser console error."""
+        with pn.io.hold():
+            try:
+                function(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 (a page callback must not raise)
+                self.model.message = f"unexpected error: {exc}"
+            self._refresh_widgets()
+            self._ensure_polling()
+
+    def _on_tap(self, event) -> None:
+        if event.x is not None and event.y is not None:
+            self._run(self.model.click, float(event.x), float(event.y))
+
+    def _ensure_polling(self) -> None:
+        """Poll the model's long job while one runs (a periodic callback that stops itself)."""
+        if self.model.job_running and self._poll is None and pn.state.curdoc is not None:
+            self._poll = pn.state.add_periodic_callback(self._poll_job, period=JOB_POLL_MS)
+
+    def _poll_job(self) -> None:
+        with pn.io.hold():
+            try:
+                self.model.poll()
+            except Exception as exc:  # noqa: BLE001
+                self.model.message = f"unexpected error: {exc}"
+            self._refresh_widgets()
+        if not self.model.job_running and self._poll is not None:
+            self._poll.stop()
+            self._poll = None
+
+    def _refresh_widgets(self) -> None:
+        """Make the widgets show the model (after accepted, adjusted or refused changes)."""
+        m = self.model
+        self._syncing = True
+        try:
+            self.preset.value = m.preset
+            self.n_points.value = m.n_points
+            self.seed.value = m.seed
+            self.likelihood.value = m.likelihood
+            self.lik_params.value = ", ".join(f"{k}={v:g}" for k, v in m.likelihood_params.items())
+            self.lik_params.disabled = not m.likelihood_params
+            self.kernel.value = m.kernel
+            self.variance.value = m.variance
+            self.lengthscale.value = m.lengthscale
+            self.methods.value = list(m.methods)
+            self.step_method.value = m.step_method
+            self.description.object = f"*{presets.DESCRIPTIONS[m.preset]}*"
+        finally:
+            self._syncing = False
+
+    # -- views -------------------------------------------------------------------------------
+    def _redraw(self, *events) -> None:
+        with pn.io.hold():
+            self.views.show(self.model)
+            self.table.object = table_html(self.model.fits)
+
+    def _on_site(self, *events) -> None:
+        self.views.show_step(self.model)
+        query, note = self.model.explorer_link()
+        if not query:
+            self.explorer_link.object = ""
+            return
+        link = f'<a href="?{query}" target="_blank">open site {self.model.site.index} in the Projection Explorer</a>'
+        self.explorer_link.object = link + (f"<br><small>{note}</small>" if note else "")
+
+    def _show_messages(self, *events) -> None:
+        m = self.model
+        self.alert.object, self.alert.visible = m.message, bool(m.message)
+        self.info.object, self.info.visible = m.note, bool(m.note)
+        self.status.object = m.job_status
+        self.progress.visible = self.progress.active = m.job_running
+        self.cancel_button.disabled = not m.job_running
+
+    def _csv_file(self) -> io.StringIO:
+        return io.StringIO(self.model.export_csv())
+
+    def _explained(self, view, key: str) -> pn.Column:
+        sentence, formula = EXPLANATIONS[key]
+        text = pn.pane.Markdown(sentence, sizing_mode="stretch_width", margin=(0, 10))
+        latex = pn.pane.LaTeX(formula, sizing_mode="stretch_width", margin=(0, 10))
+        self._texts += [text, latex]
+        return pn.Column(view, text, latex, sizing_mode="stretch_width")
+
+    def _figure(self, name: str) -> pn.pane.Bokeh:
+        return pn.pane.Bokeh(self.views.figures[name], sizing_mode="stretch_width", css_classes=[f"qpviz-gp1d-{name}"])
+
+    def _build_layout(self) -> pn.Row:
+        self._texts = [self.table]
+        self._controls = pn.Column(
+            pn.pane.Markdown("### Data"), self.preset, self.description, self.n_points, self.seed,
+            pn.pane.Markdown("Upload a CSV with columns x, y (at most 1000 rows, 5 MB):"), self.upload,
+            pn.pane.Markdown("### Model"), self.likelihood, self.lik_params, self.kernel, self.variance,
+            self.lengthscale, self.methods, self.optimise_button, self.cancel_button, self.progress, self.status,
+            pn.pane.Markdown("### Step-through"), self.step_method,
+            pn.Row(self.step_site, self.step_sweep, self.step_reset), self.step_keys, self.explorer_link,
+            pn.pane.Markdown("### Share"), self.download, self.projector_toggle,
+            width=320,
+        )
+        views = pn.GridBox(
+            self._explained(self._figure("latent"), "latent"),
+            self._explained(self._figure("predictive"), "predictive"),
+            self._explained(self._figure("sites"), "sites"),
+            self._explained(pn.Column(self._figure("trace"), self._figure("optimisation"),
+                                      sizing_mode="stretch_width"), "trace"),
+            self._explained(self.table, "table"),
+            self._explained(self._figure("site"), "site"),
+            ncols=2, sizing_mode="stretch_width",
+        )
+        self._show_messages()
+        self.views.style(False)
+        return pn.Row(self._controls, pn.Column(self.alert, self.info, views, sizing_mode="stretch_width"),
+                      sizing_mode="stretch_width")
+
+    @param.depends("projector", watch=True)
+    def _apply_projector_mode(self) -> None:
+        size = {"font-size": "150%" if self.projector else "100%"}
+        for text in self._texts:
+            text.styles = size
+        for widget in self._controls.objects:
+            widget.stylesheets = [PROJECTOR_WIDGET_CSS] if self.projector else []
+        self.views.style(self.projector)
+
+    def _sync_url(self) -> None:
+        """Keep the page's inputs in the URL (a copied link reopens the same fit)."""
+        location = pn.state.location
+        if location is None:
+            return
+        widgets = {"preset": self.preset, "n_points": self.n_points, "seed": self.seed, "likelihood": self.likelihood,
+                   "kernel": self.kernel, "variance": self.variance, "lengthscale": self.lengthscale,
+                   "methods": self.methods, "step_method": self.step_method}
+        for name, widget in widgets.items():
+            location.sync(widget, {"value": URL_KEYS[name]})
+        location.sync(self.projector_toggle, {"value": "g1_projector"})
+        location.sync(self.model, {"data_query": "g1_data"})  # clicked / uploaded points
+
+    def __panel__(self):
+        return self._layout
+
+
+def page() -> tuple[str, pn.viewable.Viewable]:
+    """(tab title, page) for app/main.py."""
+    return TITLE, GP1DPage()

@@ -1,0 +1,235 @@
+"""The GP 1-D page's Bokeh figures, fed by ColumnDataSources that each refit replaces.
+
+Nothing here reads widgets: :class:`GP1DFigures.show` draws what a ``GP1DModel`` holds.
+"""
+from __future__ import annotations
+
+import numpy as np
+from bokeh.models import ColumnDataSource, Span
+from bokeh.plotting import figure
+
+from explorer_figures import COLOURS as EXPLORER_COLOURS
+from explorer_figures import style_figure
+
+__all__ = ["METHOD_COLOURS", "METHOD_LABELS", "DATA_COLOUR", "EXPLANATIONS", "GP1DFigures", "table_html"]
+
+#: One colour per method on every page (Okabe-Ito, colour-blind safe); MCMC is a grey band.
+METHOD_COLOURS = {"ep": "#D55E00", "qp": "#0072B2", "vb": "#009E73", "laplace": "#CC79A7", "mcmc": "#999999"}
+METHOD_LABELS = {"ep": "EP", "qp": "QP", "vb": "VB", "laplace": "Laplace", "mcmc": "MCMC (reference)"}
+METHOD_DASHES = {"ep": "dashdot", "qp": "solid", "vb": "dashed", "laplace": "dotted", "mcmc": "solid"}
+DATA_COLOUR = "#000000"
+STEP_COLOUR = "#E69F00"
+#: Gaussian methods (drawn as lines); MCMC is drawn as a shaded band.
+LINE_METHODS = ("ep", "qp", "vb", "laplace")
+
+#: Below each view: one or two sentences and its formula (KaTeX).
+EXPLANATIONS = {
+    "latent": (
+        "Latent function f(x): each method's posterior mean with a band of +-2 standard deviations; the grey band "
+        "is the MCMC reference. Each QP site keeps its tilted mean and takes the least-squares slope of the "
+        "tilted quantiles, correlation x sigma_EP <= sigma_EP: narrower where tilted densities are skewed or truncated.",
+        r"$$q(f_*)=\mathcal N\big(k_*^\top\alpha,\;k_{**}-k_*^\top(K+\tilde\Sigma)^{-1}k_*\big)$$",
+    ),
+    "predictive": (
+        "Predictive: probability of y = +1 (labels), expected count (counts) or y +- 2 sd (real y); black "
+        "points are the data. Click to add a point, click a point to remove it.",
+        r"$$p(y_*\mid x_*)=\int p(y_*\mid f_*)\,q(f_*)\,df_*$$",
+    ),
+    "sites": (
+        "Site precisions per data point: how much each observation pins down f there (0: no information). "
+        "QP's sites are at least as precise as EP's where the tilted density is not Gaussian.",
+        r"$$\tilde\tau_i=\sigma_i^{-2}-\tau_{-i},\qquad \tilde\nu_i=\mu_i\sigma_i^{-2}-\nu_{-i}$$",
+    ),
+    "trace": (
+        "Convergence: the RMS change of the site parameters per sweep (log scale); the fit stops below 1e-6. "
+        "During optimisation the lower plot shows the EP evidence climbing per L-BFGS-B step.",
+        r"$$\Delta_t=\max\big(\mathrm{RMS}(\tilde\tau^{t}-\tilde\tau^{t-1}),\,\mathrm{RMS}(\tilde\nu^{t}-\tilde\nu^{t-1})\big)$$",
+    ),
+    "table": (
+        "Per method: mean W2 distance of its Gaussian marginals to MCMC's (over the grid and the data points), "
+        "and the log evidence (EP's eq. 4; VB's ELBO; Laplace's approximation).",
+        r"$$W_2^2\big(\mathcal N(m_1,s_1^2),\mathcal N(m_2,s_2^2)\big)=(m_1-m_2)^2+(s_1-s_2)^2$$",
+    ),
+    "site": (
+        "Step-through: the next site's cavity, its tilted density and their EP and QP Gaussians (the orange line on "
+        "the plots marks this site).",
+        r"$$\hat p(f_i)\propto p(y_i\mid f_i)\,\mathcal N(f_i\mid \mu_{-i},\sigma^2_{-i})$$",
+    ),
+}
+
+
+def _fmt(value: float) -> str:
+    return "n/a" if not np.isfinite(value) else f"{value:.4g}"
+
+
+def table_html(fits: dict) -> str:
+    """The per-method table: W2 to MCMC (grid, data), evidence, sweeps, converged, seconds."""
+    header = ["method", "W2 to MCMC (grid)", "W2 to MCMC (data)", "log evidence", "sweeps / iterations",
+              "converged", "time (ms)"]
+    rows = []
+    for method, fit in fits.items():
+        rows.append([METHOD_LABELS[method], _fmt(fit.w2_grid), _fmt(fit.w2_data), _fmt(fit.evidence),
+                     str(fit.n_sweeps), "yes" if fit.converged else "<strong>no</strong>", f"{1000 * fit.seconds:.0f}"])
+    cells = lambda tag, row: "".join(f"<{tag}>{cell}</{tag}>" for cell in row)  # noqa: E731
+    body = "".join(f"<tr>{cells('td', row)}</tr>" for row in rows)
+    return f"<table><thead><tr>{cells('th', header)}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _empty(*names) -> dict:
+    return {name: [] for name in names}
+
+
+class GP1DFigures:
+    """Latent, predictive, sites, convergence, optimisation and step-through figures."""
+
+    def __init__(self):
+        self.sources = {m: ColumnDataSource(_empty("x", "mean", "lower", "upper", "pred", "plo", "phi"))
+                        for m in (*LINE_METHODS, "mcmc")}
+        self.site_sources = {m: ColumnDataSource(_empty("x", "tau")) for m in LINE_METHODS}
+        self.trace_sources = {m: ColumnDataSource(_empty("sweep", "change")) for m in LINE_METHODS}
+        self.data = ColumnDataSource(_empty("x", "y", "shown"))
+        self.optimisation = ColumnDataSource(_empty("step", "evidence"))
+        self.step_state = ColumnDataSource(_empty("x", "mean", "lower", "upper"))
+        self.site_curves = ColumnDataSource(_empty("x", "cavity", "tilted", "ep", "qp"))
+        self.figures = {
+            "latent": figure(title="Latent f: mean +- 2 sd per method", x_axis_label="x", y_axis_label="latent f(x)",
+                             height=330, sizing_mode="stretch_width", tools="pan,wheel_zoom,box_zoom,reset,save"),
+            "predictive": figure(title="Predictive", x_axis_label="x", y_axis_label="predictive", height=330,
+                                 sizing_mode="stretch_width", tools="tap,pan,wheel_zoom,box_zoom,reset,save"),
+            "sites": figure(title="Site precisions per data point", x_axis_label="x",
+                            y_axis_label="site precision tau_i", height=280, sizing_mode="stretch_width",
+                            tools="pan,wheel_zoom,reset,save"),
+            "trace": figure(title="Convergence: site change per sweep", x_axis_label="sweep",
+                            y_axis_label="RMS site change", y_axis_type="log", height=280,
+                            sizing_mode="stretch_width", tools="pan,wheel_zoom,reset,save"),
+            "optimisation": figure(title="EP evidence per optimisation step", x_axis_label="L-BFGS-B step",
+                                   y_axis_label="log Z_EP", height=220, sizing_mode="stretch_width",
+                                   tools="pan,wheel_zoom,reset,save"),
+            "site": figure(title="Step-through: the next site", x_axis_label="f_i", y_axis_label="density",
+                           height=300, sizing_mode="stretch_width", tools="pan,wheel_zoom,reset,save"),
+        }
+        self._drawn: dict = {}
+        self._draw()
+        self.marks = [Span(dimension="height", line_color=STEP_COLOUR, line_width=2, visible=False, location=0.0)
+                      for _ in range(2)]
+        self.figures["latent"].add_layout(self.marks[0])
+        self.figures["predictive"].add_layout(self.marks[1])
+
+    def _draw(self) -> None:
+        latent, pred = self.figures["latent"], self.figures["predictive"]
+        ref = self.sources["mcmc"]
+        latent.varea("x", "lower", "upper", source=ref, fill_color=METHOD_COLOURS["mcmc"], fill_alpha=0.35,
+                     legend_label=METHOD_LABELS["mcmc"])
+        pred.varea("x", "plo", "phi", source=ref, fill_color=METHOD_COLOURS["mcmc"], fill_alpha=0.35,
+                   legend_label=METHOD_LABELS["mcmc"])
+        pred.line("x", "pred", source=ref, color="#666666", line_width=2, legend_label=METHOD_LABELS["mcmc"])
+        self.renderers = {"mcmc": []}
+        for m in LINE_METHODS:
+            src, colour, label, dash = self.sources[m], METHOD_COLOURS[m], METHOD_LABELS[m], METHOD_DASHES[m]
+            self.renderers[m] = [
+                latent.line("x", "mean", source=src, color=colour, line_width=2.5, line_dash=dash, legend_label=label),
+                latent.line("x", "lower", source=src, color=colour, line_width=1.2, line_dash=dash, legend_label=label),
+                latent.line("x", "upper", source=src, color=colour, line_width=1.2, line_dash=dash, legend_label=label),
+                pred.line("x", "pred", source=src, color=colour, line_width=2.5, line_dash=dash, legend_label=label),
+                self.figures["sites"].scatter("x", "tau", source=self.site_sources[m], color=colour, size=6,
+                                              marker="circle" if m != "qp" else "triangle", legend_label=label),
+                self.figures["trace"].line("sweep", "change", source=self.trace_sources[m], color=colour,
+                                           line_width=2, line_dash=dash, legend_label=label),
+            ]
+        latent.line("x", "mean", source=ref, color="#666666", line_width=2, legend_label=METHOD_LABELS["mcmc"])
+        latent.scatter("x", "mean", source=self.step_state, color=STEP_COLOUR, size=6, legend_label="step-through q(f_i)")
+        latent.segment("x", "lower", "x", "upper", source=self.step_state, color=STEP_COLOUR, line_alpha=0.35,
+                       legend_label="step-through q(f_i)")
+        pred.scatter("x", "shown", source=self.data, color=DATA_COLOUR, size=6, legend_label="data")
+        self.figures["optimisation"].line("step", "evidence", source=self.optimisation, color=METHOD_COLOURS["ep"],
+                                          line_width=2, legend_label="EP log evidence")
+        self.figures["optimisation"].scatter("step", "evidence", source=self.optimisation, color=METHOD_COLOURS["ep"],
+                                             size=6, legend_label="EP log evidence")
+        site = self.figures["site"]
+        for key, colour, dash, label in (("cavity", EXPLORER_COLOURS["cavity"], "dashed", "cavity"),
+                                         ("tilted", EXPLORER_COLOURS["tilted"], "solid", "tilted"),
+                                         ("ep", METHOD_COLOURS["ep"], "dashdot", "EP (KL)"),
+                                         ("qp", METHOD_COLOURS["qp"], "solid", "QP (W2)")):
+            site.line("x", key, source=self.site_curves, color=colour, line_dash=dash, line_width=2.5, legend_label=label)
+        for fig in self.figures.values():
+            fig.legend.location = "top_left"
+            fig.legend.click_policy = "hide"
+            fig.legend.background_fill_alpha = 0.7
+            fig.output_backend = "canvas"
+
+    def _changed(self, key, *content) -> bool:
+        """Whether ``content`` differs from what source ``key`` shows (by identity: fits and data
+        arrays are replaced, never changed in place); unchanged sources send nothing to the browser."""
+        ids = tuple(id(c) for c in content)
+        if self._drawn.get(key) == ids:
+            return False
+        self._drawn[key] = ids
+        return True
+
+    def show(self, model) -> None:
+        """Draw the model's data and fits (methods not shown get empty sources)."""
+        fits = model.fits
+        for m, src in self.sources.items():
+            fit = fits.get(m)
+            if not self._changed(m, fit):
+                continue
+            if fit is None:
+                src.data = _empty("x", "mean", "lower", "upper", "pred", "plo", "phi")
+                continue
+            sd = np.sqrt(fit.var)
+            src.data = {"x": fit.grid, "mean": fit.mean, "lower": fit.mean - 2 * sd, "upper": fit.mean + 2 * sd,
+                        "pred": fit.predictive, "plo": fit.predictive_lower, "phi": fit.predictive_upper}
+        x_data = model.X[:, 0]
+        for m in LINE_METHODS:
+            fit = fits.get(m)
+            if not self._changed(("sites", m), fit, model.X):
+                continue
+            for renderer in self.renderers[m]:
+                renderer.visible = fit is not None  # a hidden method's legend entry is greyed
+            has_sites = fit is not None and fit.site_tau is not None and fit.site_tau.shape == x_data.shape
+            self.site_sources[m].data = {"x": x_data if has_sites else [], "tau": fit.site_tau if has_sites else []}
+            history = fit.history if fit is not None else []
+            self.trace_sources[m].data = {"sweep": list(range(1, len(history) + 1)),
+                                          "change": [max(h, 1e-16) for h in history]}
+        binary = model.likelihood_object().support == "binary"
+        label = next(iter(fits.values())).predictive_label if fits else "predictive"
+        self.figures["predictive"].yaxis.axis_label = label
+        self.figures["predictive"].title.text = f"Predictive: {label}, {model.y.size} data points"
+        if self._changed("data", model.X, model.y, binary):
+            self.data.data = {"x": x_data, "y": model.y, "shown": (model.y + 1) / 2 if binary else model.y}
+        self.show_optimisation(model)
+        self.show_step(model)
+
+    def show_optimisation(self, model) -> None:
+        steps = model.optimisation
+        self.optimisation.data = {"step": [s.iteration for s in steps], "evidence": [s.evidence for s in steps]}
+        title = "EP evidence per optimisation step"
+        if steps:
+            title += f": {len(steps)} steps, log Z_EP = {steps[-1].evidence:.4f}"
+            title += " (done)" if model.optimisation_done else " (running)"
+        self.figures["optimisation"].title.text = title
+
+    def show_step(self, model) -> None:
+        stepper, site = model.stepper, model.site
+        for mark in self.marks:
+            mark.visible = site is not None
+            if site is not None:
+                mark.location = site.x
+        if stepper is None or site is None:
+            self.step_state.data = _empty("x", "mean", "lower", "upper")
+            self.site_curves.data = _empty("x", "cavity", "tilted", "ep", "qp")
+            self.figures["site"].title.text = "Step-through: press 'site (n)' to start"
+            return
+        sd = np.sqrt(stepper.sweep.var)
+        self.step_state.data = {"x": model.X[:, 0], "mean": stepper.sweep.mean, "lower": stepper.sweep.mean - 2 * sd,
+                                "upper": stepper.sweep.mean + 2 * sd}
+        curves = site.densities
+        self.site_curves.data = ({k: curves[k] for k in ("x", "cavity", "tilted", "ep", "qp")} if curves
+                                 else _empty("x", "cavity", "tilted", "ep", "qp"))
+        self.figures["site"].title.text = (
+            f"Step-through ({stepper.method.upper()}, sweep {stepper.n_sweeps + 1}): site {site.index} at "
+            f"x = {site.x:.3g}, y = {site.y:g}, cavity N({site.cavity_mean:.3g}, {site.cavity_var:.3g})")
+
+    def style(self, projector: bool) -> None:
+        for fig in self.figures.values():
+            style_figure(fig, projector)

@@ -1,0 +1,462 @@
+"""The GP 1-D page's state and logic, without widgets (tests drive it directly).
+
+:class:`GP1DModel` holds the page's inputs as parameters, the data (a preset's, or edited by
+clicks and CSV uploads) and the last good fits. Every change goes through :meth:`GP1DModel.refit`,
+which validates and computes: bad input leaves the fits as they were and sets ``message`` to
+what to change. EP, QP, VB and Laplace run inline (about 50-250 ms at N = 200); MCMC and the
+evidence optimisation run in a thread pool (:data:`EXECUTOR`: numba releases the GIL), report
+progress through :meth:`GP1DModel.poll` and can be cancelled; sessions asking for the same job
+share one run (:data:`RUNNING`). Every fit is cached by (data,
+likelihood, kernel, method) in :data:`FIT_CACHE`, so flipping back to earlier settings is instant.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import math
+import threading
+import time
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import param
+
+from qpviz import explorer
+from qpviz.gpdemo import oned, presets
+
+__all__ = ["GP1DModel", "FIT_CACHE", "EXECUTOR", "DEFAULT_PRESET", "MAX_UPLOAD_BYTES", "INLINE_METHODS", "parse_csv"]
+
+#: The page opens on a preset where EP and QP visibly differ.
+DEFAULT_PRESET = "step likelihood, eps = 0 (EP vs QP differ)"
+#: Methods computed inline on every change; MCMC runs in the pool.
+INLINE_METHODS = ("ep", "qp", "vb", "laplace")
+#: Largest CSV upload accepted.
+MAX_UPLOAD_BYTES = 5 * 1024 * 1024
+#: Fits kept in :data:`FIT_CACHE` (shared by every session: equal keys are equal fits).
+CACHE_SIZE = 256
+#: Long jobs of every session share this pool (2 cores on the classroom server).
+EXECUTOR = ThreadPoolExecutor(max_workers=2, thread_name_prefix="qpviz-gp1d")
+#: Most points a link carries (the URL stays below ~8 kB).
+MAX_LINK_POINTS = 300
+#: MCMC reference settings: chains x samples (each chain after its burn-in).
+MCMC_SETTINGS = {"chains": 4, "n_samples": 600, "burn_in": 400, "thin": 2}
+
+
+class _LRU(OrderedDict):
+    def get_recent(self, key):
+        if key in self:
+            self.move_to_end(key)
+            return self[key]
+        return None
+
+    def put(self, key, value) -> None:
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > CACHE_SIZE:
+            self.popitem(last=False)
+
+
+#: Long jobs running now, by key: sessions asking for the same job share it (``users`` counts them).
+RUNNING: dict = {}
+#: (method, data, likelihood, kernel) -> oned.MethodFit; ("optimise", ...) -> (variance, lengthscale, steps).
+FIT_CACHE = _LRU()
+
+
+def _forget(job: dict) -> None:
+    """Drop a finished or cancelled job from :data:`RUNNING` (a newer run of its key stays)."""
+    if RUNNING.get(job["key"]) is job:
+        RUNNING.pop(job["key"], None)
+
+
+def parse_csv(content: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """(X (n, 1), y) from a CSV file with two numeric columns x, y (an optional header line).
+
+    Raises ValueError saying what is wrong: empty, larger than 5 MB, not two columns, not
+    numbers, more than :data:`qpviz.gpdemo.presets.MAX_POINTS` rows.
+    """
+    if content is None or len(content) == 0:
+        raise ValueError("the file is empty; upload a CSV with two columns x, y")
+    if len(content) > MAX_UPLOAD_BYTES:
+        raise ValueError(f"the file has {len(content) / 1e6:.1f} MB; the limit is {MAX_UPLOAD_BYTES // (1024 * 1024)} MB")
+    try:
+        text = content.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ValueError("the file is not text (UTF-8); upload a CSV with two columns x, y") from None
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    if not lines:
+        raise ValueError("the file has no rows; upload a CSV with two columns x, y")
+    rows = [line.replace(";", ",").split(",") for line in lines]
+    if any(len(row) != 2 for row in rows):
+        bad = next(i for i, row in enumerate(rows) if len(row) != 2)
+        raise ValueError(f"every row needs exactly two columns x, y; row {bad + 1} has {len(rows[bad])}")
+    try:
+        float(rows[0][0]), float(rows[0][1])
+    except ValueError:
+        rows = rows[1:]  # a header line
+    if len(rows) > presets.MAX_POINTS:
+        raise ValueError(f"the file has {len(rows)} rows; at most {presets.MAX_POINTS} points are allowed")
+    try:
+        values = np.array([[float(a), float(b)] for a, b in rows])
+    except ValueError:
+        raise ValueError("every x and y must be a number (e.g. 1.5,-1); found text in the data rows") from None
+    if values.shape[0] < 2:
+        raise ValueError("the file needs at least 2 data rows")
+    if not np.all(np.isfinite(values)):
+        raise ValueError("every x and y must be finite (no NaN or inf)")
+    return values[:, :1], values[:, 1]
+
+
+def encode_data(X, y) -> str:
+    """'x:y;x:y;...' with 6 significant digits ('' beyond MAX_LINK_POINTS points)."""
+    if y.size > MAX_LINK_POINTS:
+        return ""
+    return ";".join(f"{a:.6g}:{b:.6g}" for a, b in zip(np.ravel(X), y))
+
+
+def decode_data(text: str) -> tuple[np.ndarray, np.ndarray]:
+    """The inverse of :func:`encode_data` (ValueError for text that is not 'x:y;...' numbers)."""
+    pairs = [item.split(":") for item in text.split(";") if item]
+    if not pairs or any(len(p) != 2 for p in pairs) or len(pairs) > presets.MAX_POINTS:
+        raise ValueError("expected 'x:y;x:y;...' with 1 to 1000 points")
+    values = np.array([[explorer.parse_number(a, "x"), explorer.parse_number(b, "y")] for a, b in pairs])
+    return values[:, :1], values[:, 1]
+
+
+class GP1DModel(param.Parameterized):
+    """Inputs, data and fits of the GP 1-D page (module docstring)."""
+
+    preset = param.Selector(default=DEFAULT_PRESET, objects=list(presets.PRESETS), doc="Data preset.")
+    n_points = param.Integer(default=60, doc="Number of points of the preset (5-1000).")
+    seed = param.Integer(default=0, doc="Seed of the preset's random draw.")
+    likelihood = param.Selector(default="step", objects=explorer.likelihood_names(), doc="Likelihood p(y|f).")
+    likelihood_params = param.Dict(default={}, doc="The likelihood's parameters.")
+    kernel = param.Selector(default="RBF", objects=list(oned.KERNELS), doc="Covariance function.")
+    variance = param.Number(default=9.0, doc="Kernel variance (> 0).")
+    lengthscale = param.Number(default=1.0, doc="Kernel lengthscale (> 0).")
+    methods = param.ListSelector(default=["ep", "qp", "mcmc"], objects=list(oned.METHODS), doc="Methods shown.")
+    step_method = param.Selector(default="ep", objects=["ep", "qp"], doc="Method of the step-through.")
+
+    data_query = param.String(default="", doc=(
+        "The data as 'x:y;x:y;...' when they differ from the preset's (clicks, uploads), so that a shared link "
+        "reopens them; '' for the preset's data."))
+
+    message = param.String(default="", doc="What to change (the last input was refused); '' if fine.")
+    note = param.String(default="", doc="Information about the data (e.g. clipped n).")
+    job_status = param.String(default="", doc="The running long job and its progress.")
+    job_running = param.Boolean(default=False)
+    fits = param.Dict(default={}, doc="method -> oned.MethodFit of the last good inputs.")
+    optimisation = param.List(default=[], doc="oned.OptimisationStep of the current/last optimisation.")
+    optimisation_done = param.Boolean(default=False, doc="The last optimisation finished (not cancelled).")
+    site = param.Parameter(default=None, doc="oned.SiteView of the step-through's next site (None: not stepping).")
+    version = param.Integer(default=0, doc="Bumped whenever data or fits change.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.X = np.zeros((0, 1))
+        self.y = np.zeros(0)
+        self.stepper = None
+        self._job = None
+        self._loading = False
+        self._writing_query = False
+        self._fitted_data = None  # digest of the data the fits belong to
+        self.load_preset()
+
+    # -- inputs ------------------------------------------------------------------------------
+    @param.depends("preset", "n_points", "seed", watch=True)
+    def load_preset(self) -> bool:
+        """Draw the preset's data and take its model (likelihood, kernel, hyper-parameters)."""
+        try:
+            data = presets.make(self.preset, self.n_points, self.seed)
+        except ValueError as exc:
+            self.message = f"{exc}"
+            return False
+        self._loading = True
+        try:
+            self.param.update(likelihood=data.likelihood, likelihood_params=dict(data.likelihood_params),
+                              kernel=data.kernel, variance=data.variance, lengthscale=data.lengthscale,
+                              note=data.note)
+        finally:
+            self._loading = False
+        return self.set_data(data.X, data.y, edited=False)
+
+    def set_data(self, X, y, edited: bool = True) -> bool:
+        """New data (kept even if the model refuses them, so the user can fix the model);
+        ``edited`` data (not a preset's) are written to ``data_query`` for the URL."""
+        self.X = np.asarray(X, float).reshape(-1, 1)
+        self.y = np.asarray(y, float).ravel()
+        self._writing_query = True
+        try:
+            self.data_query = encode_data(self.X, self.y) if edited else ""
+        finally:
+            self._writing_query = False
+        self.stepper = None
+        self.site = None
+        return self.refit()
+
+    @param.depends("data_query", watch=True)
+    def _data_query_changed(self) -> None:
+        """A shared link's data (the page's own writes are skipped)."""
+        if self._writing_query or not self.data_query:
+            return
+        try:
+            X, y = decode_data(self.data_query)
+        except ValueError as exc:
+            self.message = f"the data in the link were not used: {exc}"
+            return
+        self.set_data(X, y)
+
+    @param.depends("likelihood", "likelihood_params", "kernel", "variance", "lengthscale", "methods", watch=True)
+    def _inputs_changed(self) -> None:
+        if not self._loading:
+            self.stepper = None
+            self.site = None
+            self.refit()
+
+    @param.depends("step_method", watch=True)
+    def _step_method_changed(self) -> None:
+        self.stepper = None  # the other method starts from the initial sites
+        self.site = None
+
+    def likelihood_object(self):
+        return explorer.build_likelihood(self.likelihood, **self.likelihood_params)
+
+    def kernel_object(self):
+        return oned.make_kernel(self.kernel, self.variance, self.lengthscale)
+
+    def _keys(self, lik, kernel) -> tuple:
+        digest = hashlib.sha1(self.X.tobytes() + b"|" + self.y.tobytes()).hexdigest()
+        return digest, (lik.name, tuple(sorted(lik.params.items()))), (type(kernel).__name__,
+                                                                         tuple(sorted(kernel.params.items())))
+
+    # -- fitting -----------------------------------------------------------------------------
+    def refit(self) -> bool:
+        """Fit the chosen methods to the data; on bad input keep the last fits and say what to change."""
+        try:
+            lik = self.likelihood_object()
+            kernel = self.kernel_object()
+            X, y = oned.check_data(self.X, self.y, lik)
+            grid = oned.make_grid(X)
+            keys = self._keys(lik, kernel)
+            fits = {}
+            for method in self.methods:
+                if method in INLINE_METHODS:
+                    fits[method] = FIT_CACHE.get_recent((method, *keys))
+                    if fits[method] is None:
+                        fits[method] = oned.fit_method(X, y, lik, kernel, method, grid, **self._warm_start(method, keys))
+                        FIT_CACHE.put((method, *keys), fits[method])
+            reference = FIT_CACHE.get_recent(("mcmc", *keys))
+        except (ValueError, TypeError, ArithmeticError, np.linalg.LinAlgError) as exc:
+            self.message = f"Not refitted, the plots show the last good fit: {exc}"
+            return False
+        if reference is not None:
+            oned.add_reference_distances(fits, reference)
+            if "mcmc" in self.methods:
+                fits["mcmc"] = reference
+        elif "mcmc" in self.methods:
+            self._start_mcmc(X, y, lik, kernel, grid, keys)
+        if "mcmc" not in self.methods and self._job is not None and self._job["key"][0] == "mcmc":
+            self.cancel_job(quiet=True)  # nobody waits for the reference any more
+        self._fitted_data = keys[0]
+        self.param.update(fits=fits, message="", version=self.version + 1)
+        return True
+
+    def _warm_start(self, method: str, keys) -> dict:
+        """EP / QP start from the sites of the same method's last fit of the same data (a
+        hyper-parameter step moves the fixed point a little: fewer sweeps, same fixed point
+        within the tolerance)."""
+        last = self.fits.get(method)
+        if method not in ("ep", "qp") or last is None or self._fitted_data != keys[0] or last.site_tau is None:
+            return {}
+        return {"init": (last.site_tau, last.site_nu)}
+
+    # -- long jobs ---------------------------------------------------------------------------
+    def _submit(self, kind: str, key, start) -> None:
+        """Start a long job (one per page: a new one cancels the old): ``start(job)`` submits it
+        to :data:`EXECUTOR` and returns its future; the job may write ``job["progress"]`` and
+        ``job["steps"]`` from its thread (read by :meth:`poll`)."""
+        self.cancel_job(quiet=True)
+        job = RUNNING.get(key)
+        if job is not None and not job["future"].done():
+            job["users"] += 1  # another session runs the same job: share it
+        else:
+            job = {"kind": kind, "key": key, "cancel": threading.Event(), "progress": (0, MCMC_SETTINGS["chains"]),
+                   "steps": [], "started": time.monotonic(), "users": 1}
+            job["future"] = start(job)
+            RUNNING[key] = job
+            job["future"].add_done_callback(lambda future, job=job: _forget(job))
+        self._job = job
+        self.param.update(job_running=True, job_status=f"{kind}: started")
+
+    def _start_mcmc(self, X, y, lik, kernel, grid, keys) -> None:
+        if self._job is not None and self._job["key"] == ("mcmc", *keys):
+            return  # already running for these settings
+
+        def start(job):
+            def progress(done, total):
+                job["progress"] = (done, total)
+
+            return EXECUTOR.submit(oned.mcmc_reference, X, y, lik, kernel, grid, on_progress=progress,
+                                   cancel=job["cancel"], **MCMC_SETTINGS)
+
+        self._submit("MCMC reference", ("mcmc", *keys), start)
+
+    def optimise(self) -> bool:
+        """Start maximising the EP evidence over the kernel's hyper-parameters (in the pool)."""
+        try:
+            lik = self.likelihood_object()
+            kernel = self.kernel_object()
+            X, y = oned.check_data(self.X, self.y, lik)
+        except (ValueError, TypeError, ArithmeticError) as exc:
+            self.message = f"Cannot optimise: {exc}"
+            return False
+        key = ("optimise", *self._keys(lik, kernel))
+        cached = FIT_CACHE.get_recent(key)
+        if cached is not None:
+            self.param.update(optimisation=list(cached[2]), optimisation_done=True)
+            self.param.update(variance=cached[0], lengthscale=cached[1])
+            return True
+        self.param.update(optimisation=[], optimisation_done=False)
+        self._submit("optimisation", key, lambda job: EXECUTOR.submit(
+            oned.optimise_evidence, X, y, lik, kernel, on_step=job["steps"].append, cancel=job["cancel"]))
+        return True
+
+    def cancel_job(self, quiet: bool = False) -> None:
+        """Stop the running job (MCMC stops after its current chain, optimisation at its next EP run)."""
+        job, self._job = self._job, None
+        if job is None:
+            return
+        job["users"] -= 1
+        if job["users"] <= 0:  # no other session waits for it
+            job["cancel"].set()
+            job["future"].cancel()
+            _forget(job)
+        self.param.update(job_running=False, job_status="" if quiet else f"{job['kind']} cancelled")
+
+    def poll(self) -> None:
+        """Called periodically by the page (and by tests): show progress, take a finished job's result."""
+        job = self._job
+        if job is None:
+            return
+        elapsed = time.monotonic() - job["started"]
+        if job["kind"] == "optimisation" and len(job["steps"]) != len(self.optimisation):
+            self.optimisation = list(job["steps"])
+        future = job["future"]
+        if not future.done():
+            if job["kind"] == "optimisation":
+                last = f", log Z_EP = {self.optimisation[-1].evidence:.4f}" if self.optimisation else ""
+                self.job_status = f"optimisation: {len(self.optimisation)} iterate(s){last} ({elapsed:.0f} s)"
+            else:
+                done, total = job["progress"]
+                self.job_status = f"MCMC reference: chain {done}/{total} done ({elapsed:.0f} s)"
+            return
+        self._job = None
+        self.job_running = False
+        try:
+            result = future.result()
+        except oned.Cancelled:
+            self.job_status = f"{job['kind']} cancelled"
+            return
+        except Exception as exc:  # shown on the page, never raised into the browser
+            self.job_status = ""
+            self.message = f"{job['kind']} failed: {exc}"
+            return
+        if job["kind"] == "optimisation":
+            kernel, steps = result
+            FIT_CACHE.put(job["key"], (kernel.params["variance"], kernel.params["lengthscale"], steps))
+            self.param.update(optimisation=list(steps), optimisation_done=True)
+            self.job_status = f"optimisation done in {elapsed:.1f} s: log Z_EP = {steps[-1].evidence:.4f}"
+            self.param.update(variance=kernel.params["variance"], lengthscale=kernel.params["lengthscale"])
+        else:
+            FIT_CACHE.put(job["key"], result)
+            self.job_status = f"MCMC reference done in {elapsed:.1f} s"
+            self.refit()
+
+    def wait(self, timeout: float = 120.0) -> None:
+        """Block until the running job has finished and was taken (tests)."""
+        end = time.monotonic() + timeout
+        while self._job is not None and time.monotonic() < end:
+            time.sleep(0.02)
+            self.poll()
+
+    # -- editing the data --------------------------------------------------------------------
+    def click(self, x: float, y_value: float, remove_within: float = 0.02) -> bool:
+        """A click on the predictive plot at (x, y_value): remove the nearest point if it lies
+        within ``remove_within`` of the x range, else add a point there (binary: the label
+        +1 above probability 1/2, else -1; counts: the rounded count >= 0; real: y_value)."""
+        if not (math.isfinite(x) and math.isfinite(y_value)):
+            return False
+        width = max(float(np.ptp(self.X)) if self.X.size else 1.0, 1e-9)
+        if self.X.size:
+            nearest = int(np.argmin(np.abs(self.X[:, 0] - x)))
+            if abs(self.X[nearest, 0] - x) <= remove_within * width:
+                keep = np.arange(self.y.size) != nearest
+                return self.set_data(self.X[keep], self.y[keep])
+        if self.y.size >= presets.MAX_POINTS:
+            self.message = f"at most {presets.MAX_POINTS} points; remove points before adding more"
+            return False
+        support = self.likelihood_object().support
+        if support == "binary":
+            value = 1.0 if y_value >= 0.5 else -1.0
+        elif support == "count":
+            value = float(max(round(y_value), 0))
+        else:
+            value = float(y_value)
+        order = np.argsort(np.append(self.X[:, 0], x), kind="stable")
+        return self.set_data(np.append(self.X[:, 0], x)[order], np.append(self.y, value)[order])
+
+    def upload(self, content: bytes) -> bool:
+        """Replace the data by a CSV file's (see :func:`parse_csv`); a bad file changes nothing."""
+        try:
+            X, y = parse_csv(content)
+        except ValueError as exc:
+            self.message = f"CSV not loaded: {exc}"
+            return False
+        self.note = f"{y.size} points from the uploaded CSV"
+        return self.set_data(X, y)
+
+    # -- step-through ------------------------------------------------------------------------
+    def _ensure_stepper(self) -> bool:
+        if self.stepper is not None and self.stepper.method == self.step_method:
+            return True
+        try:
+            self.stepper = oned.SiteStepper(self.X, self.y, self.likelihood_object(), self.kernel_object(),
+                                            self.step_method)
+        except (ValueError, TypeError, ArithmeticError) as exc:
+            self.message = f"Cannot step: {exc}"
+            return False
+        return True
+
+    def step(self, what: str = "site") -> bool:
+        """One site update (``"site"``), the rest of the sweep (``"sweep"``) or back to the start (``"reset"``)."""
+        if what not in ("site", "sweep", "reset"):
+            raise ValueError(f"step what must be 'site', 'sweep' or 'reset'; got {what!r}")
+        if not self._ensure_stepper():
+            return False
+        if what == "site":
+            self.stepper.step_site()
+        elif what == "sweep":
+            self.stepper.step_sweep()
+        else:
+            self.stepper.reset()
+        self.site = self.stepper.site_view()
+        return True
+
+    def explorer_link(self) -> tuple[str, str]:
+        """(URL query, note) opening the step-through's next site in the Projection Explorer."""
+        if self.site is None or not (self.site.cavity_var > 0):
+            return "", ""
+        return oned.explorer_query(self.likelihood_object(), self.site.y, self.site.cavity_mean, self.site.cavity_var)
+
+    # -- export ------------------------------------------------------------------------------
+    def export_csv(self) -> str:
+        """The fitted numbers: per grid point x, each shown method's latent mean, variance and predictive."""
+        columns = {"x": next(iter(self.fits.values())).grid} if self.fits else {"x": np.zeros(0)}
+        for method, fit in self.fits.items():
+            columns[f"{method}_mean"] = fit.mean
+            columns[f"{method}_var"] = fit.var
+            columns[f"{method}_predictive"] = fit.predictive
+        out = io.StringIO()
+        out.write(",".join(columns) + "\n")
+        np.savetxt(out, np.column_stack(list(columns.values())), delimiter=",", fmt="%.17g")  # round-trips every float64
+        return out.getvalue()

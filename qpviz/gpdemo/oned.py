@@ -1,0 +1,430 @@
+"""Computations of the "GP 1-D" page: every method's fit on a grid, distances to MCMC, a stepper.
+
+* :func:`fit_methods`: EP, QP, VB, Laplace and MCMC fits of one data set; per method the latent
+  mean and variance on a grid, the predictive (probability, rate or y +- 2 std), the sites,
+  the convergence trace and the evidence (:class:`MethodFit`);
+* :func:`w2_marginals` / :func:`add_reference_distances`: the 2-Wasserstein distance of each
+  method's Gaussian marginals to the MCMC reference's, W2^2 = (m_1 - m_2)^2 + (s_1 - s_2)^2;
+* :class:`SiteStepper`: EP or QP one site update (or one sweep) at a time, with the current
+  site's cavity, tilted density and its EP and QP projections;
+* :func:`explorer_query`: the Projection Explorer's URL query for one site.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from urllib.parse import urlencode
+
+import numpy as np
+
+import qpviz
+from qpviz import explorer
+from qpviz.inference import sites
+from qpviz.inference.dense import DensePrior
+from qpviz.inference.ep import default_sites
+from qpviz.inference.sweep import rms
+from qpviz.kernels import RBF, Matern32, Matern52
+from qpviz.likelihoods.base import Likelihood
+
+__all__ = ["KERNELS", "METHODS", "MethodFit", "make_kernel", "make_grid", "predictive_band", "fit_method",
+           "fit_methods", "w2_marginals", "add_reference_distances", "SiteView", "SiteStepper", "explorer_query",
+           "check_data"]
+
+#: The kernels the page offers, by name.
+KERNELS = {"RBF": RBF, "Matern32": Matern32, "Matern52": Matern52}
+#: The methods the page can overlay (MCMC is the reference).
+METHODS = ("ep", "qp", "vb", "laplace", "mcmc")
+#: Grid points of the latent and predictive curves.
+GRID_POINTS = 200
+
+
+def make_kernel(name: str, variance: float, lengthscale: float):
+    """A kernel of the page: ``name`` in :data:`KERNELS`, positive finite hyper-parameters
+    (a ValueError says what to change otherwise)."""
+    if name not in KERNELS:
+        raise ValueError(f"kernel must be one of {list(KERNELS)}; got {name!r}")
+    for label, value in (("kernel variance", variance), ("lengthscale", lengthscale)):
+        number = explorer.parse_number(value, label)
+        if not number > 0:
+            raise ValueError(f"the {label} must be > 0 (e.g. 1.0); got {value!r}")
+    return KERNELS[name](variance=float(variance), lengthscale=float(lengthscale))
+
+
+def check_data(X, y, likelihood: Likelihood) -> tuple[np.ndarray, np.ndarray]:
+    """(X (n, 1), y (n,)) as float arrays if the likelihood accepts them; else a ValueError
+    saying what to change (non-finite inputs, wrong labels or counts, one class only)."""
+    X = np.asarray(X, float).reshape(-1, 1)
+    y = np.asarray(y, float).ravel()
+    if X.shape[0] != y.shape[0]:
+        raise ValueError(f"need one y per x; got {X.shape[0]} x and {y.shape[0]} y")
+    if X.shape[0] < 2:
+        raise ValueError("need at least 2 points; add points or pick a preset")
+    if not np.all(np.isfinite(X)) or not np.all(np.isfinite(y)):
+        raise ValueError("every x and y must be a finite number; remove the NaN / infinite entries")
+    y = likelihood.check_y(y)
+    if likelihood.support == "binary" and np.unique(y).size < 2:
+        raise ValueError("binary classification needs both classes (-1 and +1); add a point of the other class")
+    return X, y
+
+
+def make_grid(X, points: int = GRID_POINTS, pad: float = 0.15) -> np.ndarray:
+    """``points`` inputs spanning the data's range widened by ``pad`` of its width on each side, (points, 1)."""
+    lo, hi = float(np.min(X)), float(np.max(X))
+    width = max(hi - lo, 1.0)
+    return np.linspace(lo - pad * width, hi + pad * width, points)[:, None]
+
+
+def _noise_variance(likelihood: Likelihood) -> float:
+    """Var[y | f] of a real-valued likelihood (Gaussian: sigma^2; Student-t: s^2 nu / (nu - 2),
+    inf for nu <= 2; Laplace: 2 b^2); NaN if unknown."""
+    p = likelihood.params
+    if likelihood.name == "gaussian":
+        return float(p["variance"])
+    if likelihood.name == "student_t":
+        return float(p["scale"] ** 2 * p["nu"] / (p["nu"] - 2.0)) if p["nu"] > 2.0 else math.inf
+    if likelihood.name == "laplace":
+        return float(2.0 * p["scale"] ** 2)
+    return math.nan
+
+
+def predictive_band(likelihood: Likelihood, mean, var) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
+    """(centre, lower, upper, label) of the predictive distribution at latent marginals N(mean, var).
+
+    Binary: p(y = +1) = int p(+1|f) N(f|m, v) df (no band). Counts: the expected count E[y]
+    (Poisson-exp: exp(m + v/2); Poisson-square: m^2 + v; else by quadrature), band = the rate at
+    the latent m +- 2 sd. Real: E[y] = m with +- 2 sqrt(v + Var[y|f]).
+    """
+    mean = np.asarray(mean, float)
+    var = np.asarray(var, float)
+    sd = np.sqrt(var)
+    if likelihood.support == "binary":
+        prob = likelihood.predictive(1.0, mean, var)
+        return prob, prob, prob, "p(y = +1 | x)"
+    if likelihood.support == "count":
+        if likelihood.name == "poisson_exp":
+            return np.exp(mean + 0.5 * var), np.exp(mean - 2 * sd), np.exp(mean + 2 * sd), "expected count E[y | x]"
+        if likelihood.name == "poisson_square":
+            lo = np.where(np.abs(mean) > 2 * sd, np.minimum((mean - 2 * sd) ** 2, (mean + 2 * sd) ** 2), 0.0)
+            hi = np.maximum((mean - 2 * sd) ** 2, (mean + 2 * sd) ** 2)
+            return mean**2 + var, lo, hi, "expected count E[y | x]"
+        centre = likelihood.point_prediction(mean, var)
+        return centre, centre, centre, "expected count E[y | x]"
+    total_sd = np.sqrt(var + _noise_variance(likelihood))
+    total_sd = np.where(np.isfinite(total_sd), total_sd, sd)  # unknown noise: the latent band
+    return mean, mean - 2 * total_sd, mean + 2 * total_sd, "y: mean +- 2 sd"
+
+
+@dataclass
+class MethodFit:
+    """One method's fit, as the page draws it."""
+
+    method: str
+    grid: np.ndarray  #: (G,) inputs of the curves
+    mean: np.ndarray  #: latent mean on the grid
+    var: np.ndarray  #: latent variance on the grid
+    predictive: np.ndarray  #: predictive centre on the grid (probability, rate or y)
+    predictive_lower: np.ndarray
+    predictive_upper: np.ndarray
+    predictive_label: str
+    train_mean: np.ndarray  #: latent marginals at the data points
+    train_var: np.ndarray
+    site_tau: np.ndarray | None  #: site precisions (None for MCMC)
+    site_nu: np.ndarray | None
+    history: list = field(default_factory=list)  #: site / iterate change per sweep
+    evidence: float = math.nan  #: log marginal likelihood (NaN for MCMC)
+    converged: bool = True
+    n_sweeps: int = 0
+    seconds: float = 0.0
+    w2_grid: float = math.nan  #: mean W2 to the MCMC marginals over the grid
+    w2_data: float = math.nan  #: mean W2 to the MCMC marginals over the data points
+
+
+_WARN_OPTION = {"ep": {"warn": False}, "qp": {"warn": False}, "vb": {"warn": False}, "laplace": {"warn": False}}
+
+
+def fit_method(X, y, likelihood: Likelihood, kernel, method: str, grid=None, **options) -> MethodFit:
+    """Fit one method and evaluate it on ``grid`` (default :func:`make_grid`). Non-convergence
+    is reported in ``converged`` (no warning)."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    grid = make_grid(X) if grid is None else np.asarray(grid, float).reshape(-1, 1)
+    if method == "mcmc":
+        return mcmc_reference(X, y, likelihood, kernel, grid, chains=1, **options)
+    start = time.perf_counter()
+    post = qpviz.fit(X, y, likelihood, kernel, method=method, **{**_WARN_OPTION.get(method, {}), **options})
+    mean, var = post.predict_f(grid)
+    centre, lower, upper, label = predictive_band(likelihood, mean, var)
+    tau = getattr(post, "site_precision", None)
+    nu = getattr(post, "site_nu", None)
+    return MethodFit(
+        method=method, grid=grid[:, 0], mean=mean, var=var, predictive=centre, predictive_lower=lower,
+        predictive_upper=upper, predictive_label=label, train_mean=np.asarray(post.mean, float).copy(),
+        train_var=np.asarray(post.var, float).copy(),
+        site_tau=None if tau is None else np.array(tau, float), site_nu=None if nu is None else np.array(nu, float),
+        history=[float(h) for h in post.history], evidence=float(post.log_marginal_likelihood),
+        converged=bool(post.converged), n_sweeps=int(post.n_sweeps), seconds=time.perf_counter() - start,
+    )
+
+
+def fit_methods(X, y, likelihood: Likelihood, kernel, methods=("ep", "qp"), grid=None, options=None,
+                reference: MethodFit | None = None) -> dict[str, MethodFit]:
+    """:func:`fit_method` for each of ``methods`` on one grid (``options``: method -> fit options),
+    then the W2 distances to the MCMC fit (from ``methods`` or ``reference``)."""
+    X, y = check_data(X, y, likelihood)
+    grid = make_grid(X) if grid is None else np.asarray(grid, float).reshape(-1, 1)
+    options = options or {}
+    fits = {m: fit_method(X, y, likelihood, kernel, m, grid, **options.get(m, {})) for m in methods}
+    ref = fits.get("mcmc", reference)
+    if ref is not None:
+        add_reference_distances(fits, ref)
+    return fits
+
+
+def w2_marginals(mean_a, var_a, mean_b, var_b) -> np.ndarray:
+    """W2(N(m_a, v_a), N(m_b, v_b)) = sqrt((m_a - m_b)^2 + (sqrt v_a - sqrt v_b)^2), elementwise."""
+    dm = np.asarray(mean_a, float) - np.asarray(mean_b, float)
+    ds = np.sqrt(np.asarray(var_a, float)) - np.sqrt(np.asarray(var_b, float))
+    return np.sqrt(dm * dm + ds * ds)
+
+
+def add_reference_distances(fits: dict[str, MethodFit], reference: MethodFit) -> None:
+    """Set each fit's mean W2 to ``reference`` over the grid and over the data points (in place);
+    the two must share the grid and the data."""
+    for fit in fits.values():
+        if fit.grid.shape != reference.grid.shape or not np.allclose(fit.grid, reference.grid):
+            continue  # a reference of other data / another grid says nothing about this fit
+        fit.w2_grid = float(np.mean(w2_marginals(fit.mean, fit.var, reference.mean, reference.var)))
+        if fit.train_mean.shape == reference.train_mean.shape:
+            fit.w2_data = float(np.mean(w2_marginals(fit.train_mean, fit.train_var, reference.train_mean,
+                                                     reference.train_var)))
+
+
+@dataclass
+class SiteView:
+    """The site a stepper updates next: its index, observation, cavity and the explorer's curves."""
+
+    index: int
+    x: float
+    y: float
+    cavity_mean: float
+    cavity_var: float
+    densities: dict | None  #: explorer.densities (cavity, tilted, EP and QP Gaussians on one grid)
+    ep_var: float
+    qp_var: float
+    message: str = ""  #: why the densities are missing, if they are
+
+
+class SiteStepper:
+    """EP (``method="ep"``) or QP (``"qp"``) run one site update, or one sweep, at a time.
+
+    Sequential sites in the fixed order 0..N-1 from the likelihood's initial sites, through the
+    prior's own sweep (``prior.sequential_sweep`` on a one-site order), so full sweeps follow
+    ``qpviz.fit(..., method, parallel=False, order="fixed")`` (same site rule, same rank-one
+    updates; the state is conditioned afresh after each sweep). ``history`` is the site change
+    per completed sweep, max(RMS(d tau), RMS(d nu)), as in the fit's ``history``.
+    """
+
+    def __init__(self, X, y, likelihood: Likelihood, kernel, method: str = "ep", damping: float = 1.0):
+        if method not in ("ep", "qp"):
+            raise ValueError(f"the stepper runs 'ep' or 'qp'; got {method!r}")
+        self.X, self.y = check_data(X, y, likelihood)
+        self.likelihood, self.method = likelihood, method
+        self.prior = DensePrior(kernel, self.X)
+        self.rule = sites.SiteRule.build(method, likelihood, damping)
+        self.reset()
+
+    def reset(self) -> None:
+        tau, nu = default_sites(self.likelihood, self.y)
+        #: the sweep state (sites ``tau``, ``nu`` and the posterior ``mean``, ``var``), updated in place
+        self.sweep = self.prior.start_sweeps(self.prior.condition(tau, nu))
+        self._sweep_start = (self.sweep.tau.copy(), self.sweep.nu.copy())
+        self.position = 0  #: the next site to update
+        self.n_sweeps = 0
+        self.history: list[float] = []
+
+    def _update(self, order: np.ndarray) -> None:
+        y = np.ascontiguousarray(self.y, dtype=np.float64)
+        self.prior.sequential_sweep(self.sweep, order, self.rule, y)
+        self.position += order.size
+        if self.position == self.prior.n:
+            self._finish_sweep()
+
+    def _finish_sweep(self) -> None:
+        tau_prev, nu_prev = self._sweep_start
+        tau, nu = self.sweep.tau.copy(), self.sweep.nu.copy()
+        self.history.append(max(rms(tau - tau_prev), rms(nu - nu_prev)))
+        self.sweep = self.prior.start_sweeps(self.prior.condition(tau, nu))  # fresh factorisation
+        self._sweep_start = (tau, nu)
+        self.position = 0
+        self.n_sweeps += 1
+
+    def step_site(self) -> int:
+        """Update the next site; return its index."""
+        index = self.position
+        self._update(np.array([index], dtype=np.int64))
+        return index
+
+    def step_sweep(self) -> None:
+        """Update every remaining site of the current sweep (a whole sweep from its start)."""
+        self._update(np.arange(self.position, self.prior.n, dtype=np.int64))
+
+    def cavity(self, index: int | None = None) -> tuple[float, float]:
+        """(mean, var) of site ``index``'s cavity (default: the next site): q_\\i(f_i) = q(f_i) / t_i(f_i)."""
+        i = self.position if index is None else int(index)
+        var = float(self.sweep.cov[i, i])
+        tau_c = 1.0 / var - float(self.sweep.tau[i])
+        nu_c = float(self.sweep.mean[i]) / var - float(self.sweep.nu[i])
+        return (nu_c / tau_c, 1.0 / tau_c) if tau_c > 0 else (math.nan, math.nan)
+
+    def site_view(self, index: int | None = None) -> SiteView:
+        """The next site (or ``index``): cavity, tilted density and EP / QP projections (the explorer's curves)."""
+        i = self.position if index is None else int(index)
+        m, v = self.cavity(i)
+        y = float(self.y[i])
+        view = SiteView(i, float(self.X[i, 0]), y, m, v, None, math.nan, math.nan)
+        if not (v > 0 and math.isfinite(m)):
+            view.message = f"site {i} has no proper cavity (precision <= 0): it is skipped"
+            return view
+        try:
+            ep = qpviz.project(self.likelihood, y, m, v, method="ep")
+            qp = qpviz.project(self.likelihood, y, m, v, method="qp")
+            view.ep_var, view.qp_var = float(ep.var), float(qp.var)
+            view.densities = explorer.densities(self.likelihood, y, m, math.sqrt(v), ep, qp)
+        except (ValueError, ArithmeticError) as exc:
+            view.message = f"site {i}: the projection could not be drawn ({exc})"
+        return view
+
+
+def explorer_query(likelihood: Likelihood, y: float, cavity_mean: float, cavity_var: float) -> tuple[str, str]:
+    """(URL query, note) that opens one site in the Projection Explorer: its likelihood (``lik``
+    and each parameter control's key), y (``label``, ``count`` or ``y``) and cavity (``m``, ``s``).
+
+    The explorer's sliders span m in [-8, 8] and s in [0.05, 8]: a cavity outside is clipped and
+    the note says so.
+    """
+    query: dict[str, object] = {"lik": likelihood.name}
+    for control in explorer.parameter_controls(likelihood.name):
+        value = control.value_for(likelihood.params)
+        if value is not None:
+            query[control.key] = value
+    if likelihood.support == "binary":
+        query["label"] = float(y)
+    elif likelihood.support == "count":
+        query["count"] = int(y)
+    else:
+        query["y"] = float(y)
+    s = math.sqrt(cavity_var)
+    m_lo, m_hi = explorer.CAVITY_MEAN_SLIDER
+    s_lo, s_hi = explorer.CAVITY_STD_SLIDER
+    m_shown, s_shown = min(max(cavity_mean, m_lo), m_hi), min(max(s, s_lo), s_hi)
+    note = ""
+    if (m_shown, s_shown) != (cavity_mean, s):
+        note = (f"the cavity N({cavity_mean:.3g}, {s:.3g}^2) lies outside the explorer's sliders "
+                f"(m in [{m_lo:g}, {m_hi:g}], s in [{s_lo:g}, {s_hi:g}]); it opens at m = {m_shown:.3g}, s = {s_shown:.3g}")
+    query.update(m=round(m_shown, 4), s=round(s_shown, 4))
+    return urlencode(query), note
+
+
+class Cancelled(Exception):
+    """A long job (MCMC, optimisation) was cancelled from the page."""
+
+
+@dataclass
+class OptimisationStep:
+    """One L-BFGS-B iterate of :func:`optimise_evidence`: the EP evidence and the hyper-parameters."""
+
+    iteration: int
+    evidence: float
+    params: dict
+
+
+def optimise_evidence(X, y, likelihood: Likelihood, kernel, on_step=None, cancel=None, max_iter: int = 50):
+    """Maximise EP's log evidence (QP paper eq. 4, Alg. 1 line 15) over the kernel's log
+    hyper-parameters by L-BFGS-B with the analytic gradient 1/2 tr((alpha alpha^T - W) dK/d log theta)
+    (the posterior state's ``grad_log_marginal``), warm-starting each EP run from the last sites.
+
+    ``on_step(OptimisationStep)`` is called at the start and after every iterate (the page
+    streams the evidence climbing); ``cancel`` (a ``threading.Event``) stops the run with
+    :class:`Cancelled` at the next EP run. Returns (fitted kernel, list of steps).
+    """
+    from scipy import optimize
+
+    from qpviz import config
+    from qpviz.inference.ep import run_sites
+
+    X, y = check_data(X, y, likelihood)
+    prior = DensePrior(kernel, X)
+    bounds = [(math.log(config.HYPER_BOUNDS[0]), math.log(config.HYPER_BOUNDS[1]))] * len(kernel.param_names)
+    warm = {"sites": None, "last": (math.nan, None)}
+    steps: list[OptimisationStep] = []
+
+    def loss(theta):
+        if cancel is not None and cancel.is_set():
+            raise Cancelled("optimisation cancelled")
+        trial = prior.with_kernel(kernel.with_log_params(theta))
+        fit = run_sites(trial, likelihood, y, "ep", init=warm["sites"], warn=False)
+        if not fit.converged or not np.isfinite(fit.log_marginal_likelihood):
+            warm["sites"] = None
+            return 1e300, np.zeros_like(theta)
+        warm["sites"] = (fit.tau, fit.nu)
+        warm["last"] = (fit.log_marginal_likelihood, theta.copy())
+        return -fit.log_marginal_likelihood, -fit.state.grad_log_marginal()
+
+    def record(theta):
+        value, at = warm["last"]
+        if at is None or not np.array_equal(at, theta):
+            value = -loss(theta)[0]
+        steps.append(OptimisationStep(len(steps), float(value), kernel.with_log_params(theta).params))
+        if on_step is not None:
+            on_step(steps[-1])
+
+    theta0 = np.clip(kernel.log_params(), bounds[0][0], bounds[0][1])
+    record(theta0)
+    out = optimize.minimize(loss, theta0, jac=True, method="L-BFGS-B", bounds=bounds, callback=record,
+                            options={"maxiter": int(max_iter)})
+    return kernel.with_log_params(out.x), steps
+
+
+def _chain(prior, likelihood: Likelihood, y, n_samples: int, burn_in: int, thin: int, seed: int) -> np.ndarray:
+    """Samples of one elliptical-slice chain (:mod:`qpviz.inference.mcmc`).
+
+    Binary labels start at f = y / 2, inside the support, rather than at the library's f = 0:
+    for the step likelihood with eps = 0, f = 0 sits on the jump of every p(y_i | f_i), and every
+    ellipse through it shrinks back to it, so a chain started there never moves.
+    """
+    from qpviz.inference.mcmc import elliptical_slice_chain, run_mcmc
+
+    handle = likelihood.jit_handle()
+    if likelihood.support != "binary" or handle is None:
+        return run_mcmc(prior, likelihood, y, n_samples=n_samples, burn_in=burn_in, thin=thin, seed=seed)[0]
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    L = np.ascontiguousarray(prior.cov_sqrt())
+    start = np.ascontiguousarray(0.5 * y)
+    return elliptical_slice_chain(L, y, handle, start, int(n_samples), int(burn_in), int(thin), int(seed))[0]
+
+
+def mcmc_reference(X, y, likelihood: Likelihood, kernel, grid=None, chains: int = 4, n_samples: int = 1000,
+                   burn_in: int = 500, thin: int = 2, on_progress=None, cancel=None) -> MethodFit:
+    """The MCMC reference as a :class:`MethodFit`: ``chains`` elliptical-slice chains (seeds
+    0..chains-1, each ``n_samples`` kept after ``burn_in``), pooled. Between chains
+    ``on_progress(done, chains)`` is called and ``cancel`` (a ``threading.Event``) is checked
+    (:class:`Cancelled`), so a page can show progress and stop the job."""
+    from qpviz.inference.posterior import SamplePosterior
+
+    X, y = check_data(X, y, likelihood)
+    grid = make_grid(X) if grid is None else np.asarray(grid, float).reshape(-1, 1)
+    prior = DensePrior(kernel, X)
+    start = time.perf_counter()
+    samples = []
+    for chain in range(chains):
+        if cancel is not None and cancel.is_set():
+            raise Cancelled("MCMC cancelled")
+        samples.append(_chain(prior, likelihood, y, n_samples, burn_in, thin, chain))
+        if on_progress is not None:
+            on_progress(chain + 1, chains)
+    pooled = SamplePosterior(prior, likelihood, y, np.concatenate(samples), {})
+    mean, var = pooled.predict_f(grid)
+    centre, lower, upper, label = predictive_band(likelihood, mean, var)
+    return MethodFit("mcmc", grid[:, 0], mean, var, centre, lower, upper, label, pooled.mean, pooled.var, None, None,
+                     [], math.nan, True, pooled.n_sweeps, time.perf_counter() - start)

@@ -1,0 +1,120 @@
+"""The GP 1-D page in a real Chromium, served by `python -m panel serve app`."""
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from pagetools import plot_titles
+from test_explorer_page import ALERT_JS, console_errors  # noqa: F401  (the fixture fails on console errors)
+
+pytestmark = pytest.mark.browser
+
+TIMEOUT_MS = 60_000
+#: URL query showing EP and QP only.
+NO_MCMC = "g1_methods=%5B%22ep%22%2C%22qp%22%5D"
+
+
+@pytest.fixture
+def gp1d(page: Page, app_url: str, console_errors) -> Page:  # noqa: F811
+    page.set_viewport_size({"width": 1500, "height": 1200})
+    page.goto(f"{app_url}?{NO_MCMC}")  # no background job changes the numbers under the test
+    page.get_by_text("GP 1-D", exact=True).first.click()
+    page.locator(".qpviz-gp1d-table table").first.wait_for(timeout=TIMEOUT_MS)
+    return page
+
+
+def table_text(page: Page) -> str:
+    return page.locator(".qpviz-gp1d-table table").first.inner_text()
+
+
+def set_lengthscale(page: Page, value: str) -> None:
+    field = page.locator(".qpviz-gp1d-lengthscale input").first
+    field.fill(value)
+    field.press("Enter")
+
+
+def test_tab_opens_with_ep_and_qp_and_every_view(gp1d: Page):
+    text = table_text(gp1d)
+    assert "EP" in text and "QP" in text
+    titles = plot_titles(gp1d)
+    for prefix in ("Latent f", "Predictive", "Site precisions", "Convergence", "EP evidence", "Step-through"):
+        assert any(t.startswith(prefix) for t in titles), (prefix, titles)
+
+
+def test_hyperparameter_change_updates_the_numbers_and_bad_value_says_what_to_change(gp1d: Page):
+    before = table_text(gp1d)
+    set_lengthscale(gp1d, "2.5")
+    expect(gp1d.locator(".qpviz-gp1d-table table").first).not_to_have_text(before, timeout=TIMEOUT_MS)
+    after = table_text(gp1d)
+    set_lengthscale(gp1d, "0")
+    gp1d.wait_for_function(f"() => ({ALERT_JS})().includes('lengthscale must be')", timeout=TIMEOUT_MS)
+    assert table_text(gp1d) == after  # the last good fit stays
+
+
+def test_one_site_button_and_keys_step_and_highlight_a_site(gp1d: Page):
+    gp1d.get_by_role("button", name="site (n)").click()
+    gp1d.wait_for_function(
+        "() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title' "
+        "&& (m.text || '').startsWith('Step-through (EP, sweep 1): site 1'))", timeout=TIMEOUT_MS)
+    expect(gp1d.locator(".qpviz-gp1d-explorer-link a")).to_contain_text("Projection Explorer", timeout=TIMEOUT_MS)
+    gp1d.keyboard.press("n")
+    gp1d.wait_for_function(
+        "() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title' "
+        "&& (m.text || '').startsWith('Step-through (EP, sweep 1): site 2'))", timeout=TIMEOUT_MS)
+    gp1d.keyboard.press("s")
+    gp1d.wait_for_function(
+        "() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title' "
+        "&& (m.text || '').startsWith('Step-through (EP, sweep 2): site 0'))", timeout=TIMEOUT_MS)
+
+
+def predictive_title(page: Page) -> str:
+    return next(t for t in plot_titles(page) if t.startswith("Predictive"))
+
+
+def test_clicking_the_predictive_plot_adds_or_removes_a_point(gp1d: Page):
+    before = predictive_title(gp1d)
+    assert before.endswith("60 data points")
+    figure = gp1d.locator(".bk-Figure").nth(1)  # latent, then predictive
+    box = figure.bounding_box()
+    gp1d.mouse.click(box["x"] + 0.55 * box["width"], box["y"] + 0.3 * box["height"])
+    gp1d.wait_for_function(
+        "() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title' "
+        "&& /^Predictive.*, (59|61) data points$/.test(m.text || ''))", timeout=TIMEOUT_MS)
+
+
+def test_a_bad_csv_upload_says_what_is_wrong_and_keeps_the_fit(gp1d: Page, tmp_path):
+    before = table_text(gp1d)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("x,y\n1,a\n2,b\n")
+    gp1d.locator("input[type=file]").first.set_input_files(str(bad))
+    gp1d.wait_for_function(f"() => ({ALERT_JS})().includes('CSV not loaded')", timeout=TIMEOUT_MS)
+    assert table_text(gp1d) == before
+    good = tmp_path / "good.csv"
+    good.write_text("x,y\n0,-1\n1,-1\n2,1\n3,1\n4,1\n")
+    gp1d.locator("input[type=file]").first.set_input_files(str(good))
+    gp1d.wait_for_function(
+        "() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title' "
+        "&& /^Predictive.*, 5 data points$/.test(m.text || ''))", timeout=TIMEOUT_MS)
+
+
+def test_a_shared_link_reopens_the_tab_with_its_settings_and_data(page: Page, app_url: str, console_errors):  # noqa: F811
+    query = "tab=1&g1_preset=sharp+step&g1_ls=2.5&g1_methods=%5B%22ep%22%5D&g1_data=0:-1;1:-1;2:1;3:1;4:1;5:-1"
+    page.set_viewport_size({"width": 1500, "height": 1200})
+    page.goto(f"{app_url}?{query}")
+    page.locator(".qpviz-gp1d-table table").first.wait_for(timeout=TIMEOUT_MS)
+    page.wait_for_function(
+        "() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title' "
+        "&& /^Predictive.*, 6 data points$/.test(m.text || ''))", timeout=TIMEOUT_MS)
+    expect(page.locator(".qpviz-gp1d-lengthscale input").first).to_have_value("2.5")
+    text = table_text(page)
+    assert "EP" in text and "QP" not in text
+
+
+def test_optimise_streams_the_evidence_and_finishes(gp1d: Page):
+    gp1d.get_by_role("button", name="optimise (EP evidence)").click()
+    gp1d.wait_for_function(
+        "() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title' "
+        "&& /^EP evidence per optimisation step: .* \\(done\\)$/.test(m.text || ''))", timeout=120_000)
+    points = gp1d.evaluate("""() => { for (const m of Bokeh.documents[0].all_models)
+        if (m.data && m.data.evidence) return Array.from(m.data.evidence); return []; }""")
+    assert len(points) >= 2 and points[-1] > points[0]

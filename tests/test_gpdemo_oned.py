@@ -1,0 +1,219 @@
+"""qpviz.gpdemo: the 1-D presets and the computations of the GP 1-D page."""
+from __future__ import annotations
+
+from urllib.parse import parse_qs
+
+import numpy as np
+import pytest
+
+import qpviz
+from qpviz.gpdemo import oned, presets
+from qpviz.likelihoods import REGISTRY
+
+
+@pytest.mark.parametrize("name", list(presets.PRESETS))
+def test_every_preset_is_seeded_valid_and_described(name):
+    first = presets.make(name, 40, seed=3)
+    again = presets.make(name, 40, seed=3)
+    assert first.X.shape == (first.n, 1) and first.y.shape == (first.n,)
+    assert first.n == 40
+    np.testing.assert_array_equal(first.X, again.X)
+    np.testing.assert_array_equal(first.y, again.y)
+    assert first.likelihood in REGISTRY
+    lik = qpviz.likelihood(first.likelihood, **first.likelihood_params)
+    oned.check_data(first.X, first.y, lik)  # raises if the likelihood refuses the data
+    assert first.kernel in oned.KERNELS
+    assert presets.DESCRIPTIONS[name] == first.description and len(first.description) > 20
+
+
+def test_number_of_points_is_clipped_with_a_message():
+    big = presets.make("sharp step", 5000)
+    assert big.n == presets.MAX_POINTS and "clipped" in big.note
+    small = presets.make("sharp step", 1)
+    assert small.n == presets.MIN_POINTS and "clipped" in small.note
+    with pytest.raises(ValueError, match="whole number"):
+        presets.make("sharp step", "many")
+    with pytest.raises(ValueError, match="preset must be one of"):
+        presets.make("nonsense", 10)
+
+
+def test_coal_counts_bin_all_191_disasters_by_year():
+    years, counts = presets.coal_counts()
+    assert years[0] == 1851 and years[-1] == 1962
+    assert counts.sum() == 191
+    np.testing.assert_array_equal(np.diff(years), 1.0)
+
+
+def test_w2_of_identical_gaussians_is_zero_and_closed_form_otherwise():
+    m, v = np.array([0.3, -1.0]), np.array([0.5, 2.0])
+    np.testing.assert_array_equal(oned.w2_marginals(m, v, m, v), 0.0)
+    # W2^2 = (m1 - m2)^2 + (s1 - s2)^2: N(0, 1) to N(3, 25) is sqrt(9 + 16) = 5
+    assert oned.w2_marginals(0.0, 1.0, 3.0, 25.0) == pytest.approx(5.0)
+
+
+def _step_data():
+    data = presets.make("step likelihood, eps = 0 (EP vs QP differ)", 40)
+    return data, qpviz.likelihood(data.likelihood, **data.likelihood_params), oned.make_kernel(
+        data.kernel, data.variance, data.lengthscale)
+
+
+def test_ep_and_qp_agree_in_mean_while_qp_variance_is_at_most_eps():
+    data, lik, kernel = _step_data()
+    fits = oned.fit_methods(data.X, data.y, lik, kernel, ("ep", "qp"))
+    ep, qp = fits["ep"], fits["qp"]
+    assert ep.converged and qp.converged
+    assert np.max(np.abs(ep.train_mean - qp.train_mean)) < 0.1 * np.max(np.abs(ep.train_mean))
+    assert np.all(qp.train_var <= ep.train_var * (1 + 1e-9))
+    assert np.min(qp.train_var / ep.train_var) < 0.97  # this preset's point: visibly smaller
+    assert ep.history[-1] < 1e-6 and len(ep.history) == ep.n_sweeps
+    assert np.isfinite(ep.evidence) and np.isfinite(qp.evidence)
+    assert np.all((ep.predictive >= 0) & (ep.predictive <= 1))
+    assert ep.site_tau.shape == (data.n,) and np.all(ep.site_tau >= 0)
+
+
+def test_gaussian_likelihood_gives_exact_gp_regression():
+    rng = np.random.default_rng(1)
+    X = np.sort(rng.uniform(-3, 3, 25))[:, None]
+    y = np.sin(X[:, 0]) + 0.3 * rng.standard_normal(25)
+    noise = 0.09
+    kernel = oned.make_kernel("Matern52", 1.3, 0.8)
+    lik = qpviz.likelihood("gaussian", variance=noise)
+    fits = oned.fit_methods(X, y, lik, kernel, ("ep", "qp"), options={m: {"tol": 1e-12} for m in ("ep", "qp")})
+    grid = fits["ep"].grid[:, None]
+    K = kernel(X) + (noise + qpviz.config.JITTER) * np.eye(25)
+    Ks = kernel(X, grid)
+    mean = Ks.T @ np.linalg.solve(K, y)
+    var = kernel.diag(grid) - np.einsum("ij,ij->j", Ks, np.linalg.solve(K, Ks))
+    log_ml = -0.5 * y @ np.linalg.solve(K, y) - 0.5 * np.linalg.slogdet(K)[1] - 12.5 * np.log(2 * np.pi)
+    for method in ("ep", "qp"):
+        np.testing.assert_allclose(fits[method].mean, mean, atol=1e-8)
+        np.testing.assert_allclose(fits[method].var, var, atol=1e-8)
+        assert fits[method].evidence == pytest.approx(log_ml, abs=1e-6)
+        # predictive y band: mean +- 2 sqrt(var + noise)
+        np.testing.assert_allclose(fits[method].predictive_upper, mean + 2 * np.sqrt(var + noise), atol=1e-7)
+
+
+def test_distances_to_mcmc_are_small_and_ranked_sensibly():
+    data = presets.make("sharp step", 30, seed=2)
+    lik = qpviz.likelihood("probit")
+    kernel = oned.make_kernel("RBF", 2.0, 1.5)
+    fits = oned.fit_methods(data.X, data.y, lik, kernel, ("ep", "qp", "laplace", "mcmc"),
+                            options={"mcmc": {"n_samples": 3000, "burn_in": 500, "thin": 2}})
+    assert fits["mcmc"].w2_grid == 0.0 and fits["mcmc"].site_tau is None
+    assert np.isnan(fits["mcmc"].evidence)
+    for method in ("ep", "qp", "laplace"):
+        assert 0 < fits[method].w2_data < 0.5
+    # EP is known to be far closer to the exact posterior than Laplace for probit classification
+    assert fits["ep"].w2_grid < fits["laplace"].w2_grid
+
+
+def test_bad_input_says_what_to_change():
+    lik = qpviz.likelihood("probit")
+    X = np.linspace(0, 1, 5)[:, None]
+    with pytest.raises(ValueError, match="both classes"):
+        oned.check_data(X, np.ones(5), lik)
+    with pytest.raises(ValueError, match="finite"):
+        oned.check_data(np.array([[0.0], [np.nan], [1.0]]), np.array([1.0, -1.0, 1.0]), lik)
+    with pytest.raises(ValueError, match="> 0"):
+        oned.make_kernel("RBF", 0.0, 1.0)
+    with pytest.raises(ValueError, match="finite"):
+        oned.make_kernel("RBF", 1.0, float("nan"))
+    with pytest.raises(ValueError):
+        oned.check_data(X, np.array([0.0, 1.0, -2.0, 3.0, 1.0]), qpviz.likelihood("poisson_exp"))
+
+
+@pytest.mark.parametrize("method", ["ep", "qp"])
+def test_stepping_full_sweeps_reproduces_the_sequential_fit(method):
+    data, lik, kernel = _step_data()
+    stepper = oned.SiteStepper(data.X, data.y, lik, kernel, method)
+    for _ in range(data.n):  # the first sweep site by site
+        stepper.step_site()
+    assert stepper.n_sweeps == 1 and stepper.position == 0
+    for _ in range(3):
+        stepper.step_sweep()
+    post = qpviz.fit(data.X, data.y, lik, kernel, method=method, parallel=False, order="fixed", max_sweeps=4,
+                     warn=False)
+    np.testing.assert_allclose(stepper.sweep.tau, post.site_precision, rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(stepper.sweep.nu, post.site_nu, rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(stepper.history, post.history, rtol=1e-6)
+
+
+def test_site_view_shows_the_cavity_and_both_projections():
+    data, lik, kernel = _step_data()
+    stepper = oned.SiteStepper(data.X, data.y, lik, kernel, "qp")
+    stepper.step_sweep()
+    stepper.step_site()
+    view = stepper.site_view()
+    assert view.index == 1 and view.y == data.y[1]
+    # the cavity divides the site out of the posterior marginal: 1/v_c = 1/var - tau
+    assert 1 / view.cavity_var == pytest.approx(1 / stepper.sweep.var[1] - stepper.sweep.tau[1])
+    assert view.qp_var <= view.ep_var
+    curves = view.densities
+    assert {"x", "cavity", "tilted", "ep", "qp"} <= set(curves)
+    area = np.trapezoid(curves["tilted"], curves["x"])
+    assert area == pytest.approx(1.0, abs=1e-2)
+
+
+def test_explorer_query_carries_likelihood_y_and_clipped_cavity():
+    query, note = oned.explorer_query(qpviz.likelihood("step", eps=0.1), -1.0, 0.5, 4.0)
+    parsed = parse_qs(query)
+    assert parsed == {"lik": ["step"], "step_eps": ["0.1"], "label": ["-1.0"], "m": ["0.5"], "s": ["2.0"]}
+    assert note == ""
+    query, note = oned.explorer_query(qpviz.likelihood("poisson_exp"), 3, -20.0, 0.0001)
+    parsed = parse_qs(query)
+    assert parsed["count"] == ["3"] and parsed["m"] == ["-8.0"] and parsed["s"] == ["0.05"]
+    assert "outside the explorer's sliders" in note
+
+
+def test_optimisation_streams_a_climbing_evidence_and_matches_qpviz_fit():
+    data = presets.make("noisy boundary", 60)
+    lik = qpviz.likelihood("probit")
+    kernel = oned.make_kernel("RBF", 1.0, 3.0)
+    seen = []
+    fitted, steps = oned.optimise_evidence(data.X, data.y, lik, kernel, on_step=seen.append)
+    assert seen == steps and len(steps) >= 3
+    evidence = np.array([s.evidence for s in steps])
+    assert evidence[-1] > evidence[0] + 1.0
+    assert np.all(np.diff(evidence) > -1e-6)  # L-BFGS-B iterates never lose evidence here
+    post = qpviz.fit(data.X, data.y, lik, kernel, method="ep", optimise=True)
+    assert evidence[-1] == pytest.approx(post.log_marginal_likelihood, abs=1e-3)
+    assert fitted.params["lengthscale"] == pytest.approx(post.hyperparameters["lengthscale"], rel=1e-2)
+
+
+def test_optimisation_can_be_cancelled():
+    import threading
+
+    data = presets.make("sine boundary", 30)
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(oned.Cancelled):
+        oned.optimise_evidence(data.X, data.y, qpviz.likelihood("probit"), oned.make_kernel("RBF", 1.0, 3.0),
+                               cancel=cancel)
+
+
+def test_mcmc_reference_pools_chains_reports_progress_and_agrees_with_ep():
+    import threading
+
+    data = presets.make("sharp step", 25, seed=4)
+    lik = qpviz.likelihood("probit")
+    kernel = oned.make_kernel("RBF", 2.0, 1.5)
+    progress = []
+    ref = oned.mcmc_reference(data.X, data.y, lik, kernel, chains=3, n_samples=800, burn_in=300,
+                              on_progress=lambda done, total: progress.append((done, total)))
+    assert progress == [(1, 3), (2, 3), (3, 3)]
+    assert ref.n_sweeps == 2400 and ref.method == "mcmc"
+    ep = oned.fit_methods(data.X, data.y, lik, kernel, ("ep",), reference=ref)["ep"]
+    assert ep.w2_data < 0.3
+    cancel = threading.Event()
+    with pytest.raises(oned.Cancelled):
+        oned.mcmc_reference(data.X, data.y, lik, kernel, chains=3, n_samples=100, burn_in=10,
+                            on_progress=lambda done, total: cancel.set(), cancel=cancel)
+
+
+def test_mcmc_reference_moves_for_the_step_likelihood_without_noise():
+    data, lik, kernel = _step_data()
+    ref = oned.mcmc_reference(data.X, data.y, lik, kernel, chains=2, n_samples=500, burn_in=300)
+    ep = oned.fit_methods(data.X, data.y, lik, kernel, ("ep",), reference=ref)["ep"]
+    assert np.all(ref.train_var > 0.01)  # a chain stuck at f = 0 has variance 0
+    assert np.all(np.sign(ref.train_mean) == data.y)  # labels are certain under eps = 0
+    assert ep.w2_data < 0.5
