@@ -34,6 +34,29 @@ def test_mcmc_agrees_with_long_independent_importance_sampling(small_probit):
     np.testing.assert_allclose(post.var, is_var, rtol=0.08)
 
 
+def test_mcmc_leaves_the_jump_of_a_hard_step():
+    """Step likelihood, eps = 0: f = 0 is on every site's jump; the chain must still explore (it
+    stayed at ~1e-323 with variance 0 when it started there), and match importance sampling."""
+    X = np.linspace(-2.0, 2.0, 5)[:, None]
+    y = np.array([-1.0, -1.0, 1.0, 1.0, 1.0])
+    k = kernels.RBF(1.0, 1.0)
+    lik = qpviz.likelihood("step", eps=0.0)
+    post = fit(X, y, lik, k, method="mcmc", n_samples=8000, thin=2, burn_in=500, seed=3)
+    gen = np.random.default_rng(8)
+    L = linalg.cholesky(k(X) + qpviz.config.JITTER * np.eye(len(y)), lower=True)
+    f = gen.standard_normal((400_000, len(y))) @ L.T
+    inside = np.all(y[None, :] * f > 0, axis=1)  # the truncated prior, sampled by rejection
+    ref = f[inside]
+    assert np.all(post.var > 0.05)
+    np.testing.assert_allclose(post.mean, ref.mean(axis=0), atol=0.06)
+    np.testing.assert_allclose(post.var, ref.var(axis=0), rtol=0.12)
+    # many sites (the GP 1-D page's preset): from f = 0 every sample was ~1e-323
+    X = np.linspace(-5.0, 5.0, 60)[:, None]
+    y = np.where(np.sin(0.8 * X[:, 0]) >= 0, 1.0, -1.0)
+    post = fit(X, y, lik, kernels.RBF(9.0, 1.0), method="mcmc", n_samples=500, seed=0)
+    assert np.all(post.var > 0.01) and np.all(y * post.mean > 0)
+
+
 def test_mcmc_is_reproducible_and_seed_dependent(small_probit):
     X, y, k = small_probit
     a = fit(X, y, "probit", k, method="mcmc", n_samples=200, seed=3)

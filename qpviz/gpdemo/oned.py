@@ -387,21 +387,11 @@ def optimise_evidence(X, y, likelihood: Likelihood, kernel, on_step=None, cancel
 
 
 def _chain(prior, likelihood: Likelihood, y, n_samples: int, burn_in: int, thin: int, seed: int) -> np.ndarray:
-    """Samples of one elliptical-slice chain (:mod:`qpviz.inference.mcmc`).
+    """Samples of one elliptical-slice chain (:func:`qpviz.inference.mcmc.run_mcmc`, which starts
+    at the most likely of its candidate points, off the jump of a hard step)."""
+    from qpviz.inference.mcmc import run_mcmc
 
-    Binary labels start at f = y / 2, inside the support, rather than at the library's f = 0:
-    for the step likelihood with eps = 0, f = 0 sits on the jump of every p(y_i | f_i), and every
-    ellipse through it shrinks back to it, so a chain started there never moves.
-    """
-    from qpviz.inference.mcmc import elliptical_slice_chain, run_mcmc
-
-    handle = likelihood.jit_handle()
-    if likelihood.support != "binary" or handle is None:
-        return run_mcmc(prior, likelihood, y, n_samples=n_samples, burn_in=burn_in, thin=thin, seed=seed)[0]
-    y = np.ascontiguousarray(y, dtype=np.float64)
-    L = np.ascontiguousarray(prior.cov_sqrt())
-    start = np.ascontiguousarray(0.5 * y)
-    return elliptical_slice_chain(L, y, handle, start, int(n_samples), int(burn_in), int(thin), int(seed))[0]
+    return run_mcmc(prior, likelihood, y, n_samples=n_samples, burn_in=burn_in, thin=thin, seed=seed)[0]
 
 
 def mcmc_reference(X, y, likelihood: Likelihood, kernel, grid=None, chains: int = 4, n_samples: int = 1000,
