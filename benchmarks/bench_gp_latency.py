@@ -1,0 +1,117 @@
+"""Browser latency of the GP pages (issue 10), printed, not asserted.
+
+Serves the real app (`python -m panel serve app`) and drives Debian's Chromium (Playwright):
+
+* **GP 1-D**, N = 200, EP and QP shown: a hyper-parameter slider key press (length scale, one step
+  right each: a new fit every time) and a click on the predictive plot, the page's second figure (adds or removes a point), each timed from the
+  action to the last Bokeh document change it caused (browser_measure.measure; goal 250 ms).
+* **GP 2-D**, N = 200, 60 x 60 grid, EP and QP: a length-scale key press (goal 1 s).
+* **During a long job:** a second browser session opens the Variance effects page on Pima with
+  hyper-parameter optimisation (a fit of about a minute on a thread of the same server) and the
+  GP 1-D measurement is repeated in the first session meanwhile.
+
+Prints median, 90th percentile and max per case, with the machine's load average.
+
+Usage: .venv/bin/python benchmarks/bench_gp_latency.py [--presses 15]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+from urllib.parse import quote
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "browser"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from browser_measure import measure, percentile, settle, wait_for_bokeh  # noqa: E402
+from pagetools import CHROMIUM_ARGS, chromium_path, serve_app, stop  # noqa: E402
+
+EP_QP = quote('["ep", "qp"]')
+GP1D = "?page=gp-1-d&g1_preset={preset}&g1_n=200&g1_methods=" + EP_QP
+GP2D = "?page=gp-2-d&g2_n=200&g2_methods=" + EP_QP
+LONG_JOB = "?page=variance-effects&ve_dataset=pima&ve_optimise=true"
+
+
+def nudge(selector):
+    """One step right per press: every press asks for a new fit (the pages cache fits they have
+    seen, so going back and forth would measure the cache)."""
+    def act(page):
+        handle = page.locator(f"{selector} .noUi-handle").first
+        handle.focus()
+        handle.press("ArrowRight")
+    return act
+
+
+def click_plot(figure_index):
+    state = {"k": 0}
+
+    def act(page):
+        box = page.locator(".bk-Figure:visible").nth(figure_index).bounding_box()
+        state["k"] += 1
+        # alternate: add a point, then click the same place again (removes it)
+        x = box["x"] + box["width"] * (0.35 + 0.05 * ((state["k"] + 1) // 2 % 6))
+        page.mouse.click(x, box["y"] + box["height"] * 0.45)
+        page.wait_for_timeout(350)  # two clicks within ~0.3 s would be a double tap
+    return act
+
+
+def run_case(page, url, action, presses):
+    page.goto(url)
+    wait_for_bokeh(page)
+    settle(page, 1500)
+    times = []
+    for _ in range(presses):
+        times.append(measure(page, action))
+        page.wait_for_timeout(150)
+    return times
+
+
+def report(name, times, goal_ms):
+    print(f"{name:58s} median {percentile(times, 50):6.0f} ms  p90 {percentile(times, 90):6.0f} ms  "
+          f"max {max(times):6.0f} ms  (goal {goal_ms} ms, n={len(times)}, load {os.getloadavg()[0]:.2f})", flush=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--presses", type=int, default=15)
+    args = ap.parse_args()
+    process, url = serve_app(Path(tempfile.mkdtemp()) / "serve.log")
+    try:
+        from playwright.sync_api import sync_playwright  # noqa: PLC0415
+
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+            page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+            cases = [
+                ("GP 1-D, sharp step, N=200, length-scale key", GP1D.format(preset=quote("sharp step")),
+                 nudge(".qpviz-gp1d-lengthscale"), 250),
+                ("GP 1-D, step eps=0 (default), N=200, length-scale key",
+                 GP1D.format(preset=quote("step likelihood, eps = 0 (EP vs QP differ)")),
+                 nudge(".qpviz-gp1d-lengthscale"), 250),
+                ("GP 1-D, sharp step, N=200, click adds/removes a point", GP1D.format(preset=quote("sharp step")),
+                 click_plot(1), 250),
+                ("GP 2-D, moons, N=200, 60x60 grid, length-scale key", GP2D, nudge(".qpviz-gp2d-lengthscale"), 1000),
+            ]
+            for name, query, action, goal in cases:
+                report(name, run_case(page, url + query, action, args.presses), goal)
+            # a long job in another session of the same server
+            other = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+            other.goto(url + LONG_JOB)
+            wait_for_bokeh(other)
+            other.wait_for_timeout(3000)  # the fit is under way
+            name, query, action, goal = cases[0]
+            report(name + ", during a long job", run_case(page, url + query, action, args.presses), goal)
+            name, query, action, goal = cases[3]
+            report(name + ", during a long job", run_case(page, url + query, action, args.presses), goal)
+            browser.close()
+    finally:
+        stop(process)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
