@@ -3,7 +3,8 @@
 Serves the real app (`python -m panel serve app`) and drives Debian's Chromium (Playwright):
 
 * **GP 1-D**, N = 200, EP and QP shown: a hyper-parameter slider key press (length scale, one step
-  right each: a new fit every time) and a click on the predictive plot, the page's second figure (adds or removes a point), each timed from the
+  right each: a new fit every time) and a click on the predictive plot, the page's second figure (adds a point
+  at a new place each time), each timed from the
   action to the last Bokeh document change it caused (browser_measure.measure; goal 250 ms).
 * **GP 2-D**, N = 200, 60 x 60 grid, EP and QP: a length-scale key press (goal 1 s).
 * **During a long job:** a second browser session opens the Variance effects page on Pima with
@@ -52,8 +53,9 @@ def click_plot(figure_index):
     def act(page):
         box = page.locator(".bk-Figure:visible").nth(figure_index).bounding_box()
         state["k"] += 1
-        # alternate: add a point, then click the same place again (removes it)
-        x = box["x"] + box["width"] * (0.35 + 0.05 * ((state["k"] + 1) // 2 % 6))
+        # a new place each time (a point added there: new data, a new fit; the golden-ratio
+        # sequence never repeats a place)
+        x = box["x"] + box["width"] * (0.25 + 0.5 * ((state["k"] * 0.618034) % 1.0))
         page.mouse.click(x, box["y"] + box["height"] * 0.45)
         page.wait_for_timeout(350)  # two clicks within ~0.3 s would be a double tap
     return act
@@ -92,7 +94,7 @@ def main() -> int:
                 ("GP 1-D, step eps=0 (default), N=200, length-scale key",
                  GP1D.format(preset=quote("step likelihood, eps = 0 (EP vs QP differ)")),
                  nudge(".qpviz-gp1d-lengthscale"), 250),
-                ("GP 1-D, sharp step, N=200, click adds/removes a point", GP1D.format(preset=quote("sharp step")),
+                ("GP 1-D, sharp step, N=200, click adds a point", GP1D.format(preset=quote("sharp step")),
                  click_plot(1), 250),
                 ("GP 2-D, moons, N=200, 60x60 grid, length-scale key", GP2D, nudge(".qpviz-gp2d-lengthscale"), 1000),
             ]
