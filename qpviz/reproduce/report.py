@@ -140,9 +140,11 @@ def figure1_points(records) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
 
 def write_figure1(records, path) -> Path | None:
-    """Figure 1 of the paper as PNG: QP's against EP's predictive latent variance on the test
-    points, one colour per dataset, log axes, the diagonal dashed (QP <= EP by Theorem 2 holds
-    below it). None when no record carries the variances."""
+    """Figure 1 of the paper as PNG, two panels: (a) QP's against EP's predictive latent variance
+    on the test points (log axes, the diagonal dashed: QP = EP), as the paper draws it; (b) their
+    ratio var_QP / var_EP against var_EP, where the size of the effect (a few per cent) is visible.
+    One colour and marker per dataset (Okabe-Ito, colour-blind safe). None when no record carries
+    the variances."""
     points = figure1_points(records)
     if not points:
         return None
@@ -151,22 +153,29 @@ def write_figure1(records, path) -> Path | None:
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt  # noqa: PLC0415
 
-    # Okabe-Ito, colour-blind safe
-    colours = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000", "#999999"]
-    fig, ax = plt.subplots(figsize=(5.5, 5.0), dpi=150)
+    colours = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#999999"]
+    markers = ["o", "s", "^", "D", "v"]
+    fig, (ax, ax_ratio) = plt.subplots(1, 2, figsize=(11.0, 5.0), dpi=130)
     low, high = np.inf, 0.0
     for i, (name, (ep, qp)) in enumerate(points.items()):
         ok = (ep > 0) & (qp > 0) & np.isfinite(ep) & np.isfinite(qp)
-        ax.scatter(ep[ok], qp[ok], s=6, alpha=0.5, color=colours[i % len(colours)], label=name, linewidths=0)
+        style = dict(s=7, alpha=0.55, color=colours[i % len(colours)], marker=markers[i % len(markers)],
+                     label=name, linewidths=0)
+        ax.scatter(ep[ok], qp[ok], **style)
+        ax_ratio.scatter(ep[ok], qp[ok] / ep[ok], **style)
         if ok.any():
             low, high = min(low, ep[ok].min(), qp[ok].min()), max(high, ep[ok].max(), qp[ok].max())
     if np.isfinite(low):
         ax.plot([low, high], [low, high], "k--", lw=1, label="QP = EP")
-    ax.set_xscale("log")
+        ax_ratio.axhline(1.0, color="k", ls="--", lw=1, label="QP = EP")
+    for axis in (ax, ax_ratio):
+        axis.set_xscale("log")
+        axis.set_xlabel("EP predictive latent variance")
     ax.set_yscale("log")
-    ax.set_xlabel("EP predictive latent variance")
     ax.set_ylabel("QP predictive latent variance")
-    ax.set_title("Figure 1: test-point latent variances, QP vs EP")
+    ax.set_title("(a) Figure 1: QP vs EP, every test point")
+    ax_ratio.set_ylabel("var_QP / var_EP")
+    ax_ratio.set_title("(b) the ratio var_QP / var_EP per test point")
     ax.legend(fontsize=7, markerscale=2, loc="upper left")
     fig.tight_layout()
     path = Path(path)
