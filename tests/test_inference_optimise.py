@@ -102,3 +102,33 @@ def test_vb_and_ep_fit_the_same_hyperparameters_for_a_gaussian_likelihood(rng):
     for name, value in ep.hyperparameters.items():
         assert vb.hyperparameters[name] == pytest.approx(value, rel=1e-3), name
     assert vb.log_marginal_likelihood == pytest.approx(ep.log_marginal_likelihood, abs=1e-5)
+
+
+@pytest.mark.parametrize("objective", ["ep", "vb"])
+def test_a_failed_inner_fit_makes_the_optimiser_step_back_not_stop(data, monkeypatch, objective):
+    """Where the inner fit fails (here: forced for log lengthscale < -1, on the way of the first
+    trial step), the optimiser must backtrack and go on, not stop at its start (a constant 1e300
+    with a zero gradient stopped VB on crabs at its initial kernel in every fold)."""
+    import importlib
+
+    fit_module = importlib.import_module("qpviz.inference.fit")
+    X, y = data
+    real = {"ep": fit_module.run_sites, "vb": fit_module.run_vb}[objective]
+    failed = []
+
+    def sometimes_failing(prior, *args, **kwargs):
+        out = real(prior, *args, **kwargs)
+        if np.log(prior.kernel.lengthscale) < -1.0:
+            failed.append(prior.kernel.lengthscale)
+            if objective == "vb":
+                return out[0], out[1], False, out[3], out[4]
+            out.converged = False
+        return out
+
+    monkeypatch.setattr(fit_module, "run_sites" if objective == "ep" else "run_vb", sometimes_failing)
+    start = qpviz.kernels.RBF(1.0, 3.0)  # the fitted length scale is far below: the first steps overshoot
+    post = qpviz.fit(X, y, "probit", start, method=objective, optimise=True)
+    report = post.diagnostics["optimisation"]
+    assert report["ep_not_converged"] == len(failed) > 0
+    assert post.hyperparameters["lengthscale"] < 2.0 and np.log(post.hyperparameters["lengthscale"]) >= -1.0
+    assert report["evaluations"] > len(failed) + 2

@@ -192,6 +192,22 @@ def resolve_bounds(names, bounds) -> list[tuple[float, float]]:
 _ON_BOUND = 1e-6
 
 
+def _failed_trial(theta, best) -> tuple[float, np.ndarray]:
+    """Loss and gradient where the inner fit failed (did not converge, or gave no finite value):
+    worse than the best point seen so far and rising away from it, f_best + c (1 + |theta -
+    theta_best|^2) with c = 1 + |f_best|, so that L-BFGS-B's line search backtracks towards it.
+
+    (A constant 1e300 with a zero gradient made the line search give up at the start: VB on crabs,
+    whose first trial step went to a corner of the bounds, stopped at its initial kernel in every
+    fold.)"""
+    if best is None:
+        return 1e300, np.zeros_like(theta)
+    theta_best, loss_best = best
+    offset = np.asarray(theta, float) - theta_best
+    scale = 1.0 + abs(loss_best)
+    return loss_best + scale * (1.0 + offset @ offset), 2.0 * scale * offset
+
+
 def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, bounds=None,
                              optimise_likelihood: bool = False, objective: str = "ep", **ep_options):
     """Maximise log Z_EP (eq. 4; ``objective="ep"``) or VB's ELBO (``objective="vb"``) over the
@@ -225,7 +241,7 @@ def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, bound
         raise ValueError(f"the {likelihood.name} likelihood has no scale parameter to fit; use optimise_likelihood=False")
     names = kernel0.param_names + tuple(f"likelihood.{n}" for n in lik_names)
     log_bounds = resolve_bounds(names, bounds)
-    cache = {"init": None, "evals": 0, "not_converged": 0}
+    cache = {"init": None, "evals": 0, "not_converged": 0, "best": None}
 
     def build(theta):
         lik = _with_log_params(likelihood, lik_names, theta[n_kernel:]) if lik_names else likelihood
@@ -246,8 +262,10 @@ def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, bound
         if not converged or not np.isfinite(value):
             cache["not_converged"] += 1
             cache["init"] = None
-            return 1e300, np.zeros_like(theta)
+            return _failed_trial(theta, cache["best"])
         cache["init"] = (state.tau, state.nu)
+        if cache["best"] is None or -value < cache["best"][1]:
+            cache["best"] = (np.array(theta, dtype=float), -float(value))
         grad = state.grad_log_marginal()
         if lik_names:
             extra = (likelihood_log_param_grad(lik, lik_names, y, *cavities) if cavities is not None
