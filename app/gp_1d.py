@@ -19,6 +19,7 @@ from explorer_widgets import PROJECTOR_WIDGET_CSS
 from gp_1d_figures import EXPLANATIONS, GP1DFigures, table_html
 from explorer_figures import NumbersPane
 from gp_1d_model import GP1DModel
+from layout import formula as formula_pane, set_projector, view_grid
 from qpviz import explorer
 from qpviz.gpdemo import oned, presets
 
@@ -243,7 +244,7 @@ class GP1DPage(pn.viewable.Viewer):
     def _explained(self, view, key: str) -> pn.Column:
         sentence, formula = EXPLANATIONS[key]
         text = pn.pane.Markdown(sentence, sizing_mode="stretch_width", margin=(0, 10))
-        latex = pn.pane.LaTeX(formula, sizing_mode="stretch_width", margin=(0, 10))
+        latex = formula_pane(formula, margin=(0, 10))
         self._texts += [text, latex]
         return pn.Column(view, text, latex, sizing_mode="stretch_width")
 
@@ -262,7 +263,8 @@ class GP1DPage(pn.viewable.Viewer):
             pn.pane.Markdown("### Share"), self.download, self.projector_toggle,
             width=320,
         )
-        views = pn.GridBox(
+        # as many columns as fit: one on a 1024 px screen, where two left each plot too narrow
+        self._grid = views = view_grid(
             self._explained(self._figure("latent"), "latent"),
             self._explained(self._figure("predictive"), "predictive"),
             self._explained(self._figure("sites"), "sites"),
@@ -270,7 +272,7 @@ class GP1DPage(pn.viewable.Viewer):
                                       sizing_mode="stretch_width"), "trace"),
             self._explained(self.table, "table"),
             self._explained(self._figure("site"), "site"),
-            ncols=2, sizing_mode="stretch_width",
+            projector=self.projector,
         )
         self._show_messages()
         self.views.style(False)
@@ -281,10 +283,11 @@ class GP1DPage(pn.viewable.Viewer):
     def _apply_projector_mode(self) -> None:
         size = {"font-size": "150%" if self.projector else "100%"}
         for text in self._texts:
-            text.styles = size
+            text.styles = {**text.styles, **size}  # keeps a formula's own scrolling styles
         for widget in self._controls.objects:
             widget.stylesheets = [PROJECTOR_WIDGET_CSS] if self.projector else []
         self.views.style(self.projector)
+        set_projector(self._grid, self.projector)  # wider columns for the large fonts
 
     def _sync_url(self) -> None:
         """Keep the page's inputs in the URL (a copied link reopens the same fit)."""

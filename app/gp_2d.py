@@ -34,6 +34,7 @@ from bokeh.plotting.contour import contour_data
 
 from explorer_figures import style_figure
 from explorer_widgets import PROJECTOR_WIDGET_CSS
+from layout import formula as formula_pane, set_projector, view_row
 from qpviz import kernels
 from qpviz.gpdemo import twod
 
@@ -201,7 +202,6 @@ class GP2DPage(pn.viewable.Viewer):
         self._link_note = ""  # what a bad link asked for and what replaced it
         self._drawing_tab = False  # True while the tab's figures are first built
         self._texts: list = []  # explanation panes (larger in projector mode)
-        self._pairs: dict = {}  # method -> its (probability, variance) views
         self._cache: OrderedDict = OrderedDict()
         self._stale = True  # inputs changed since self.fit was computed
         self.views: pn.Column | None = None  # built when the tab is first drawn
@@ -378,12 +378,13 @@ class GP2DPage(pn.viewable.Viewer):
             for method in self.methods:
                 label = METHOD_LABELS[method]
                 proba, var = self.figures[f"proba_{method}"], self.figures[f"var_{method}"]
-                proba.show(fit, fit.proba[method], self.X, self.y, f"{label}: p(y=+1|x), {subtitle}")
-                var.show(fit, fit.var[method], self.X, self.y, f"{label}: latent var v(x), {subtitle}")
+                # two lines: one line ran past the plot on a 1024 px screen
+                proba.show(fit, fit.proba[method], self.X, self.y, f"{label}: p(y=+1|x),\n{subtitle}")
+                var.show(fit, fit.var[method], self.X, self.y, f"{label}: latent var v(x),\n{subtitle}")
             diff = fit.var_difference
             self.figures["diff"].show(
                 fit, diff, self.X, self.y,
-                f"var_QP − var_EP in [{diff.min():.1e}, {diff.max():.1e}], {subtitle}",
+                f"var_QP − var_EP in [{diff.min():.1e}, {diff.max():.1e}],\n{subtitle}",
                 clim=max(float(np.abs(diff).max()), 1e-12),
             )
 
@@ -394,7 +395,7 @@ class GP2DPage(pn.viewable.Viewer):
     def _explained(self, figure: GridFigure, key: str, css: str) -> pn.Column:
         sentence, formula = EXPLANATIONS[key]
         text = pn.pane.Markdown(sentence, sizing_mode="stretch_width", margin=(0, 10))
-        latex = pn.pane.LaTeX(formula, sizing_mode="stretch_width", margin=(0, 10))
+        latex = formula_pane(formula, margin=(0, 10))
         self._texts += [text, latex]
         view = pn.pane.Bokeh(figure.figure, sizing_mode="stretch_width")
         return pn.Column(view, text, latex, sizing_mode="stretch_width", css_classes=[css])
@@ -413,11 +414,10 @@ class GP2DPage(pn.viewable.Viewer):
                 self.figures[f"var_{method}"] = GridFigure("latent variance", VAR_PALETTE)
                 pair = [self._explained(self.figures[f"proba_{method}"], "proba", f"qpviz-gp2d-proba-{method}"),
                         self._explained(self.figures[f"var_{method}"], "var", f"qpviz-gp2d-var-{method}")]
-                self._pairs[method] = pair
-                rows[method] = pn.Column(sizing_mode="stretch_width")
+                # side by side where two fit, else one above the other
+                rows[method] = view_row(*pair, projector=self.projector)
             self.figures["diff"] = GridFigure("var_QP − var_EP", DIFF_PALETTE, (-1.0, 1.0))
             self.method_rows = rows
-            self._arrange_pairs()
             self.views = pn.Column(sizing_mode="stretch_width")
             self.views.objects = [*rows.values(), self._explained(self.figures["diff"], "diff", "qpviz-gp2d-diff")]
             self._show_methods()
@@ -449,16 +449,16 @@ class GP2DPage(pn.viewable.Viewer):
         self.alert.visible = bool(self.message)
 
     def _arrange_pairs(self) -> None:
-        """A method's two views side by side, or one above the other in projector mode (large
-        fonts on a 1024 px wide screen leave too little room for two plots)."""
-        for method, pair in self._pairs.items():
-            self.method_rows[method].objects = pair if self.projector else [pn.Row(*pair, sizing_mode="stretch_width")]
+        """A method's two views side by side where both fit at their smallest width (wider in
+        projector mode, for the large fonts), else one above the other."""
+        for row in self.method_rows.values():
+            set_projector(row, self.projector)
 
     @param.depends("projector", watch=True)
     def _apply_projector_mode(self) -> None:
         size = {"font-size": "150%" if self.projector else "100%"}
         for text in self._texts:
-            text.styles = size
+            text.styles = {**text.styles, **size}  # keeps a formula's own scrolling styles
         for widget in self._controls.objects:
             widget.stylesheets = [PROJECTOR_WIDGET_CSS] if self.projector else []
         if self.views is not None:

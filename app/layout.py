@@ -3,13 +3,13 @@ never spill over their neighbours.
 
 Tested at 1024 x 768, 1280 x 720 and 1920 x 1080, normal and projector mode
 (tests/browser/test_layout.py). A page puts its views (plot + explanation + formula columns) in
-:func:`view_grid` and calls :func:`set_projector` when its projector toggle changes.
+:func:`view_grid` (or :func:`view_row`) and calls :func:`set_projector` when its projector toggle changes.
 """
 from __future__ import annotations
 
 import panel as pn
 
-__all__ = ["CONTROLS_WIDTH", "VIEW_MIN_WIDTH", "FORMULA_STYLES", "view_grid", "set_projector", "formula"]
+__all__ = ["CONTROLS_WIDTH", "VIEW_MIN_WIDTH", "FORMULA_STYLES", "view_grid", "view_row", "set_projector", "formula"]
 
 #: Width of a page's control column (px).
 CONTROLS_WIDTH = 300
@@ -32,6 +32,15 @@ def view_grid(*views, projector: bool = False) -> pn.FlexBox:
     for view in views:
         view.styles = {**view.styles, **_item_styles(projector)}
     return pn.FlexBox(*views, flex_wrap="wrap", align_content="flex-start", sizing_mode="stretch_width")
+
+
+def view_row(*views, projector: bool = False) -> pn.Row:
+    """As :func:`view_grid`, in a wrapping pn.Row. Inside a pn.FlexBox Bokeh 3.9.2 left GP 2-D's
+    figures (image, contours, colour bar; built when the tab is first drawn) unlaid out, a 0 x 0
+    plot area at every screen size (measured; the cause was not found); in a Row it lays them out."""
+    for view in views:
+        view.styles = {**view.styles, **_item_styles(projector)}
+    return pn.Row(*views, styles={"flex-wrap": "wrap"}, sizing_mode="stretch_width")
 
 
 def set_projector(grid: pn.FlexBox, projector: bool) -> None:

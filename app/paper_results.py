@@ -20,6 +20,7 @@ import panel as pn
 import param
 
 from explorer_widgets import PROJECTOR_WIDGET_CSS
+from layout import formula
 from qpviz.reproduce import live as live_runs
 from qpviz.reproduce.datasets import DATASETS, PREPROCESSINGS
 from qpviz.reproduce.paper_table import PAPER_NAMES, PAPER_TABLE1, compare, compare_stars
@@ -50,6 +51,10 @@ POLL_MS = 500
 LIVE_OPTIONS_ENV = "QPVIZ_LIVE_OPTIONS"
 _LIVE_OPTION_KEYS = ("n_folds", "max_opt_iter")
 
+#: a row of controls wraps onto the next line instead of widening the page
+WRAPPING_ROW = {"flex-wrap": "wrap"}
+#: a table box scrolls sideways instead of widening the page
+TABLE_BOX_STYLES = {"overflow-x": "auto", "max-width": "100%"}
 TABLE_CSS = """
 table.qpviz-t1 { border-collapse: collapse; }
 table.qpviz-t1 th, table.qpviz-t1 td { border: 1px solid #ccc; padding: 2px 8px; text-align: right; }
@@ -170,7 +175,7 @@ def enlarge(on: bool, texts, widgets) -> None:
     """Projector mode on or off: texts at 150%, and every widget's own stylesheet (a widget draws
     in its own shadow DOM, which the page's styles do not reach) at PROJECTOR_WIDGET_CSS."""
     for text in texts:
-        text.styles = {"font-size": "150%" if on else "100%"}
+        text.styles = {**text.styles, "font-size": "150%" if on else "100%"}  # keeps a box's own scrolling styles
     sheets = [PROJECTOR_WIDGET_CSS] if on else []
     for widget in widgets:
         widget.stylesheets = sheets
@@ -195,11 +200,13 @@ class PaperResults(pn.viewable.Viewer):
         self._texts: list = []
 
         self.prep_switch = pn.widgets.RadioButtonGroup.from_param(self.param.preprocessing, label="preprocessing", width=260)
+        # 300 px: the label in projector mode's 20 px font is 274 px wide
         self.projector_toggle = pn.widgets.Toggle.from_param(self.param.projector, label="Projector mode (large fonts)",
-                                                          width=260)
+                                                          width=300)
         self.message = pn.pane.Alert("", alert_type="warning", visible=False, css_classes=["qpviz-paper-message"])
+        # a table wider than the window (projector mode, 1024 px) scrolls inside its own box
         self.table = pn.pane.HTML("", stylesheets=[TABLE_CSS], css_classes=["qpviz-paper-table"],
-                                  sizing_mode="stretch_width")
+                                  sizing_mode="stretch_width", styles=dict(TABLE_BOX_STYLES))
         self.legend = pn.pane.HTML("", css_classes=["qpviz-paper-legend"], sizing_mode="stretch_width")
         self.figure = pn.pane.PNG(None, width=520, css_classes=["qpviz-figure1"])
         self.figure_message = pn.pane.Markdown("", visible=False, css_classes=["qpviz-figure-message"])
@@ -215,7 +222,7 @@ class PaperResults(pn.viewable.Viewer):
         self.live_status = pn.pane.Markdown("Not run yet.", css_classes=["qpviz-live-status"], sizing_mode="stretch_width")
         self.live_error = pn.pane.Alert("", alert_type="danger", visible=False, css_classes=["qpviz-live-error"])
         self.live_table = pn.pane.HTML("", stylesheets=[TABLE_CSS], visible=False, css_classes=["qpviz-live-table"],
-                                       sizing_mode="stretch_width")
+                                       sizing_mode="stretch_width", styles=dict(TABLE_BOX_STYLES))
         self.run_button.on_click(lambda event: self.start_live())
         self.cancel_button.on_click(lambda event: self.cancel_live())
 
@@ -340,23 +347,23 @@ class PaperResults(pn.viewable.Viewer):
                                           "live_rounds": "rounds", "projector": "projector"})
 
     def _explained(self, view, explanation) -> pn.Column:
-        sentence, formula = explanation
+        sentence, formula_text = explanation
         text = pn.pane.Markdown(sentence, sizing_mode="stretch_width", margin=(0, 10))
-        latex = pn.pane.LaTeX(formula, sizing_mode="stretch_width", margin=(0, 10))
+        latex = formula(formula_text, margin=(0, 10))
         self._texts += [text, latex]
         return pn.Column(view, text, latex, sizing_mode="stretch_width")
 
     def _build_layout(self) -> pn.Column:
         self._texts += [self.table, self.legend, self.live_table, self.live_status, self.message, self.figure_message]
         controls = pn.Row(pn.pane.Markdown("Preprocessing (paper: as the paper did; clean: without its pitfalls):"),
-                          self.prep_switch, self.projector_toggle, sizing_mode="stretch_width")
+                          self.prep_switch, self.projector_toggle, sizing_mode="stretch_width", styles=dict(WRAPPING_ROW))
         self._texts.append(controls[0])
         table = self._explained(pn.Column(self.message, self.legend, self.table, sizing_mode="stretch_width"),
                                 TABLE_EXPLANATION)
         figure = self._explained(pn.Column(self.figure, self.figure_message, sizing_mode="stretch_width"),
                                  FIGURE_EXPLANATION)
         self._live_controls = pn.Row(self.dataset_select, pn.pane.Markdown("rounds:", width=90), self.rounds_select,
-                                     self.run_button, self.cancel_button)
+                                     self.run_button, self.cancel_button, styles=dict(WRAPPING_ROW))
         live = pn.Column(
             pn.pane.Markdown("### Rerun one dataset live\nEP (with its evidence maximised), QP and VB on every fold of "
                              "1-3 rounds of 10-fold cross-validation, in a background process on this server."),

@@ -30,6 +30,7 @@ from bokeh.plotting import figure
 
 from explorer_figures import NumbersPane, style_figure
 from explorer_widgets import PROJECTOR_WIDGET_CSS
+from layout import formula, set_projector, view_grid
 from qpviz import variance_effects as ve
 
 __all__ = ["TITLE", "COLOURS", "DATASET_CHOICES", "VarianceEffects", "explanations", "scores_html", "page"]
@@ -159,7 +160,7 @@ class VarianceEffects(pn.viewable.Viewer):
         self._build_figures()
         self.sentences = {key: pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10),
                                                 css_classes=[f"qpviz-ve-sentence-{key}"]) for key in FORMULAS}
-        self.formulas = {key: pn.pane.LaTeX(text, sizing_mode="stretch_width", margin=(0, 10))
+        self.formulas = {key: formula(text, margin=(0, 10))
                          for key, text in FORMULAS.items()}
         self.scores = NumbersPane("<p>No fit yet.</p>", css_classes=["qpviz-ve-scores"], sizing_mode="stretch_width")
         self._layout = self._build_layout()
@@ -373,7 +374,7 @@ class VarianceEffects(pn.viewable.Viewer):
         counts, edges = np.histogram(ratio, bins=bins, range=(low, 1.0))
         self.histogram_source.data = {"left": edges[:-1], "right": edges[1:], "count": counts}
         self.one_source.data = {"x": [1.0, 1.0], "y": [0.0, float(counts.max())]}
-        self.figures["scatter"].title.text = f"Figure 1: {result.name}, {result.n_test} held-out points"
+        self.figures["scatter"].title.text = f"Figure 1: {result.name},\n{result.n_test} held-out points"
         self.figures["ratio"].title.text = f"var_QP / var_EP on {result.name}"
         for key, sentence in explanations(result).items():
             self.sentences[key].object = sentence
@@ -397,12 +398,13 @@ class VarianceEffects(pn.viewable.Viewer):
             self._about,
             width=300,
         )
-        self._views = views = pn.GridBox(
+        # as many columns as fit: one on a 1024 px screen, where two left each plot too narrow
+        self._views = views = view_grid(
             self._explained(pn.pane.Bokeh(self.figures["scatter"], sizing_mode="stretch_width"), "scatter"),
             self._explained(pn.pane.Bokeh(self.figures["ratio"], sizing_mode="stretch_width"), "ratio"),
             self._explained(pn.Column(self._scores_heading, self.scores,
                                       sizing_mode="stretch_width"), "scores"),
-            ncols=2, sizing_mode="stretch_width",
+            projector=self.projector,
         )
         return pn.Row(self._controls, pn.Column(self.link_alert, self.alert, self.status, views, sizing_mode="stretch_width"),
                       sizing_mode="stretch_width")
@@ -412,8 +414,8 @@ class VarianceEffects(pn.viewable.Viewer):
         size = {"font-size": "150%" if self.projector else "100%"}
         for text in (*self.sentences.values(), *self.formulas.values(), self.scores, self.status, self._about,
                      self._scores_heading):
-            text.styles = size
-        self._views.ncols = 1 if self.projector else 2  # large fonts need the whole width (1024 px)
+            text.styles = {**text.styles, **size}  # keeps a formula's own scrolling styles
+        set_projector(self._views, self.projector)  # wider columns for the large fonts
         for widget in self._controls.objects:
             if isinstance(widget, pn.widgets.Widget):
                 widget.stylesheets = [PROJECTOR_WIDGET_CSS] if self.projector else []

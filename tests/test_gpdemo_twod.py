@@ -149,7 +149,7 @@ def _title(page, key: str) -> str:
 
 def test_page_fits_and_draws_the_shown_methods(gp2d_page):
     assert gp2d_page.fit.methods == ("ep", "qp") and gp2d_page.message == ""
-    assert _title(gp2d_page, "proba_ep").startswith("EP: p(y=+1|x), moons N=40, rbf")
+    assert _title(gp2d_page, "proba_ep").startswith("EP: p(y=+1|x),\nmoons N=40, rbf")
     assert _title(gp2d_page, "diff").startswith("var_QP − var_EP in [-")
     image = gp2d_page.figures["proba_qp"].image.data["image"][0]
     np.testing.assert_array_equal(image, gp2d_page.fit.proba["qp"])

@@ -20,6 +20,9 @@ def gp1d(page: Page, app_url: str, console_errors) -> Page:  # noqa: F811
     page.goto(f"{app_url}?{NO_MCMC}")  # no background job changes the numbers under the test
     page.get_by_text("GP 1-D", exact=True).first.click()
     page.locator(".qpviz-gp1d-table table").first.wait_for(timeout=TIMEOUT_MS)
+    # the first table may still be the default fit (with MCMC) before the link's methods arrive and
+    # refit: wait for the link's table, a header and the EP and QP rows
+    expect(page.locator(".qpviz-gp1d-table table").first.locator("tr")).to_have_count(3, timeout=TIMEOUT_MS)
     return page
 
 
@@ -98,7 +101,7 @@ def test_a_bad_csv_upload_says_what_is_wrong_and_keeps_the_fit(gp1d: Page, tmp_p
 
 
 def test_a_shared_link_reopens_the_tab_with_its_settings_and_data(page: Page, app_url: str, console_errors):  # noqa: F811
-    query = "tab=1&g1_preset=sharp+step&g1_ls=2.5&g1_methods=%5B%22ep%22%5D&g1_data=0:-1;1:-1;2:1;3:1;4:1;5:-1"
+    query = "page=gp-1-d&g1_preset=sharp+step&g1_ls=2.5&g1_methods=%5B%22ep%22%5D&g1_data=0:-1;1:-1;2:1;3:1;4:1;5:-1"
     page.set_viewport_size({"width": 1500, "height": 1200})
     page.goto(f"{app_url}?{query}")
     page.locator(".qpviz-gp1d-table table").first.wait_for(timeout=TIMEOUT_MS)

@@ -39,7 +39,7 @@ def gp2d(page: Page, app_url: str, console_errors) -> Page:  # noqa: F811
     page.set_viewport_size({"width": 1500, "height": 1200})
     page.goto(app_url)
     page.locator(".bk-tab", has_text="GP 2-D").click(timeout=TIMEOUT_MS)
-    wait_for_title(page, "EP: p(y=+1|x), moons N=100")
+    wait_for_title(page, "EP: p(y=+1|x),\nmoons N=100")
     return page
 
 
@@ -59,8 +59,8 @@ def test_slider_refits_and_redraws(gp2d: Page):
     handle = gp2d.locator(".qpviz-gp2d-lengthscale .noUi-handle")
     handle.focus()
     handle.press("ArrowRight")  # length-scale 0.8 -> 0.85
-    wait_for_title(gp2d, "EP: p(y=+1|x), moons N=100, rbf σ_f²=4 ℓ=0.85")
-    wait_for_title(gp2d, "QP: latent var v(x), moons N=100, rbf σ_f²=4 ℓ=0.85")
+    wait_for_title(gp2d, "EP: p(y=+1|x),\nmoons N=100, rbf σ_f²=4 ℓ=0.85")
+    wait_for_title(gp2d, "QP: latent var v(x),\nmoons N=100, rbf σ_f²=4 ℓ=0.85")
     gp2d.wait_for_function(f"before => ({IMAGE_SUM_JS})() !== before", arg=before, timeout=TIMEOUT_MS)
     gp2d.wait_for_url(re.compile(r"[?&]g2_ls=0\.85"), timeout=TIMEOUT_MS)
     assert gp2d.evaluate(ALERT_JS) == ""
@@ -68,10 +68,10 @@ def test_slider_refits_and_redraws(gp2d: Page):
 
 def test_preset_and_methods(gp2d: Page):
     gp2d.locator(".qpviz-gp2d-preset select").select_option("xor")
-    wait_for_title(gp2d, "EP: p(y=+1|x), xor N=100")
+    wait_for_title(gp2d, "EP: p(y=+1|x),\nxor N=100")
     gp2d.get_by_role("button", name="VB", exact=True).click()
-    wait_for_title(gp2d, "VB: p(y=+1|x), xor N=100")
-    wait_for_title(gp2d, "VB: latent var v(x), xor")
+    wait_for_title(gp2d, "VB: p(y=+1|x),\nxor N=100")
+    wait_for_title(gp2d, "VB: latent var v(x),\nxor")
     gp2d.wait_for_url(re.compile(r"g2_preset=xor"), timeout=TIMEOUT_MS)
 
 
@@ -81,21 +81,21 @@ def test_clicking_the_plot_adds_then_removes_a_point(gp2d: Page):
     # (a point near its edge would widen the plot, and the same pixel would then be elsewhere)
     x, y = box["x"] + 0.6 * box["width"], box["y"] + 0.3 * box["height"]
     gp2d.mouse.click(x, y)
-    wait_for_title(gp2d, "EP: p(y=+1|x), moons N=101")
+    wait_for_title(gp2d, "EP: p(y=+1|x),\nmoons N=101")
     gp2d.wait_for_url(re.compile(r"[?&]g2_added="), timeout=TIMEOUT_MS)
     gp2d.goto(gp2d.url)  # the link reopens the clicked point
     gp2d.locator(".bk-tab", has_text="GP 2-D").click(timeout=TIMEOUT_MS)
-    wait_for_title(gp2d, "EP: p(y=+1|x), moons N=101")
+    wait_for_title(gp2d, "EP: p(y=+1|x),\nmoons N=101")
     gp2d.wait_for_timeout(600)  # two clicks within Bokeh's double-tap interval make a double tap, not two taps
     gp2d.mouse.click(x, y)  # the same place again: the new point goes
-    wait_for_title(gp2d, "EP: p(y=+1|x), moons N=100")
+    wait_for_title(gp2d, "EP: p(y=+1|x),\nmoons N=100")
 
 
 def test_bad_link_opens_a_consistent_page_and_says_what_it_replaced(page: Page, app_url: str, console_errors):  # noqa: F811
     page.set_viewport_size({"width": 1500, "height": 1200})
     page.goto(app_url + "?g2_preset=circles&g2_var=0&g2_ls=nan")
     page.locator(".bk-tab", has_text="GP 2-D").click(timeout=TIMEOUT_MS)
-    wait_for_title(page, "EP: p(y=+1|x), circles N=100, rbf σ_f²=4 ℓ=0.8")
+    wait_for_title(page, "EP: p(y=+1|x),\ncircles N=100, rbf σ_f²=4 ℓ=0.8")
     alert = page.locator(".qpviz-gp2d-error")
     expect(alert).to_contain_text("variance = 0 (valid: 0.1 to 20) was replaced by 4.0", timeout=TIMEOUT_MS)
     expect(alert).to_contain_text("lengthscale = nan (valid: 0.1 to 5) was replaced by 0.8")

@@ -1,10 +1,13 @@
 """Every page fits the classroom's screens: 1024 x 768, 1280 x 720, 1400 x 1050 and 1920 x 1080,
-normal and projector mode (``?projector=true``), in a real Chromium.
+normal and projector mode (each page's own projector key in the URL, see PROJECTOR_QUERY), in a
+real Chromium.
 
 Checked per page and screen: the page is no wider than the window, every Bokeh figure's plot
 area (its frame) keeps a readable size, no plot title runs past its plot (each line of the
 title measured with the title's own font), and no typeset formula runs past its column. The
-colour bars' tick labels grow in projector mode.
+colour bars' tick labels grow in projector mode. A page without Bokeh figures (Paper results: a
+PNG and HTML tables) is checked for its images and tables instead: none runs past the window
+unless it scrolls inside its own box.
 
 Add a page by appending its tab title to TABS (its figures are found through the Bokeh document).
 """
@@ -13,13 +16,18 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.sync_api import Page
+from playwright.sync_api import Page, expect
 from test_explorer_page import console_errors  # noqa: F401  (fails a test on any console error)
 
 pytestmark = pytest.mark.browser
 
 #: Tab titles of the pages to check (app/main.py's PAGES).
-TABS = ["Projection Explorer", "GP 2-D", "Variance effects", "Paper results"]
+TABS = ["Projection Explorer", "GP 1-D", "GP 2-D", "Variance effects", "Paper results"]
+#: The URL query that opens a page in projector mode (GP 1-D and Variance effects keep their
+#: own prefixed keys; the others share ``projector``).
+PROJECTOR_QUERY = {"GP 1-D": "g1_projector=true", "Variance effects": "ve_projector=on"}
+#: Pages without Bokeh figures: what shows that the page has been drawn.
+DRAWN_WITHOUT_FIGURES = {"Paper results": ".qpviz-paper-table table"}
 #: The classroom's screens (1400 x 1050: where the projector cut plot (a)'s title before).
 VIEWPORTS = [(1024, 768), (1280, 720), (1400, 1050), (1920, 1080)]
 #: Smallest plot area (Bokeh frame) a reader can use, in CSS pixels.
@@ -76,16 +84,64 @@ SPILLING_FORMULAS_JS = """() => {
     return out;
 }"""
 
-#: Font sizes (px) of the major tick labels of every colour bar in the document.
-COLOUR_BAR_FONTS_JS = """() => [...Bokeh.documents[0].all_models]
-    .filter(m => m.constructor.__name__ === 'ColorBar').map(m => m.major_label_text_font_size)"""
+#: Tables, images and canvases whose right edge passes the window's and that no box around them
+#: scrolls (a wide table must scroll inside its own box, not widen or overflow the page).
+SPILLING_BOXES_JS = """() => {
+    const out = [];
+    const parentOf = el => el.parentElement || (el.getRootNode() && el.getRootNode().host) || null;
+    const visit = root => {
+        for (const el of root.querySelectorAll('*')) {
+            if (el.shadowRoot) visit(el.shadowRoot);
+            if (!['TABLE', 'IMG', 'CANVAS'].includes(el.tagName)) continue;
+            const r = el.getBoundingClientRect();
+            if (r.width === 0 || r.right <= innerWidth + 1) continue;
+            let scrolled = false;
+            for (let p = parentOf(el); p && p !== document.documentElement; p = parentOf(p)) {
+                const box = p.getBoundingClientRect();
+                if (['auto', 'scroll'].includes(getComputedStyle(p).overflowX) && box.right <= innerWidth + 1) {
+                    scrolled = true;
+                    break;
+                }
+            }
+            if (!scrolled) out.push(`${el.tagName}.${el.className} right=${Math.round(r.right)}`);
+        }
+    };
+    visit(document);
+    return out;
+}"""
+
+#: Font sizes (px) of the major tick labels of the colour bars of the figures on the open tab (the
+#: document also holds other tabs' figures, whose projector mode may have its own URL key).
+COLOUR_BAR_FONTS_JS = """() => {
+    const out = [];
+    const walk = v => {
+        if (!v) return;
+        const box = v.el ? v.el.getBoundingClientRect() : null;
+        if (v.model && v.model.constructor.__name__ === 'Figure' && v.el.isConnected && box.width > 0)
+            for (const side of [v.model.right, v.model.left, v.model.above, v.model.below])
+                for (const m of side) if (m.constructor.__name__ === 'ColorBar') out.push(m.major_label_text_font_size);
+        for (const c of (v.child_views || [])) walk(c);
+    };
+    for (const v of Object.values(Bokeh.index)) walk(v);
+    return out;
+}"""
 
 
 def open_tab(page: Page, app_url: str, tab: str, projector: bool) -> None:
-    page.goto(app_url + ("?projector=true" if projector else ""))
+    page.goto(app_url + ("?" + PROJECTOR_QUERY.get(tab, "projector=true") if projector else ""))
     page.locator(".bk-tab").filter(has_text=re.compile(f"^{re.escape(tab)}$")).click(timeout=LOAD_MS)
-    page.wait_for_function(f"() => ({FIGURES_JS})().length > 0 && ({FIGURES_JS})().every(f => f.frame_width > 0)",
-                           timeout=LOAD_MS)
+    if tab in DRAWN_WITHOUT_FIGURES:
+        page.locator(DRAWN_WITHOUT_FIGURES[tab]).first.wait_for(timeout=LOAD_MS)
+    else:
+        page.wait_for_function(f"() => ({FIGURES_JS})().length > 0 && ({FIGURES_JS})().every(f => f.frame_width > 0)",
+                               timeout=LOAD_MS)
+    # the page's own projector toggle shows the mode the link asked for
+    toggle = page.locator(".bk-btn:visible", has_text="Projector mode (large fonts)")
+    expect(toggle).to_have_count(1, timeout=LOAD_MS)
+    if projector:
+        expect(toggle).to_have_class(re.compile(r"\bbk-active\b"), timeout=LOAD_MS)
+    else:
+        expect(toggle).not_to_have_class(re.compile(r"\bbk-active\b"))
     page.wait_for_timeout(1500)  # let fonts, KaTeX and the responsive figures settle
 
 
@@ -104,7 +160,8 @@ def test_page_fits_the_screen(page: Page, app_url: str, console_errors, tab, vie
     scroll_width, inner_width = page.evaluate("() => [document.documentElement.scrollWidth, innerWidth]")
     assert scroll_width <= inner_width, f"the page is {scroll_width} px wide in a {inner_width} px window"
     figures = page.evaluate(FIGURES_JS)
-    assert figures
+    assert figures or tab in DRAWN_WITHOUT_FIGURES
+    assert page.evaluate(SPILLING_BOXES_JS) == []
     for fig in figures:
         name = fig["title"].splitlines()[0] if fig["title"] else "untitled figure"
         assert fig["frame_width"] >= MIN_FRAME_WIDTH and fig["frame_height"] >= MIN_FRAME_HEIGHT, (name, fig)
