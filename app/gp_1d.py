@@ -15,11 +15,10 @@ import param
 from bokeh import events
 from panel.custom import JSComponent
 
-from explorer_widgets import PROJECTOR_WIDGET_CSS
 from gp_1d_figures import EXPLANATIONS, GP1DFigures, table_html
 from explorer_figures import NumbersPane
 from gp_1d_model import GP1DModel
-from layout import formula as formula_pane, set_projector, view_grid
+from layout import enlarge, formula as formula_pane, set_projector, view_grid
 from qpviz import explorer
 from qpviz.gpdemo import oned, presets
 
@@ -281,11 +280,7 @@ class GP1DPage(pn.viewable.Viewer):
 
     @param.depends("projector", watch=True)
     def _apply_projector_mode(self) -> None:
-        size = {"font-size": "150%" if self.projector else "100%"}
-        for text in self._texts:
-            text.styles = {**text.styles, **size}  # keeps a formula's own scrolling styles
-        for widget in self._controls.objects:
-            widget.stylesheets = [PROJECTOR_WIDGET_CSS] if self.projector else []
+        enlarge(self.projector, self._texts, self._controls.objects)
         self.views.style(self.projector)
         set_projector(self._grid, self.projector)  # wider columns for the large fonts
 

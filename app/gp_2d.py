@@ -33,8 +33,7 @@ from bokeh.plotting import figure as bokeh_figure
 from bokeh.plotting.contour import contour_data
 
 from explorer_figures import style_figure
-from explorer_widgets import PROJECTOR_WIDGET_CSS
-from layout import formula as formula_pane, set_projector, view_row
+from layout import enlarge, formula as formula_pane, set_projector, view_row
 from qpviz import kernels
 from qpviz.gpdemo import twod
 
@@ -456,11 +455,7 @@ class GP2DPage(pn.viewable.Viewer):
 
     @param.depends("projector", watch=True)
     def _apply_projector_mode(self) -> None:
-        size = {"font-size": "150%" if self.projector else "100%"}
-        for text in self._texts:
-            text.styles = {**text.styles, **size}  # keeps a formula's own scrolling styles
-        for widget in self._controls.objects:
-            widget.stylesheets = [PROJECTOR_WIDGET_CSS] if self.projector else []
+        enlarge(self.projector, self._texts, self._controls.objects)
         if self.views is not None:
             self._style_figures()
             self._arrange_pairs()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import panel as pn
 
-__all__ = ["CONTROLS_WIDTH", "VIEW_MIN_WIDTH", "FORMULA_STYLES", "view_grid", "view_row", "set_projector", "formula"]
+__all__ = ["enlarge", "CONTROLS_WIDTH", "VIEW_MIN_WIDTH", "FORMULA_STYLES", "view_grid", "view_row", "set_projector", "formula"]
 
 #: Width of a page's control column (px).
 CONTROLS_WIDTH = 300
@@ -52,3 +52,16 @@ def set_projector(grid: pn.FlexBox, projector: bool) -> None:
 def formula(text: str, **params) -> pn.pane.LaTeX:
     """A LaTeX pane that scrolls within its column when it is wider than the column."""
     return pn.pane.LaTeX(text, styles=dict(FORMULA_STYLES), sizing_mode="stretch_width", **params)
+
+
+def enlarge(on: bool, texts, widgets) -> None:
+    """Projector mode on or off: texts at 150% (their other styles, e.g. a formula's scrolling,
+    kept), and every widget's own stylesheet at PROJECTOR_WIDGET_CSS (a widget draws in its own
+    shadow DOM, which the page's styles do not reach)."""
+    from explorer_widgets import PROJECTOR_WIDGET_CSS  # noqa: PLC0415 - explorer_widgets imports panel widgets
+
+    for text in texts:
+        text.styles = {**text.styles, "font-size": "150%" if on else "100%"}
+    sheets = [PROJECTOR_WIDGET_CSS] if on else []
+    for widget in widgets:
+        widget.stylesheets = sheets

@@ -19,8 +19,7 @@ from pathlib import Path
 import panel as pn
 import param
 
-from explorer_widgets import PROJECTOR_WIDGET_CSS
-from layout import formula
+from layout import enlarge, formula
 from qpviz.reproduce import live as live_runs
 from qpviz.reproduce.datasets import DATASETS, PREPROCESSINGS
 from qpviz.reproduce.paper_table import PAPER_NAMES, PAPER_TABLE1, compare, compare_stars
@@ -169,16 +168,6 @@ def legend_html(rows=None) -> str:
     return (f'<span style="background:{OUTSIDE_COLOUR}; font-weight:bold; padding:0 6px">ours {OUTSIDE_MARK}</span> '
             "our mean differs from the paper's by more than the paper's std (for TE: or 1 percentage point, "
             f"whichever is larger); hover a cell for the difference.{count}")
-
-
-def enlarge(on: bool, texts, widgets) -> None:
-    """Projector mode on or off: texts at 150%, and every widget's own stylesheet (a widget draws
-    in its own shadow DOM, which the page's styles do not reach) at PROJECTOR_WIDGET_CSS."""
-    for text in texts:
-        text.styles = {**text.styles, "font-size": "150%" if on else "100%"}  # keeps a box's own scrolling styles
-    sheets = [PROJECTOR_WIDGET_CSS] if on else []
-    for widget in widgets:
-        widget.stylesheets = sheets
 
 
 class PaperResults(pn.viewable.Viewer):

@@ -39,7 +39,7 @@ import param
 
 from explorer_figures import ExplorerFigures, NumbersPane, numbers_html, style_figure
 from explorer_widgets import PROJECTOR_WIDGET_CSS, ParameterInputs, PromptFloatSlider, PromptIntSlider, UrlState
-from layout import CONTROLS_WIDTH, formula, set_projector, view_grid
+from layout import CONTROLS_WIDTH, enlarge, formula, set_projector, view_grid
 from qpviz import explorer
 from qpviz.explorer import ExplorerState
 
@@ -380,12 +380,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
 
     @param.depends("projector", watch=True)
     def _apply_projector_mode(self) -> None:
-        size = {"font-size": "150%" if self.projector else "100%"}
-        for text in self._texts:
-            text.styles = {**text.styles, **size}
-        # widgets draw inside their own shadow DOM: only a stylesheet of their own reaches it
-        for widget in (*self._controls.objects, *self.parameter_widgets.values(), self.numbers):
-            widget.stylesheets = [PROJECTOR_WIDGET_CSS] if self.projector else []
+        enlarge(self.projector, self._texts, (*self._controls.objects, *self.parameter_widgets.values(), self.numbers))
         set_projector(self._grid, self.projector)
         self._style_figures()
 

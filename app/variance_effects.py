@@ -29,8 +29,7 @@ from bokeh.models import ColumnDataSource, HoverTool, LogTicker, Range1d
 from bokeh.plotting import figure
 
 from explorer_figures import NumbersPane, style_figure
-from explorer_widgets import PROJECTOR_WIDGET_CSS
-from layout import formula, set_projector, view_grid
+from layout import enlarge, formula, set_projector, view_grid
 from qpviz import variance_effects as ve
 
 __all__ = ["TITLE", "COLOURS", "DATASET_CHOICES", "VarianceEffects", "explanations", "scores_html", "page"]
@@ -411,15 +410,11 @@ class VarianceEffects(pn.viewable.Viewer):
 
     @param.depends("projector", watch=True)
     def _apply_projector_mode(self) -> None:
-        size = {"font-size": "150%" if self.projector else "100%"}
-        for text in (*self.sentences.values(), *self.formulas.values(), self.scores, self.status, self._about,
-                     self._scores_heading):
-            text.styles = {**text.styles, **size}  # keeps a formula's own scrolling styles
+        texts = (*self.sentences.values(), *self.formulas.values(), self.scores, self.status, self._about,
+                 self._scores_heading)
+        widgets = [w for w in self._controls.objects if isinstance(w, pn.widgets.Widget)] + [self.cancel_button]
+        enlarge(self.projector, texts, widgets)
         set_projector(self._views, self.projector)  # wider columns for the large fonts
-        for widget in self._controls.objects:
-            if isinstance(widget, pn.widgets.Widget):
-                widget.stylesheets = [PROJECTOR_WIDGET_CSS] if self.projector else []
-        self.cancel_button.stylesheets = [PROJECTOR_WIDGET_CSS] if self.projector else []
         for fig in self.figures.values():
             style_figure(fig, self.projector)
         self._write_url()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import explorer_widgets
 import paper_results
 from qpviz.reproduce import live, paper_table
 from qpviz.reproduce.paper_table import PAPER_NAMES, PAPER_TABLE1, compare, compare_stars, tolerance
@@ -189,7 +190,7 @@ def test_projector_mode_enlarges_texts_and_widgets(tmp_path):
     view = paper_results.PaperResults(results_dir=tmp_path)
     view.projector = True
     assert view.table.styles["font-size"] == "150%"
-    assert paper_results.PROJECTOR_WIDGET_CSS in view.run_button.stylesheets
+    assert explorer_widgets.PROJECTOR_WIDGET_CSS in view.run_button.stylesheets
     view.projector = False
     assert view.table.styles["font-size"] == "100%" and view.run_button.stylesheets == []
 
