@@ -99,7 +99,10 @@ def main() -> int:
                 ("GP 2-D, moons, N=200, 60x60 grid, length-scale key", GP2D, nudge(".qpviz-gp2d-lengthscale"), 1000),
             ]
             for name, query, action, goal in cases:
-                report(name, run_case(page, url + query, action, args.presses), goal)
+                try:
+                    report(name, run_case(page, url + query, action, args.presses), goal)
+                except Exception as err:  # noqa: BLE001 - one failed case is printed, the others still run
+                    print(f"{name:58s} FAILED: {str(err).splitlines()[0]}", flush=True)
             # a long job in another session of the same server
             other = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
             other.goto(url + LONG_JOB)
