@@ -14,7 +14,7 @@ import time
 QUIET_MS = 400
 TIMEOUT_MS = 30_000
 
-ARM_JS = """(quietMs) => {
+ARM_JS = """() => {
     window.__qpvizChanges = [];
     if (!window.__qpvizHooked) {
         window.__qpvizHooked = true;
@@ -52,7 +52,7 @@ def wait_for_bokeh(page, timeout_ms: int = 120_000) -> None:
 
 def settle(page, quiet_ms: int = 1000, timeout_ms: int = 120_000) -> None:
     """Wait until the page's documents have not changed for ``quiet_ms`` (initial render done)."""
-    page.evaluate(ARM_JS, quiet_ms)
+    page.evaluate(ARM_JS)
     deadline = time.monotonic() + timeout_ms / 1000
     while time.monotonic() < deadline:
         quiet = page.evaluate("""(q) => { const c = window.__qpvizChanges;
@@ -65,7 +65,7 @@ def settle(page, quiet_ms: int = 1000, timeout_ms: int = 120_000) -> None:
 
 def measure(page, action, quiet_ms: int = QUIET_MS, timeout_ms: int = TIMEOUT_MS) -> float:
     """Milliseconds from ``action(page)`` to the last document change it caused."""
-    page.evaluate(ARM_JS, quiet_ms)
+    page.evaluate(ARM_JS)
     action(page)
     return float(page.evaluate(WAIT_JS, [quiet_ms, timeout_ms]))
 
