@@ -10,11 +10,11 @@ from bokeh.plotting import figure
 
 from explorer_figures import COLOURS as EXPLORER_COLOURS
 from explorer_figures import style_figure
+from colours import METHOD_COLOURS
 
 __all__ = ["METHOD_COLOURS", "METHOD_LABELS", "DATA_COLOUR", "EXPLANATIONS", "GP1DFigures", "table_html"]
 
 #: One colour per method on every page (Okabe-Ito, colour-blind safe); MCMC is a grey band.
-METHOD_COLOURS = {"ep": "#D55E00", "qp": "#0072B2", "vb": "#009E73", "laplace": "#CC79A7", "mcmc": "#999999"}
 METHOD_LABELS = {"ep": "EP", "qp": "QP", "vb": "VB", "laplace": "Laplace", "mcmc": "MCMC (reference)"}
 METHOD_DASHES = {"ep": "dashdot", "qp": "solid", "vb": "dashed", "laplace": "dotted", "mcmc": "solid"}
 DATA_COLOUR = "#000000"

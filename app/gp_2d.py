@@ -36,13 +36,13 @@ from explorer_figures import style_figure
 from layout import enlarge, formula as formula_pane, set_projector, view_row
 from qpviz import kernels
 from qpviz.gpdemo import twod
+from colours import METHOD_COLOURS
 
 __all__ = ["TITLE", "METHOD_COLOURS", "METHOD_LABELS", "KERNELS", "RANGES", "GridFigure", "GP2DPage", "page"]
 
 TITLE = "GP 2-D"
 
 #: One colour per method on every page (Okabe-Ito, colour-blind safe).
-METHOD_COLOURS = {"ep": "#D55E00", "qp": "#0072B2", "vb": "#009E73", "laplace": "#CC79A7", "mcmc": "#999999"}
 METHOD_LABELS = {"ep": "EP", "qp": "QP", "vb": "VB", "laplace": "Laplace"}
 #: Data points: class +1 orange circles, class -1 black triangles (shape differs, not only colour).
 CLASS_STYLE = {1.0: ("class +1", "circle", "#E69F00", "black"), -1.0: ("class −1", "triangle", "black", "white")}

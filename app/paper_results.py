@@ -25,6 +25,7 @@ from qpviz.reproduce.datasets import DATASETS, PREPROCESSINGS
 from qpviz.reproduce.paper_table import PAPER_NAMES, PAPER_TABLE1, compare, compare_stars
 from qpviz.reproduce.protocol import METHODS
 from qpviz.reproduce.report import STAR_FRACTION, read_csv
+from colours import METHOD_COLOURS
 
 __all__ = ["TITLE", "RESULTS_DIR", "RESULT_FILES", "FIGURE_FILES", "METHOD_COLOURS", "OUTSIDE_COLOUR", "POLL_MS",
            "LIVE_OPTIONS_ENV", "PaperResults", "comparison_html", "legend_html", "live_options_from_env", "load_rows",
@@ -38,7 +39,6 @@ RESULT_FILES = {"paper": "table1.csv", "clean": "table1_clean.csv"}
 FIGURE_FILES = {"paper": "figure1.png", "clean": "figure1_clean.png"}
 
 #: one colour per method on every page (Okabe-Ito, colour-blind safe)
-METHOD_COLOURS = {"ep": "#D55E00", "qp": "#0072B2", "vb": "#009E73", "laplace": "#CC79A7", "mcmc": "#999999"}
 #: background of a cell outside the paper's std: a light tint of Okabe-Ito orange (#E69F00), with
 #: a dagger after the number so the mark does not rely on colour alone
 OUTSIDE_COLOUR = "#F5D9A3"

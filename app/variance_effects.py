@@ -31,13 +31,13 @@ from bokeh.plotting import figure
 from explorer_figures import NumbersPane, style_figure
 from layout import enlarge, formula, set_projector, view_grid
 from qpviz import variance_effects as ve
+from colours import METHOD_COLOURS as COLOURS
 
 __all__ = ["TITLE", "COLOURS", "DATASET_CHOICES", "VarianceEffects", "explanations", "scores_html", "page"]
 
 TITLE = "Variance effects"
 
 #: One colour per method on every page (Okabe-Ito, colour-blind safe).
-COLOURS = {"ep": "#D55E00", "qp": "#0072B2", "vb": "#009E73", "laplace": "#CC79A7", "mcmc": "#999999"}
 LABELS = {"ep": "EP", "qp": "QP", "vb": "VB", "laplace": "Laplace"}
 DATASET_CHOICES = (*ve.SYNTHETIC, *ve.REAL_DATASETS)
 FOLD_CHOICES = (10, 5, 2)

@@ -91,3 +91,20 @@ def title_starting(page, prefix: str) -> str:
     """The current title of the plot whose title starts with ``prefix`` (the newest one)."""
     matches = [t for t in plot_titles(page) if t.startswith(prefix)]
     return matches[-1] if matches else ""
+
+
+def wait_for_new_text(locator, old: str, timeout_ms: float = 60_000) -> str:
+    """Wait until ``locator.inner_text()`` differs from ``old`` and return the new text.
+
+    (Playwright's ``not_to_have_text(old)`` compares the element's textContent, which has no tabs
+    or newlines between cells, with ``old`` from ``inner_text()``: it never matches, so it would
+    not wait at all.)
+    """
+    end = time.monotonic() + timeout_ms / 1000
+    while True:
+        text = locator.inner_text()
+        if text != old:
+            return text
+        if time.monotonic() > end:
+            raise AssertionError(f"the text stayed {old!r} for {timeout_ms / 1000:g} s")
+        time.sleep(0.05)

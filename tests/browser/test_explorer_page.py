@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-from pagetools import TITLES_JS, plot_titles, title_starting
+from pagetools import TITLES_JS, plot_titles, title_starting, wait_for_new_text
 
 pytestmark = pytest.mark.browser
 
@@ -71,14 +71,14 @@ def test_likelihood_and_slider_update_numbers_and_plots(explorer: Page):
     explorer.locator(".qpviz-likelihood select").select_option("step")
     wait_for_title(explorer, "(a) densities: step, y = 1,\ncavity m = 1.00")
     wait_for_title(explorer, "(d) var_QP / var_EP for step")
-    expect(explorer.locator(".qpviz-numbers table").first).not_to_have_text(before_numbers)
+    wait_for_new_text(explorer.locator(".qpviz-numbers table").first, before_numbers)
     after_likelihood = numbers_text(explorer)
 
     handle = explorer.locator(".qpviz-mean .noUi-handle")
     handle.focus()
     handle.press("ArrowRight")
     wait_for_title(explorer, "(a) densities: step, y = 1,\ncavity m = 1.05")
-    expect(explorer.locator(".qpviz-numbers table").first).not_to_have_text(after_likelihood)
+    wait_for_new_text(explorer.locator(".qpviz-numbers table").first, after_likelihood)
     explorer.wait_for_url(re.compile(r"lik=step.*m=1\.05|m=1\.05.*lik=step"), timeout=TIMEOUT_MS)
 
 
@@ -147,7 +147,7 @@ def test_cloglog_from_the_registry_is_in_the_menu_and_computes(explorer: Page):
     explorer.locator(".qpviz-likelihood select").select_option("cloglog")
     wait_for_title(explorer, "(a) densities: cloglog, y = 1,\ncavity m = 1.00")
     wait_for_title(explorer, "(d) var_QP / var_EP for cloglog")
-    expect(explorer.locator(".qpviz-numbers table").first).not_to_have_text(before)
+    wait_for_new_text(explorer.locator(".qpviz-numbers table").first, before)
     assert explorer.evaluate(ALERT_JS) == ""
     explorer.wait_for_url(re.compile(r"[?&]lik=cloglog"), timeout=TIMEOUT_MS)
 
@@ -159,7 +159,7 @@ def test_step_eps_input_reaches_the_numbers_and_the_url(explorer: Page):
     expect(eps).to_be_visible(timeout=TIMEOUT_MS)
     before = numbers_text(explorer)
     eps.select_option("0.2")
-    expect(explorer.locator(".qpviz-numbers table").first).not_to_have_text(before, timeout=TIMEOUT_MS)
+    wait_for_new_text(explorer.locator(".qpviz-numbers table").first, before)
     explorer.wait_for_url(re.compile(r"[?&]step_eps=0\.2(&|$)"), timeout=TIMEOUT_MS)
     with_eps = numbers_text(explorer)
     explorer.goto(explorer.url)  # the shared link reopens step with eps = 0.2
