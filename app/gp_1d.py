@@ -18,7 +18,7 @@ from panel.custom import JSComponent
 from gp_1d_figures import EXPLANATIONS, GP1DFigures, table_html
 from explorer_figures import NumbersPane
 from gp_1d_model import GP1DModel
-from layout import enlarge, formula as formula_pane, set_projector, view_grid
+from layout import HandOff, enlarge, formula as formula_pane, set_projector, view_grid
 from qpviz import explorer
 from qpviz.gpdemo import oned, presets
 
@@ -108,6 +108,7 @@ class GP1DPage(pn.viewable.Viewer):
         self.info = pn.pane.Alert("", alert_type="info", visible=False, css_classes=["qpviz-gp1d-note"])
         self.table = NumbersPane("", css_classes=["qpviz-gp1d-table"], sizing_mode="stretch_width")
         self.views = GP1DFigures()
+        self.hand_off = HandOff(self._current_data, lambda text: setattr(self.model, "message", text))
         self._syncing = False
         self._poll = None
 
@@ -237,6 +238,12 @@ class GP1DPage(pn.viewable.Viewer):
         self.progress.visible = self.progress.active = m.job_running
         self.cancel_button.disabled = not m.job_running
 
+    def _current_data(self) -> tuple:
+        """(label, X, y, likelihood, kernel) of the fit shown, for the Variance-effects page."""
+        m = self.model
+        label = f"GP 1-D: {m.preset}" + (" (edited)" if m.data_query else "")
+        return label, m.X, m.y, m.likelihood_object(), m.kernel_object()
+
     def _csv_file(self) -> io.StringIO:
         return io.StringIO(self.model.export_csv())
 
@@ -259,7 +266,7 @@ class GP1DPage(pn.viewable.Viewer):
             self.lengthscale, self.methods, self.optimise_button, self.cancel_button, self.progress, self.status,
             pn.pane.Markdown("### Step-through"), self.step_method,
             pn.Row(self.step_site, self.step_sweep, self.step_reset), self.step_keys, self.explorer_link,
-            pn.pane.Markdown("### Share"), self.download, self.projector_toggle,
+            pn.pane.Markdown("### Share"), self.download, self.hand_off.button, self.projector_toggle,
             width=320,
         )
         # as many columns as fit: one on a 1024 px screen, where two left each plot too narrow

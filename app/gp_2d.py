@@ -33,7 +33,7 @@ from bokeh.plotting import figure as bokeh_figure
 from bokeh.plotting.contour import contour_data
 
 from explorer_figures import style_figure
-from layout import enlarge, formula as formula_pane, set_projector, view_row
+from layout import HandOff, enlarge, formula as formula_pane, set_projector, view_row
 from qpviz import kernels
 from qpviz.gpdemo import twod
 from colours import METHOD_COLOURS
@@ -488,6 +488,7 @@ class GP2DPage(pn.viewable.Viewer):
             pn.pane.Markdown("### Kernel (probit likelihood)"), self.widgets["kernel"], self.widgets["variance"],
             self.widgets["lengthscale"],
             pn.pane.Markdown("### Show"), self.widgets["methods"], self.widgets["projector"], self.download,
+            self.hand_off.button,
             pn.pane.Markdown(preset_notes, sizing_mode="stretch_width"),
             width=300,
         )
@@ -498,6 +499,10 @@ class GP2DPage(pn.viewable.Viewer):
         self.alert = pn.pane.Markdown("", visible=False, css_classes=["qpviz-gp2d-error"], sizing_mode="stretch_width",
                                       styles={"background": "#fbe3d6", "border": "2px solid #D55E00",
                                               "border-radius": "4px", "padding": "0 12px"})
+        self.hand_off = HandOff(
+            lambda: (f"GP 2-D: {self.preset}" + (" (edited)" if self.added or self.removed else ""), self.X, self.y,
+                     "probit", self.kernel_object()),
+            lambda text: setattr(self, "message", text))
         self._controls = self._build_controls()
         # lazy: the figures and the first fit wait until the tab is first shown (pn.Tabs(dynamic=True))
         views = pn.param.ParamFunction(lambda: self._build_views(), lazy=True, sizing_mode="stretch_width")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import panel as pn
 
-__all__ = ["enlarge", "CONTROLS_WIDTH", "VIEW_MIN_WIDTH", "FORMULA_STYLES", "view_grid", "view_row", "set_projector", "formula"]
+__all__ = ["HandOff", "enlarge", "CONTROLS_WIDTH", "VIEW_MIN_WIDTH", "FORMULA_STYLES", "view_grid", "view_row", "set_projector", "formula"]
 
 #: Width of a page's control column (px).
 CONTROLS_WIDTH = 300
@@ -65,3 +65,30 @@ def enlarge(on: bool, texts, widgets) -> None:
     sheets = [PROJECTOR_WIDGET_CSS] if on else []
     for widget in widgets:
         widget.stylesheets = sheets
+
+
+class HandOff:
+    """"Study these data in Variance effects": a button that sends the page's current data and
+    model to that page. Hidden until the app connects a receiver (:meth:`connect`), so a page
+    shown alone (a test, a notebook) has no dead button."""
+
+    def __init__(self, current_data, on_error):
+        """``current_data() -> (label, X, y, likelihood, kernel)``; ``on_error(text)`` shows a refusal."""
+        self.current_data, self.on_error = current_data, on_error
+        self.receiver = None
+        self.button = pn.widgets.Button(label="study these data in Variance effects", visible=False,
+                                        css_classes=["qpviz-to-variance"])
+        self.button.on_click(self._send)
+
+    def connect(self, receiver) -> None:
+        """``receiver(label, X, y, likelihood, kernel)`` takes the data (and opens its page)."""
+        self.receiver = receiver
+        self.button.visible = True
+
+    def _send(self, event=None) -> None:
+        if self.receiver is None:
+            return
+        try:
+            self.receiver(*self.current_data())
+        except (ValueError, TypeError) as exc:
+            self.on_error(f"not sent to Variance effects: {exc}")

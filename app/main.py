@@ -1,8 +1,11 @@
 """The qpviz dashboard: `panel serve app` serves this file at /app, one tab per page.
 
-Adding a page: write app/<page>.py with ``page() -> (title, viewable)``, import it here and
-append it to PAGES. Bokeh runs this file with app/ on sys.path, so pages import as top-level
-modules.
+Adding a page: write app/<page>.py with ``TITLE`` and ``page() -> (title, viewable)``, import it
+here and append it to PAGES. Bokeh runs this file with app/ on sys.path, so pages import as
+top-level modules.
+
+A session builds a page only when its tab is first opened (a page's construction fits models and
+may start a long job: twenty classroom sessions opening the app must not all build five pages).
 """
 import threading
 
@@ -63,6 +66,29 @@ class TabInUrl:
         self.holder.value = self.slugs[event.new]
 
 
+class LazyPages:
+    """One placeholder per tab; a tab's page is built the first time the tab is shown."""
+
+    def __init__(self, modules, connect=None):
+        """``connect(page)`` wires a newly built page to the others."""
+        self.modules = list(modules)
+        self.connect = connect
+        self.titles = [module.TITLE for module in self.modules]
+        self.holders = [pn.Column(sizing_mode="stretch_width", name=title, min_height=400)
+                        for title in self.titles]
+        self.built: dict[int, pn.viewable.Viewable] = {}
+
+    def page(self, index: int) -> pn.viewable.Viewable:
+        """The page of tab ``index``, built now if this session has not built it yet."""
+        if index not in self.built:
+            title, page = self.modules[index].page()
+            self.built[index] = page
+            self.holders[index].objects = [page]
+            if self.connect is not None:
+                self.connect(page)
+        return self.built[index]
+
+
 def build() -> pn.Column:
     """The whole app: a title bar above one tab per page; the open tab is in the URL (?page=...).
 
@@ -74,10 +100,27 @@ def build() -> pn.Column:
         styles={"background": "#0072B2", "color": "white", "padding": "0 12px"},
         sizing_mode="stretch_width",
     )
-    pages = [module.page() for module in PAGES]
-    tabs = pn.Tabs(*pages, dynamic=True, sizing_mode="stretch_width")
-    url = TabInUrl(tabs, [title for title, _ in pages])
-    return pn.Column(header, tabs, url.holder, sizing_mode="stretch_width")
+
+    def connect(page) -> None:
+        """The GP pages' "study these data in Variance effects" buttons send there and open it."""
+        if hasattr(page, "hand_off"):
+            page.hand_off.connect(study_in_variance_effects)
+
+    def study_in_variance_effects(label, X, y, likelihood, kernel) -> None:
+        index = pages.titles.index(variance_effects.TITLE)
+        pages.page(index).use_data(label, X, y, likelihood, kernel)
+        tabs.active = index
+
+    pages = LazyPages(PAGES, connect)
+    tabs = pn.Tabs(*[(title, holder) for title, holder in zip(pages.titles, pages.holders)], dynamic=True,
+                   sizing_mode="stretch_width")
+    url = TabInUrl(tabs, pages.titles)  # a link's ?page= opens its tab
+    pages.page(tabs.active)
+    tabs.param.watch(lambda event: pages.page(event.new), "active")
+    app = pn.Column(header, tabs, url.holder, sizing_mode="stretch_width")
+    app.lazy_pages = pages  # the pages built so far, for tests
+    return app
 
 
-build().servable()
+if __name__.startswith("bokeh"):  # served (`panel serve app`); a test imports it without a page
+    build().servable()

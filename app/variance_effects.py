@@ -17,6 +17,7 @@ good views and says what to change. URL keys ``ve_dataset``, ``ve_seed``, ``ve_f
 """
 from __future__ import annotations
 
+import html
 import io
 import threading
 import time
@@ -86,14 +87,18 @@ def scores_html(result: ve.VarianceResult) -> str:
     for method in ve.METHODS:
         swatch = f'<span style="color:{COLOURS[method]}">&#9632;</span>'
         score = result.scores[method]
+        if method in result.skipped:
+            rows.append(f"<tr><td>{swatch} {LABELS[method]}</td><td>n/a</td><td>n/a</td><td>not fitted</td></tr>")
+            continue
         rows.append(f"<tr><td>{swatch} {LABELS[method]}</td><td>{score['test_error']:.4f}</td>"
                     f"<td>{score['ntll']:.4f}</td><td>{result.seconds[method]:.2f}</td></tr>")
     head = "<tr><th>method</th><th>TE</th><th>NTLL</th><th>fit time (s)</th></tr>"
     kernel = ", ".join(f"{k} = {v:.4g}" for k, v in result.hyperparameters.items())
-    vb_kernel = ", ".join(f"{k} = {v:.4g}" for k, v in result.vb_hyperparameters.items())
+    vb_kernel = ", ".join(f"{k} = {v:.4g}" for k, v in result.vb_hyperparameters.items()) or "not fitted"
     note = (f"<p>{result.n_train} training and {result.n_test} held-out points, {result.n_features} feature(s). "
             f"Kernel of EP, QP and Laplace: {kernel}; VB's: {vb_kernel}.</p>")
     warned = "".join(f"<li>{w}</li>" for w in result.warnings)
+    warned += "".join(f"<li>{LABELS[m]} not fitted: {html.escape(why)}</li>" for m, why in result.skipped.items())
     return (f"<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>{note}"
             + (f"<p>Warnings:</p><ul>{warned}</ul>" if warned else ""))
 
@@ -199,10 +204,13 @@ class VarianceEffects(pn.viewable.Viewer):
         """Called from the worker thread: only remembered; the poll shows it on the page."""
         self._progress_text = text
 
-    def use_data(self, label: str, X, y, likelihood="probit", select: bool = True) -> None:
+    def use_data(self, label: str, X, y, likelihood="probit", kernel=None, select: bool = True) -> None:
         """Offer (X, y) as dataset ``label`` (e.g. the GP 1-D page's current data; a later call with
-        the same label replaces it) and show it if ``select``. The fit is cached by the arrays' content."""
-        self._own_data[label] = {"X": np.asarray(X, float), "y": np.asarray(y, float), "likelihood": likelihood}
+        the same label replaces it) and show it if ``select``. ``likelihood`` (a name or object) and
+        ``kernel`` (the optimisation's start; default RBF(1, 1)) are the sending page's. The fit is
+        cached by the arrays' content and the models."""
+        self._own_data[label] = {"X": np.asarray(X, float), "y": np.asarray(y, float), "likelihood": likelihood,
+                                 "kernel": kernel}
         if label not in self.param.dataset.objects:
             self.param.dataset.objects = [label, *self.param.dataset.objects]
             self.dataset_select.options = list(self.param.dataset.objects)

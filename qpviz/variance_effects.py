@@ -74,7 +74,8 @@ class VarianceResult:
 
     ``var_ep``, ``var_qp``: predictive latent variances of the held-out points; ``ratio`` =
     var_qp / var_ep; ``scores[method]`` = {"test_error", "ntll"}; ``seconds[method]``: fit time;
-    ``hyperparameters``: EP's kernel (QP's and Laplace's too); ``warnings``: every warning raised.
+    ``hyperparameters``: EP's kernel (QP's and Laplace's too); ``warnings``: every warning raised;
+    ``skipped[method]``: why VB or Laplace could not be fitted to these data (its scores are NaN).
     """
 
     name: str
@@ -89,6 +90,7 @@ class VarianceResult:
     hyperparameters: dict
     vb_hyperparameters: dict
     warnings: list = field(default_factory=list)
+    skipped: dict = field(default_factory=dict)
 
     @property
     def ratio(self) -> np.ndarray:
@@ -154,6 +156,10 @@ def held_out_variances(X, y, likelihood="probit", kernel=None, settings: Setting
     optimisation when ``settings.optimise``). ``cancel``: a threading.Event; once set the run stops
     at the next optimiser evaluation or method (raises :class:`FitCancelled`). ``progress(text)``
     is called with what is being fitted. Not cached (see :func:`variances_for`).
+
+    EP and QP must fit (their errors are raised). VB or Laplace may not apply to the data's
+    likelihood (VB needs a finite log-likelihood, Laplace a twice-differentiable one): such a
+    method is reported in ``result.skipped`` with the reason, and its scores are NaN.
     """
     import qpviz  # noqa: PLC0415 - heavy (numba); imported when a fit is asked for
     from qpviz.inference import metrics  # noqa: PLC0415
@@ -178,15 +184,20 @@ def held_out_variances(X, y, likelihood="probit", kernel=None, settings: Setting
     prior_class = _prior_class()
     report = progress or (lambda text: None)
     common = {"max_opt_iter": settings.max_opt_iter, "tol": settings.tol}
-    posts, seconds = {}, {}
+    posts, seconds, skipped = {}, {}, {}
 
     def timed(method, stage, fit_kernel, optimise):
         _check(cancel)
         report(stage)
         prior = prior_class(fit_kernel, X_train, cancel=cancel, progress=report, stage=stage)
         start = time.perf_counter()
-        posts[method] = qpviz.fit(X_train, y_train, lik, fit_kernel, method=method, optimise=optimise,
-                                  prior=prior, **common)
+        try:
+            posts[method] = qpviz.fit(X_train, y_train, lik, fit_kernel, method=method, optimise=optimise,
+                                      prior=prior, **common)
+        except ValueError as exc:
+            if method in ("ep", "qp"):
+                raise
+            skipped[method] = str(exc)  # e.g. Laplace on a kinked likelihood: say so, keep EP and QP
         seconds[method] = time.perf_counter() - start
 
     with warnings.catch_warnings(record=True) as caught:
@@ -198,15 +209,18 @@ def held_out_variances(X, y, likelihood="probit", kernel=None, settings: Setting
         timed("vb", "VB" + (" (optimising its own bound)" if optimise else ""), kernel, optimise)
         common.pop("tol")  # Laplace's Newton iterations keep their own tolerance
         timed("laplace", "Laplace with EP's kernel", fitted, False)
-        scores = {m: metrics.evaluate(posts[m], X_test, y_test) for m in METHODS}
+        scores = {m: metrics.evaluate(posts[m], X_test, y_test) if m in posts
+                  else {"test_error": float("nan"), "ntll": float("nan")} for m in METHODS}
         var_ep = posts["ep"].predict_f(X_test)[1]
         var_qp = posts["qp"].predict_f(X_test)[1]
     return VarianceResult(
         name=name, settings=settings, n_train=len(y_train), n_test=len(y_test), n_features=X.shape[1],
         var_ep=np.asarray(var_ep, float), var_qp=np.asarray(var_qp, float), scores=scores, seconds=seconds,
-        hyperparameters=dict(posts["ep"].hyperparameters), vb_hyperparameters=dict(posts["vb"].hyperparameters),
+        hyperparameters=dict(posts["ep"].hyperparameters),
+        vb_hyperparameters=dict(posts["vb"].hyperparameters) if "vb" in posts else {},
         warnings=[f"{w.category.__name__}: {w.message}" for w in caught
                   if w.category.__name__ != "NumbaExperimentalFeatureWarning"],
+        skipped=skipped,
     )
 
 
@@ -234,20 +248,27 @@ _CACHE: OrderedDict = OrderedDict()
 _CACHE_LOCK = threading.Lock()
 
 
-def _data_key(X, y, likelihood) -> str:
+def _params_key(obj) -> tuple:
+    """A likelihood or kernel object as its class and parameter values (equal models, equal keys)."""
+    return type(obj).__name__, tuple(sorted(obj.params.items()))
+
+
+def _data_key(X, y, likelihood, kernel) -> tuple:
     digest = hashlib.sha1(np.ascontiguousarray(X, float).tobytes())
     digest.update(np.ascontiguousarray(y, float).tobytes())
-    return f"{digest.hexdigest()}-{likelihood}"
+    return (digest.hexdigest(), likelihood if isinstance(likelihood, str) else _params_key(likelihood),
+            None if kernel is None else _params_key(kernel))
 
 
-def _key(name, settings, X=None, y=None, likelihood="probit", data_dir=None):
-    return (name, settings, None if X is None else _data_key(X, y, likelihood), None if data_dir is None else str(data_dir))
+def _key(name, settings, X=None, y=None, likelihood="probit", kernel=None, data_dir=None):
+    return (name, settings, None if X is None else _data_key(X, y, likelihood, kernel),
+            None if data_dir is None else str(data_dir))
 
 
-def cached(name: str, settings: Settings, X=None, y=None, likelihood="probit", data_dir=None):
+def cached(name: str, settings: Settings, X=None, y=None, likelihood="probit", kernel=None, data_dir=None):
     """The cached result of :func:`variances_for` with these arguments, or None (no fit)."""
     with _CACHE_LOCK:
-        return _CACHE.get(_key(name, settings, X, y, likelihood, data_dir))
+        return _CACHE.get(_key(name, settings, X, y, likelihood, kernel, data_dir))
 
 
 def clear_cache() -> None:
@@ -263,7 +284,7 @@ def _remember(key, result) -> None:
             _CACHE.popitem(last=False)
 
 
-def variances_for(name: str, settings: Settings = Settings(), X=None, y=None, likelihood="probit", *,
+def variances_for(name: str, settings: Settings = Settings(), X=None, y=None, likelihood="probit", kernel=None, *,
                   cancel: threading.Event | None = None, progress=None, data_dir=None):
     """:func:`held_out_variances` of dataset ``name``, cached in-process; thread-pool safe.
 
@@ -271,8 +292,9 @@ def variances_for(name: str, settings: Settings = Settings(), X=None, y=None, li
     "paper")``), one of :data:`SYNTHETIC`, or any label for the caller's own (X, y). A real dataset
     whose file is missing gives a :class:`Skipped` with the message (never an exception).
     Raises :class:`FitCancelled` if ``cancel`` is set during the fits (nothing is cached then).
+    ``likelihood`` and ``kernel`` (the start of the optimisation) may be objects (the GP pages').
     """
-    key = _key(name, settings, X, y, likelihood, data_dir)
+    key = _key(name, settings, X, y, likelihood, kernel, data_dir)
     with _CACHE_LOCK:
         if key in _CACHE:
             _CACHE.move_to_end(key)
@@ -289,6 +311,7 @@ def variances_for(name: str, settings: Settings = Settings(), X=None, y=None, li
         X, y = synthetic_data(name)
     elif X is None:
         raise ValueError(f"unknown dataset {name!r}: pass its X and y, or choose from {REAL_DATASETS + SYNTHETIC}")
-    result = held_out_variances(X, y, likelihood, settings=settings, name=name, cancel=cancel, progress=progress)
+    result = held_out_variances(X, y, likelihood, kernel, settings=settings, name=name, cancel=cancel,
+                                progress=progress)
     _remember(key, result)
     return result

@@ -93,6 +93,29 @@ def test_callers_arrays_are_fitted_and_keyed_by_their_content():
     assert ve.cached("current data", settings, X, y_other) is None
 
 
+def test_a_method_that_does_not_apply_is_reported_and_the_others_are_scored():
+    """Laplace needs a twice-differentiable log-likelihood: on Laplace-noise regression it is
+    skipped with the reason, while EP, QP and VB are fitted and scored."""
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-3, 3, (60, 1))
+    y = np.sin(X[:, 0]) + rng.laplace(0.0, 0.2, 60)
+    lik = qpviz.likelihood("laplace")
+    kernel = qpviz.kernels.RBF(variance=1.0, lengthscale=1.5)
+    result = ve.variances_for("robust", ve.Settings(optimise=False, n_folds=5), X, y, lik, kernel)
+    assert set(result.skipped) == {"laplace"} and "twice-differentiable" in result.skipped["laplace"]
+    assert np.isnan(result.scores["laplace"]["ntll"])
+    assert all(np.isfinite(result.scores[m]["ntll"]) for m in ("ep", "qp", "vb"))
+    assert np.all(result.var_qp <= result.var_ep * (1 + 1e-9))
+    # the kernel is part of the key: another start kernel is another fit
+    assert ve.cached("robust", ve.Settings(optimise=False, n_folds=5), X, y, lik, kernel) is result
+    assert ve.cached("robust", ve.Settings(optimise=False, n_folds=5), X, y, lik,
+                     qpviz.kernels.RBF(variance=1.0, lengthscale=1.0)) is None
+    from variance_effects import scores_html  # noqa: PLC0415 - app/ module
+
+    table = scores_html(result)
+    assert "not fitted" in table and "Laplace not fitted: the Laplace approximation needs" in table
+
+
 def test_cancel_stops_the_optimisation_and_caches_nothing():
     cancel = threading.Event()
     seen = []

@@ -5,6 +5,7 @@ import re
 
 import pytest
 from playwright.sync_api import Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from pagetools import TITLES_JS, plot_titles, title_starting
 from test_explorer_page import console_errors  # noqa: F401  (the fixture: fail on console errors)
@@ -29,8 +30,11 @@ IMAGE_SUM_JS = """() => {
 
 
 def wait_for_title(page: Page, prefix: str) -> str:
-    page.wait_for_function(f"prefix => ({TITLES_JS})().some(text => text.startsWith(prefix))", arg=prefix,
-                           timeout=TIMEOUT_MS)
+    try:
+        page.wait_for_function(f"prefix => ({TITLES_JS})().some(text => text.startsWith(prefix))", arg=prefix,
+                               timeout=TIMEOUT_MS)
+    except PlaywrightTimeoutError:
+        raise AssertionError(f"no title starts with {prefix!r}; the titles: {plot_titles(page)}, URL {page.url}") from None
     return title_starting(page, prefix)
 
 
@@ -82,7 +86,8 @@ def test_clicking_the_plot_adds_then_removes_a_point(gp2d: Page):
     x, y = box["x"] + 0.6 * box["width"], box["y"] + 0.3 * box["height"]
     gp2d.mouse.click(x, y)
     wait_for_title(gp2d, "EP: p(y=+1|x),\nmoons N=101")
-    gp2d.wait_for_url(re.compile(r"[?&]g2_added="), timeout=TIMEOUT_MS)
+    # the point itself, not the empty list the page wrote first
+    gp2d.wait_for_url(re.compile(r"[?&]g2_added=%5B%5B"), timeout=TIMEOUT_MS)
     gp2d.goto(gp2d.url)  # the link reopens the clicked point
     gp2d.locator(".bk-tab", has_text="GP 2-D").click(timeout=TIMEOUT_MS)
     wait_for_title(gp2d, "EP: p(y=+1|x),\nmoons N=101")

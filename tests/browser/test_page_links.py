@@ -43,3 +43,19 @@ def test_each_page_opens_from_its_link_and_a_click_writes_it(page: Page, app_url
         page.locator(".bk-tab", has_text=first).click()
         page.wait_for_url(re.compile(rf"[?&]page={tab_slug(first)}"), timeout=30_000)
     assert errors == []
+
+
+def test_gp_1d_hands_its_data_to_variance_effects(page: Page, app_url: str):
+    """The GP 1-D page's button opens Variance effects on the same data (EP and QP fitted there)."""
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.goto(f"{app_url}?page=gp-1-d&g1_preset=sine+boundary&g1_methods=%5B%22ep%22%2C%22qp%22%5D")
+    button = page.get_by_role("button", name="study these data in Variance effects")
+    button.click(timeout=60_000)
+    expect(page.locator(".bk-tab.bk-active")).to_have_text("Variance effects", timeout=30_000)
+    expect(page.locator(".qpviz-ve-dataset select")).to_have_value("GP 1-D: sine boundary", timeout=30_000)
+    expect(page.locator(".qpviz-ve-scores")).to_contain_text("held-out points, 1 feature(s)", timeout=120_000)
+    page.wait_for_url(re.compile(r"[?&]page=variance-effects"), timeout=30_000)
+    assert errors == []

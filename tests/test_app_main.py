@@ -1,0 +1,58 @@
+"""app/main.py without a browser: pages are built when their tab is first opened, and the GP pages
+hand their data to Variance effects."""
+from __future__ import annotations
+
+import numpy as np
+import panel as pn
+
+import gp_1d
+import main
+import variance_effects
+
+
+def tabs_of(app: pn.Column) -> pn.Tabs:
+    return next(obj for obj in app.objects if isinstance(obj, pn.Tabs))
+
+
+def test_only_the_open_tab_is_built_and_a_tab_is_built_once():
+    app = main.build()
+    tabs = tabs_of(app)
+    assert [len(holder.objects) for holder in tabs.objects] == [1, 0, 0, 0, 0]  # the first tab's page only
+    assert list(app.lazy_pages.built) == [0]
+    tabs.active = 1
+    gp_page = app.lazy_pages.built[1]
+    assert isinstance(gp_page, gp_1d.GP1DPage)
+    tabs.active = 0
+    tabs.active = 1
+    assert app.lazy_pages.built[1] is gp_page  # built once: its state survives tab switches
+    assert [len(holder.objects) for holder in tabs.objects] == [1, 1, 0, 0, 0]
+    gp_page.model.cancel_job(quiet=True)  # its default MCMC reference
+
+
+def test_gp_1d_data_go_to_variance_effects_with_their_model():
+    app = main.build()
+    tabs = tabs_of(app)
+    tabs.active = 1
+    gp_page = app.lazy_pages.built[1]
+    assert gp_page.hand_off.button.visible
+    gp_page.model.param.update(preset="coal-mining disasters")
+    gp_page.hand_off.button.clicks += 1
+    index = main.PAGES.index(variance_effects)
+    assert tabs.active == index
+    ve_page = app.lazy_pages.built[index]
+    try:
+        assert ve_page.dataset == "GP 1-D: coal-mining disasters"
+        sent = ve_page._own_data[ve_page.dataset]
+        np.testing.assert_array_equal(sent["X"], gp_page.model.X)
+        np.testing.assert_array_equal(sent["y"], gp_page.model.y)
+        assert sent["likelihood"] == gp_page.model.likelihood_object()
+        assert sent["kernel"].params == gp_page.model.kernel_object().params
+    finally:
+        ve_page.cancel()
+        gp_page.model.cancel_job(quiet=True)
+
+
+def test_a_page_alone_has_no_hand_off_button():
+    page = gp_1d.GP1DPage()
+    page.model.cancel_job(quiet=True)
+    assert not page.hand_off.button.visible
