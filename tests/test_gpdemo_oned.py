@@ -89,6 +89,17 @@ def test_poisson_square_small_counts_preset_shows_qp_variances_visibly_below_eps
     assert f"{np.mean(ratio):.2f}" == "0.87"
 
 
+def test_mcmc_reference_stays_within_the_prior_beyond_the_data_for_poisson_square():
+    """The sampler's start sqrt(y) jumps between points; unsmoothed, the chains carried it and the
+    reference's latent variance beyond the data reached ~1e5 (kernel variance 9)."""
+    data = presets.make("Poisson-square, small counts (EP vs QP differ)", 60, seed=0)
+    lik = qpviz.likelihood(data.likelihood)
+    kernel = oned.make_kernel(data.kernel, data.variance, data.lengthscale)
+    reference = oned.mcmc_reference(data.X, data.y, lik, kernel, chains=2, n_samples=300, burn_in=300, thin=2)
+    assert np.max(reference.var) < 1.2 * data.variance
+    assert np.all(np.isfinite(reference.mean)) and np.max(np.abs(reference.mean)) < 3.0
+
+
 def test_gaussian_likelihood_gives_exact_gp_regression():
     rng = np.random.default_rng(1)
     X = np.sort(rng.uniform(-3, 3, 25))[:, None]
