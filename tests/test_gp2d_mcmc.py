@@ -14,8 +14,10 @@ from qpviz.gpdemo import oned, twod
 from qpviz.inference.dense import DensePrior
 from qpviz.kernels import RBF
 
-#: A short reference: enough for the tests' checks, a few seconds on 2 cores.
-SMALL = {"chains": 2, "n_samples": 300, "burn_in": 300, "thin": 5}
+#: A short reference (0.1 s at N = 30): its Monte Carlo error, ~0.007 in p, is below Laplace's distance.
+SMALL = {"chains": 2, "n_samples": 500, "burn_in": 500, "thin": 10}
+#: A reference that runs for about a second (a second session must find it still running).
+SLOWER = {"chains": 4, "n_samples": 1000, "burn_in": 1000, "thin": 50}
 GRID = 20
 
 
@@ -135,10 +137,11 @@ def test_cancel_stops_the_job_and_hiding_mcmc_cancels_it(page):
     assert not page.job_running and page._job is None
 
 
-def test_two_sessions_share_one_reference_and_one_cancel_leaves_the_other(page):
+def test_two_sessions_share_one_reference_and_one_cancel_leaves_the_other(page, monkeypatch):
     import gp_2d
     import long_jobs
 
+    monkeypatch.setattr(gp_2d, "MCMC_SETTINGS", dict(SLOWER))
     other = gp_2d.GP2DPage(n=30)
     other._build_views()
     page.methods = ["ep", "qp", "mcmc"]
