@@ -18,6 +18,7 @@ from panel.custom import JSComponent
 from gp_1d_figures import EXPLANATIONS, GP1DFigures, table_html
 from explorer_figures import NumbersPane
 from gp_1d_model import GP1DModel
+from long_jobs import JobPoller, cancel_when_session_ends
 from layout import HandOff, enlarge, formula as formula_pane, set_projector, view_grid
 from qpviz import explorer
 from qpviz.gpdemo import oned, presets
@@ -110,16 +111,15 @@ class GP1DPage(pn.viewable.Viewer):
         self.views = GP1DFigures()
         self.hand_off = HandOff(self._current_data, lambda text: setattr(self.model, "message", text))
         self._syncing = False
-        self._poll = None
+        self.poller = JobPoller(self._poll_job, lambda: self.model.job_running, period_ms=JOB_POLL_MS)
 
         self._wire()
         self._refresh_widgets()
         self._redraw()
         self._layout = self._build_layout()
         self._sync_url()
-        if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
-            # a closed browser tab stops its job (unless another session shares it)
-            pn.state.on_session_destroyed(lambda context: self.model.cancel_job(quiet=True))
+        # a closed browser tab stops its job (unless another session shares it)
+        cancel_when_session_ends(lambda: self.model.cancel_job(quiet=True))
 
     # -- wiring ------------------------------------------------------------------------------
     def _wire(self) -> None:
@@ -173,16 +173,11 @@ class GP1DPage(pn.viewable.Viewer):
             except Exception as exc:  # noqa: BLE001 (a page callback must not raise)
                 self.model.message = f"unexpected error: {exc}"
             self._refresh_widgets()
-            self._ensure_polling()
+            self.poller.ensure()
 
     def _on_tap(self, event) -> None:
         if event.x is not None and event.y is not None:
             self._run(self.model.click, float(event.x), float(event.y))
-
-    def _ensure_polling(self) -> None:
-        """Poll the model's long job while one runs (a periodic callback that stops itself)."""
-        if self.model.job_running and self._poll is None and pn.state.curdoc is not None:
-            self._poll = pn.state.add_periodic_callback(self._poll_job, period=JOB_POLL_MS)
 
     def _poll_job(self) -> None:
         with pn.io.hold():
@@ -191,9 +186,6 @@ class GP1DPage(pn.viewable.Viewer):
             except Exception as exc:  # noqa: BLE001
                 self.model.message = f"unexpected error: {exc}"
             self._refresh_widgets()
-        if not self.model.job_running and self._poll is not None:
-            self._poll.stop()
-            self._poll = None
 
     def _refresh_widgets(self) -> None:
         """Make the widgets show the model (after accepted, adjusted or refused changes)."""

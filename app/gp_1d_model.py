@@ -4,9 +4,9 @@
 clicks and CSV uploads) and the last good fits. Every change goes through :meth:`GP1DModel.refit`,
 which validates and computes: bad input leaves the fits as they were and sets ``message`` to
 what to change. EP, QP, VB and Laplace run inline (about 50-250 ms at N = 200); MCMC and the
-evidence optimisation run in a thread pool (:data:`EXECUTOR`: numba releases the GIL), report
+evidence optimisation run in the thread pool of :mod:`long_jobs` (numba releases the GIL), report
 progress through :meth:`GP1DModel.poll` and can be cancelled; sessions asking for the same job
-share one run (:data:`RUNNING`). Every fit is cached by (data,
+share one run (:data:`long_jobs.RUNNING`). Every fit is cached by (data,
 likelihood, kernel, method) in :data:`FIT_CACHE`, so flipping back to earlier settings is instant.
 """
 from __future__ import annotations
@@ -14,18 +14,17 @@ from __future__ import annotations
 import hashlib
 import io
 import math
-import threading
-import time
-from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import param
 
+import long_jobs
+from long_jobs import EXECUTOR, RUNNING
 from qpviz import explorer
 from qpviz.gpdemo import oned, presets
 
-__all__ = ["GP1DModel", "FIT_CACHE", "EXECUTOR", "DEFAULT_PRESET", "MAX_UPLOAD_BYTES", "INLINE_METHODS", "parse_csv"]
+__all__ = ["GP1DModel", "FIT_CACHE", "EXECUTOR", "RUNNING", "DEFAULT_PRESET", "MAX_UPLOAD_BYTES", "INLINE_METHODS",
+           "parse_csv"]
 
 #: The page opens on a preset where EP and QP visibly differ.
 DEFAULT_PRESET = "step likelihood, eps = 0 (EP vs QP differ)"
@@ -35,38 +34,13 @@ INLINE_METHODS = ("ep", "qp", "vb", "laplace")
 MAX_UPLOAD_BYTES = 5 * 1024 * 1024
 #: Fits kept in :data:`FIT_CACHE` (shared by every session: equal keys are equal fits).
 CACHE_SIZE = 256
-#: Long jobs of every session share this pool (2 cores on the classroom server).
-EXECUTOR = ThreadPoolExecutor(max_workers=2, thread_name_prefix="qpviz-gp1d")
 #: Most points a link carries (the URL stays below ~8 kB).
 MAX_LINK_POINTS = 300
 #: MCMC reference settings: chains x samples (each chain after its burn-in).
 MCMC_SETTINGS = {"chains": 4, "n_samples": 600, "burn_in": 400, "thin": 2}
 
-
-class _LRU(OrderedDict):
-    def get_recent(self, key):
-        if key in self:
-            self.move_to_end(key)
-            return self[key]
-        return None
-
-    def put(self, key, value) -> None:
-        self[key] = value
-        self.move_to_end(key)
-        while len(self) > CACHE_SIZE:
-            self.popitem(last=False)
-
-
-#: Long jobs running now, by key: sessions asking for the same job share it (``users`` counts them).
-RUNNING: dict = {}
 #: (method, data, likelihood, kernel) -> oned.MethodFit; ("optimise", ...) -> (variance, lengthscale, steps).
-FIT_CACHE = _LRU()
-
-
-def _forget(job: dict) -> None:
-    """Drop a finished or cancelled job from :data:`RUNNING` (a newer run of its key stays)."""
-    if RUNNING.get(job["key"]) is job:
-        RUNNING.pop(job["key"], None)
+FIT_CACHE = long_jobs.LRUCache(CACHE_SIZE)
 
 
 def parse_csv(content: bytes) -> tuple[np.ndarray, np.ndarray]:
@@ -272,20 +246,10 @@ class GP1DModel(param.Parameterized):
 
     # -- long jobs ---------------------------------------------------------------------------
     def _submit(self, kind: str, key, start) -> None:
-        """Start a long job (one per page: a new one cancels the old): ``start(job)`` submits it
-        to :data:`EXECUTOR` and returns its future; the job may write ``job["progress"]`` and
-        ``job["steps"]`` from its thread (read by :meth:`poll`)."""
+        """Start a long job (one per page: a new one cancels the old), or join the same job of
+        another session (:func:`long_jobs.start_or_join`)."""
         self.cancel_job(quiet=True)
-        job = RUNNING.get(key)
-        if job is not None and not job["future"].done():
-            job["users"] += 1  # another session runs the same job: share it
-        else:
-            job = {"kind": kind, "key": key, "cancel": threading.Event(), "progress": (0, MCMC_SETTINGS["chains"]),
-                   "steps": [], "started": time.monotonic(), "users": 1}
-            job["future"] = start(job)
-            RUNNING[key] = job
-            job["future"].add_done_callback(lambda future, job=job: _forget(job))
-        self._job = job
+        self._job = long_jobs.start_or_join(kind, key, start, progress=(0, MCMC_SETTINGS["chains"]))
         self.param.update(job_running=True, job_status=f"{kind}: started")
 
     def _start_mcmc(self, X, y, lik, kernel, grid, keys) -> None:
@@ -326,11 +290,7 @@ class GP1DModel(param.Parameterized):
         job, self._job = self._job, None
         if job is None:
             return
-        job["users"] -= 1
-        if job["users"] <= 0:  # no other session waits for it
-            job["cancel"].set()
-            job["future"].cancel()
-            _forget(job)
+        long_jobs.release(job)
         self.param.update(job_running=False, job_status="" if quiet else f"{job['kind']} cancelled")
 
     def poll(self) -> None:
@@ -338,46 +298,41 @@ class GP1DModel(param.Parameterized):
         job = self._job
         if job is None:
             return
-        elapsed = time.monotonic() - job["started"]
         if job["kind"] == "optimisation" and len(job["steps"]) != len(self.optimisation):
             self.optimisation = list(job["steps"])
-        future = job["future"]
-        if not future.done():
+        state, result = long_jobs.outcome(job, cancelled=oned.Cancelled)
+        if state == "running":
             if job["kind"] == "optimisation":
                 last = f", log Z_EP = {self.optimisation[-1].evidence:.4f}" if self.optimisation else ""
-                self.job_status = f"optimisation: {len(self.optimisation)} iterate(s){last} ({elapsed:.0f} s)"
+                self.job_status = (f"optimisation: {len(self.optimisation)} iterate(s){last} "
+                                   f"({long_jobs.elapsed(job):.0f} s)")
             else:
-                done, total = job["progress"]
-                self.job_status = f"MCMC reference: chain {done}/{total} done ({elapsed:.0f} s)"
+                self.job_status = long_jobs.chain_status(job)
             return
         self._job = None
         self.job_running = False
-        try:
-            result = future.result()
-        except oned.Cancelled:
+        if state == "cancelled":
             self.job_status = f"{job['kind']} cancelled"
             return
-        except Exception as exc:  # shown on the page, never raised into the browser
+        if state == "failed":
             self.job_status = ""
-            self.message = f"{job['kind']} failed: {exc}"
+            self.message = f"{job['kind']} failed: {result}"
             return
+        seconds = long_jobs.elapsed(job)
         if job["kind"] == "optimisation":
             kernel, steps = result
             FIT_CACHE.put(job["key"], (kernel.params["variance"], kernel.params["lengthscale"], steps))
             self.param.update(optimisation=list(steps), optimisation_done=True)
-            self.job_status = f"optimisation done in {elapsed:.1f} s: log Z_EP = {steps[-1].evidence:.4f}"
+            self.job_status = f"optimisation done in {seconds:.1f} s: log Z_EP = {steps[-1].evidence:.4f}"
             self.param.update(variance=kernel.params["variance"], lengthscale=kernel.params["lengthscale"])
         else:
             FIT_CACHE.put(job["key"], result)
-            self.job_status = f"MCMC reference done in {elapsed:.1f} s"
+            self.job_status = f"MCMC reference done in {seconds:.1f} s"
             self.refit()
 
     def wait(self, timeout: float = 120.0) -> None:
         """Block until the running job has finished and was taken (tests)."""
-        end = time.monotonic() + timeout
-        while self._job is not None and time.monotonic() < end:
-            time.sleep(0.02)
-            self.poll()
+        long_jobs.wait_until(lambda: self._job is None, self.poll, timeout)
 
     # -- editing the data --------------------------------------------------------------------
     def click(self, x: float, y_value: float, remove_within: float = 0.02) -> bool:

@@ -1,10 +1,13 @@
-"""GP 2-D page: GP classification of 2-D points by EP, QP, VB and Laplace, side by side.
+"""GP 2-D page: GP classification of 2-D points by EP, QP, VB, Laplace and an MCMC reference.
 
 A thin Panel view over :mod:`qpviz.gpdemo.twod`: the page's parameters (preset, n, seed, kernel
 and its hyper-parameters, methods) are validated by :meth:`GP2DPage.refit`, which keeps the last
 good fit and sets ``message`` when an input is bad (one class only, a 0 or NaN hyper-parameter).
 Every method is fitted and predicted on the grid once per (data, kernel) and cached, so showing a
-method again, or going back to earlier hyper-parameters, costs no fit.
+method again, or going back to earlier hyper-parameters, costs no fit. The MCMC reference is a long
+job (:mod:`long_jobs`, as on GP 1-D): it runs in the shared thread pool, shows its progress, can be
+cancelled, is shared by sessions asking for the same reference and cached (:data:`MCMC_CACHE`);
+with it, a table gives each method's distance to it (:func:`qpviz.gpdemo.twod.distances_to_mcmc`).
 
 Views: per method the predictive probability with its 0.1 / 0.5 / 0.9 contours in the method's
 colour, per method the latent variance, and var_QP - var_EP on a diverging colour map centred at
@@ -20,6 +23,7 @@ waiting for them.
 """
 from __future__ import annotations
 
+import hashlib
 import io
 from collections import OrderedDict
 
@@ -32,18 +36,35 @@ from bokeh.palettes import BrBG11, Greys256, Viridis256
 from bokeh.plotting import figure as bokeh_figure
 from bokeh.plotting.contour import contour_data
 
-from explorer_figures import style_figure
+import long_jobs
+from explorer_figures import NumbersPane, style_figure
 from layout import HandOff, enlarge, formula as formula_pane, set_projector, view_row
+from long_jobs import JobPoller, cancel_when_session_ends
 from qpviz import kernels
-from qpviz.gpdemo import twod
+from qpviz.gpdemo import oned, twod
 from colours import METHOD_COLOURS
 
-__all__ = ["TITLE", "METHOD_COLOURS", "METHOD_LABELS", "KERNELS", "RANGES", "GridFigure", "GP2DPage", "page"]
+__all__ = ["TITLE", "METHOD_COLOURS", "METHOD_LABELS", "KERNELS", "RANGES", "MCMC_SETTINGS", "MCMC_CACHE",
+           "GridFigure", "GP2DPage", "page"]
 
 TITLE = "GP 2-D"
 
 #: One colour per method on every page (Okabe-Ito, colour-blind safe).
-METHOD_LABELS = {"ep": "EP", "qp": "QP", "vb": "VB", "laplace": "Laplace"}
+METHOD_LABELS = {"ep": "EP", "qp": "QP", "vb": "VB", "laplace": "Laplace", "mcmc": "MCMC"}
+#: Methods fitted inline at every change; MCMC is a long job.
+INLINE_METHODS = ("ep", "qp", "vb", "laplace")
+#: The MCMC reference: chains x kept samples, each after its burn-in, thinned (21 000 elliptical
+#: slice steps a chain). Measured on 2 busy cores: 3-8 s at N = 100 (half of it the grid's
+#: predictive), 17 s at N = 400; its Monte Carlo error (mean |p_A - p_B| / 2 of two halves) is
+#: about 0.005 in p, as small as EP's distance to it on the presets.
+MCMC_SETTINGS = {"chains": 4, "n_samples": 1000, "burn_in": 1000, "thin": 20}
+#: MCMC references of every session, by (data, kernel, grid, settings).
+MCMC_CACHE = long_jobs.LRUCache(32)
+#: How often a running MCMC job is polled for progress.
+JOB_POLL_MS = 250
+#: Under the contours of a method whose colour is close to the grey map's (MCMC's mid grey lies on
+#: p = 0.5), a dark outline keeps the lines visible.
+CONTOUR_CASING = {"mcmc": "black"}
 #: Data points: class +1 orange circles, class -1 black triangles (shape differs, not only colour).
 CLASS_STYLE = {1.0: ("class +1", "circle", "#E69F00", "black"), -1.0: ("class −1", "triangle", "black", "white")}
 KERNELS = {"rbf": kernels.RBF, "matern32": kernels.Matern32, "matern52": kernels.Matern52}
@@ -73,10 +94,28 @@ EXPLANATIONS = {
         "(thick), 0.9. Click to add a point of the chosen class; click a point to remove it.",
         r"$$p(y_*=+1\mid x_*)=\int\Phi(f)\,\mathcal N(f\mid m_*,v_*)\,df=\Phi\!\Big(\frac{m_*}{\sqrt{1+v_*}}\Big)$$",
     ),
+    "proba_mcmc": (
+        "The MCMC reference: the exact predictive averaged over S samples f⁽ˢ⁾ of the latent values at the data "
+        "(elliptical slice sampling, 4 chains), each carried to x_* by the GP's conditional N(g_s, c).",
+        r"$$p_{MC}(y_*=+1\mid x_*)=\frac1S\sum_{s=1}^S\Phi\Big(\frac{g_s}{\sqrt{1+c}}\Big),\quad "
+        r"g_s=k_*^\top K^{-1}f^{(s)},\ c=k_{**}-k_*^\top K^{-1}k_*$$",
+    ),
+    "var_mcmc": (
+        "The MCMC reference's latent variance: the conditional variance c plus the spread of the samples' "
+        "conditional means (the law of total variance).",
+        r"$$v_*^{MC}=c+\frac1S\sum_s\big(g_s-\bar g\big)^2$$",
+    ),
     "var": (
         "Latent predictive variance of each method: small near the data, back to the prior variance σ_f² far "
         "from it (Rasmussen & Williams eq. 3.61, site precisions on the diagonal of Σ̃⁻¹).",
         r"$$v_*=k(x_*,x_*)-k_*^\top\big(K+\tilde\Sigma\big)^{-1}k_*$$",
+    ),
+    "table": (
+        "Each method's distance to the MCMC reference over the grid: the mean absolute difference of the "
+        "predictive probabilities and the mean 2-Wasserstein distance of the latent marginals. Differences below "
+        "the reference's own Monte Carlo error (two halves of its chains) cannot be told apart.",
+        r"$$\overline{|p-p_{MC}|}=\tfrac1G\sum_g|p(x_g)-p_{MC}(x_g)|,\quad "
+        r"W_2^2=(m-m_{MC})^2+(\sqrt v-\sqrt{v_{MC}})^2$$",
     ),
     "diff": (
         "var_QP − var_EP at every grid point: never above 0 for the probit likelihood (QP paper Theorem 2, Fig. 1); "
@@ -105,7 +144,8 @@ class GridFigure:
     :meth:`show` replaces the sources' data in place (no new figure, no legend rebuild).
     """
 
-    def __init__(self, value_label: str, palette, clim=None, contour_colour=None, contour_label="", on_tap=None):
+    def __init__(self, value_label: str, palette, clim=None, contour_colour=None, contour_label="", on_tap=None,
+                 casing=None):
         lo, hi, blo, bhi = twod.DEFAULT_EXTENT
         self.x_range, self.y_range = Range1d(lo, hi), Range1d(blo, bhi)
         fig = bokeh_figure(x_range=self.x_range, y_range=self.y_range, x_axis_label="x1", y_axis_label="x2",
@@ -123,6 +163,10 @@ class GridFigure:
             flat = np.zeros((2, 2))
             for levels, width, dash, legend in ((BOUNDARY, 3, "solid", f"{contour_label} p = 0.5"),
                                                 (BANDS, 1.5, "dashed", f"{contour_label} p = 0.1, 0.9")):
+                if casing is not None:  # drawn first: an outline under the coloured line
+                    outline = fig.contour([lo, hi], [blo, bhi], flat, levels=levels, line_color=casing,
+                                          line_width=width + 2.5, line_dash=dash)
+                    self.contours.append((outline, levels))
                 renderer = fig.contour([lo, hi], [blo, bhi], flat, levels=levels, line_color=contour_colour,
                                        line_width=width, line_dash=dash)
                 self.contours.append((renderer, levels))
@@ -191,6 +235,8 @@ class GP2DPage(pn.viewable.Viewer):
     click_class = param.Selector(objects=["+1", "-1"], default="+1", doc="Class of a clicked point.")
     projector = param.Boolean(default=False, doc="Large fonts for a projector.")
     message = param.String(default="", doc="What to change when an input is bad ('' if none).")
+    job_status = param.String(default="", doc="The MCMC reference's progress, or how it ended.")
+    job_running = param.Boolean(default=False, doc="An MCMC reference is being computed for this page.")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -204,8 +250,12 @@ class GP2DPage(pn.viewable.Viewer):
         self._cache: OrderedDict = OrderedDict()
         self._stale = True  # inputs changed since self.fit was computed
         self.views: pn.Column | None = None  # built when the tab is first drawn
+        self._job = None  # the MCMC reference job this page waits for (long_jobs)
+        self.poller = JobPoller(self._poll_job, lambda: self.job_running, period_ms=JOB_POLL_MS)
         self._layout = self._build_layout()
         self.url = self._sync_url()
+        # a closed browser tab stops its job (unless another session shares it)
+        cancel_when_session_ends(lambda: self.cancel_job(quiet=True))
 
     # -- computation -----------------------------------------------------------------------
     def kernel_object(self) -> kernels.Kernel:
@@ -235,21 +285,98 @@ class GP2DPage(pn.viewable.Viewer):
             if not self.methods:
                 raise ValueError("choose at least one method to show")
             extent = twod.grid_extent(self.X)
-            wanted = [m for m in METHOD_LABELS if m in self.methods or m in ("ep", "qp")]
+            wanted = [m for m in INLINE_METHODS if m in self.methods or m in ("ep", "qp")]
             parts = [self._method_grid(kernel, m, extent) for m in wanted]
         except Exception as exc:  # shown on the page; never raised into the browser
             self.message = f"{exc}. The plots keep the last good fit."
             return False
+        reference = self._mcmc_reference(kernel, extent)
         combined = twod.GridFit(x1=parts[0].x1, x2=parts[0].x2, X=self.X, y=self.y, likelihood="probit", kernel=kernel)
-        for part in parts:
+        for part in [*parts, *([reference] if reference is not None else [])]:
             for field in ("proba", "mean", "var", "log_evidence", "converged", "seconds"):
                 getattr(combined, field).update(getattr(part, field))
             combined.notes += part.notes
+        combined.mcmc_noise = dict(reference.mcmc_noise) if reference is not None else {}
         combined.var_difference = combined.var["qp"] - combined.var["ep"]
         self.fit = combined
         self.fit_description = self._subtitle()  # the titles describe the fit shown, not a rejected input
         self.message = "; ".join(filter(None, [self._link_note, *combined.notes]))
         return True
+
+    # -- the MCMC reference (a long job) ------------------------------------------------------
+    def _mcmc_key(self, kernel, extent) -> tuple:
+        digest = hashlib.sha1(self.X.tobytes() + b"|" + self.y.tobytes()).hexdigest()
+        return "mcmc-2d", digest, repr(kernel), extent, GRID_SIZE, tuple(sorted(MCMC_SETTINGS.items()))
+
+    def _mcmc_reference(self, kernel, extent) -> twod.GridFit | None:
+        """The cached reference of the current data and kernel; without one, its job is started
+        (or kept running) when MCMC is shown, and stopped when it is not."""
+        if "mcmc" not in self.methods:
+            self.cancel_job(quiet=True)  # nobody waits for the reference any more
+            return None
+        key = self._mcmc_key(kernel, extent)
+        reference = MCMC_CACHE.get_recent(key)
+        if reference is None and (self._job is None or self._job["key"] != key):
+            self._start_mcmc(key, kernel, extent)
+        return reference
+
+    def _start_mcmc(self, key, kernel, extent) -> None:
+        self.cancel_job(quiet=True)  # one job per page: the reference of older settings is not wanted
+        X, y = self.X.copy(), self.y.copy()
+
+        def start(job):
+            def progress(done, total):
+                job["progress"] = (done, total)
+
+            return long_jobs.EXECUTOR.submit(twod.mcmc_grid, X, y, kernel, GRID_SIZE, extent=extent,
+                                             on_progress=progress, cancel=job["cancel"], **MCMC_SETTINGS)
+
+        self._job = long_jobs.start_or_join("MCMC reference", key, start, progress=(0, MCMC_SETTINGS["chains"]))
+        self.param.update(job_running=True, job_status="MCMC reference: started")
+        self.poller.ensure()
+
+    def cancel_job(self, quiet: bool = False) -> None:
+        """Stop waiting for the MCMC reference (its job stops after the current chain unless
+        another session waits for it too)."""
+        job, self._job = self._job, None
+        if job is None:
+            return
+        long_jobs.release(job)
+        self.param.update(job_running=False, job_status="" if quiet else "MCMC reference cancelled")
+
+    def poll(self) -> None:
+        """Called periodically while the job runs (and by tests): show its progress; a finished
+        reference goes into MCMC_CACHE and the page refits (instant: every fit is cached)."""
+        job = self._job
+        if job is None:
+            return
+        state, result = long_jobs.outcome(job, cancelled=oned.Cancelled)
+        if state == "running":
+            self.job_status = long_jobs.chain_status(job)
+            return
+        self._job = None
+        self.job_running = False
+        if state == "cancelled":
+            self.job_status = "MCMC reference cancelled"
+        elif state == "failed":
+            self.job_status = ""
+            self.message = f"the MCMC reference failed: {result}"
+        else:
+            MCMC_CACHE.put(job["key"], result)
+            self.job_status = (f"MCMC reference done in {long_jobs.elapsed(job):.1f} s "
+                               f"({result.mcmc_noise['samples']} samples)")
+            self._changed()
+
+    def wait(self, timeout: float = 120.0) -> None:
+        """Block until the MCMC job has finished and was taken (tests)."""
+        long_jobs.wait_until(lambda: self._job is None, self.poll, timeout)
+
+    def _poll_job(self) -> None:
+        with pn.io.hold():
+            try:
+                self.poll()
+            except Exception as exc:  # noqa: BLE001 - a page callback must not raise
+                self.message = f"unexpected error: {exc}"
 
     def _replace_bad_inputs(self) -> str:
         """Before the first fit: numeric inputs out of range (a bad link) go back to their
@@ -374,7 +501,7 @@ class GP2DPage(pn.viewable.Viewer):
             return
         subtitle = self.fit_description
         with pn.io.hold():
-            for method in self.methods:
+            for method in (m for m in self.methods if m in fit.proba):  # MCMC: once its job is done
                 label = METHOD_LABELS[method]
                 proba, var = self.figures[f"proba_{method}"], self.figures[f"var_{method}"]
                 # two lines: one line ran past the plot on a 1024 px screen
@@ -386,6 +513,8 @@ class GP2DPage(pn.viewable.Viewer):
                 f"var_QP − var_EP in [{diff.min():.1e}, {diff.max():.1e}],\n{subtitle}",
                 clim=max(float(np.abs(diff).max()), 1e-12),
             )
+            self.table.object = distance_table(fit, self.methods)
+            self._show_methods()
 
     def _style_figures(self) -> None:
         for grid_figure in self.figures.values():
@@ -409,16 +538,23 @@ class GP2DPage(pn.viewable.Viewer):
             for method, label in METHOD_LABELS.items():
                 colour = METHOD_COLOURS[method]
                 self.figures[f"proba_{method}"] = GridFigure("p(y=+1|x)", PROBA_PALETTE, (0.0, 1.0), contour_colour=colour,
-                                                             contour_label=label, on_tap=self._on_tap)
+                                                             contour_label=label, on_tap=self._on_tap,
+                                                             casing=CONTOUR_CASING.get(method))
                 self.figures[f"var_{method}"] = GridFigure("latent variance", VAR_PALETTE)
-                pair = [self._explained(self.figures[f"proba_{method}"], "proba", f"qpviz-gp2d-proba-{method}"),
-                        self._explained(self.figures[f"var_{method}"], "var", f"qpviz-gp2d-var-{method}")]
+                pair = [self._explained(self.figures[f"{kind}_{method}"],
+                                        f"{kind}_{method}" if f"{kind}_{method}" in EXPLANATIONS else kind,
+                                        f"qpviz-gp2d-{kind}-{method}") for kind in ("proba", "var")]
                 # side by side where two fit, else one above the other
                 rows[method] = view_row(*pair, projector=self.projector)
             self.figures["diff"] = GridFigure("var_QP − var_EP", DIFF_PALETTE, (-1.0, 1.0))
             self.method_rows = rows
             self.views = pn.Column(sizing_mode="stretch_width")
-            self.views.objects = [*rows.values(), self._explained(self.figures["diff"], "diff", "qpviz-gp2d-diff")]
+            sentence, formula = EXPLANATIONS["table"]
+            table_text = pn.pane.Markdown(sentence, sizing_mode="stretch_width", margin=(0, 10))
+            table_formula = formula_pane(formula, margin=(0, 10))
+            self._texts += [self.table, table_text, table_formula]
+            table = pn.Column(self.table, table_text, table_formula, sizing_mode="stretch_width")
+            self.views.objects = [table, *rows.values(), self._explained(self.figures["diff"], "diff", "qpviz-gp2d-diff")]
             self._show_methods()
             self._style_figures()
             self._apply_projector_mode()
@@ -432,9 +568,16 @@ class GP2DPage(pn.viewable.Viewer):
 
     @param.depends("methods", watch=True)
     def _show_methods(self) -> None:
+        """A method's row is shown when it is chosen and fitted (MCMC: when its reference is in)."""
         if self.views is not None:
             for method, row in self.method_rows.items():
-                row.visible = method in self.methods
+                row.visible = method in self.methods and (self.fit is None or method in self.fit.proba)
+
+    @param.depends("job_status", "job_running", watch=True)
+    def _show_job(self) -> None:
+        self.status.object = self.job_status
+        self.progress.visible = self.progress.active = self.job_running
+        self.cancel_button.disabled = not self.job_running
 
     @param.depends("message", watch=True)
     def _show_message(self) -> None:
@@ -479,6 +622,11 @@ class GP2DPage(pn.viewable.Viewer):
                                                          options={"class +1 (●)": "+1", "class −1 (▲)": "-1"}),
             "projector": w.Toggle.from_param(self.param.projector, name="Projector mode (large fonts)"),
         }
+        self.cancel_button = w.Button(label="cancel MCMC", color="warning", disabled=True,
+                                      css_classes=["qpviz-gp2d-cancel"])
+        self.cancel_button.on_click(lambda event: self.cancel_job())
+        self.progress = w.Progress(active=False, value=-1, visible=False, sizing_mode="stretch_width")
+        self.status = pn.pane.Markdown("", css_classes=["qpviz-gp2d-status"], sizing_mode="stretch_width")
         self.download = w.FileDownload(callback=lambda: io.StringIO(self.csv_text()), filename="gp2d_grid.csv",
                                        label="Download the grid numbers (CSV)", css_classes=["qpviz-gp2d-csv"])
         preset_notes = "\n".join(f"- **{name}**: {note}" for name, (_, _, note) in twod.PRESETS.items())
@@ -487,7 +635,9 @@ class GP2DPage(pn.viewable.Viewer):
             pn.pane.Markdown("A click on a probability plot adds:"), self.widgets["click_class"],
             pn.pane.Markdown("### Kernel (probit likelihood)"), self.widgets["kernel"], self.widgets["variance"],
             self.widgets["lengthscale"],
-            pn.pane.Markdown("### Show"), self.widgets["methods"], self.widgets["projector"], self.download,
+            pn.pane.Markdown("### Show"), self.widgets["methods"],
+            pn.pane.Markdown("MCMC is a reference computed in the background (seconds)."), self.progress,
+            self.status, self.cancel_button, self.widgets["projector"], self.download,
             self.hand_off.button,
             pn.pane.Markdown(preset_notes, sizing_mode="stretch_width"),
             width=300,
@@ -503,6 +653,7 @@ class GP2DPage(pn.viewable.Viewer):
             lambda: (f"GP 2-D: {self.preset}" + (" (edited)" if self.added or self.removed else ""), self.X, self.y,
                      "probit", self.kernel_object()),
             lambda text: setattr(self, "message", text))
+        self.table = NumbersPane("", css_classes=["qpviz-gp2d-table"], sizing_mode="stretch_width", margin=(0, 10))
         self._controls = self._build_controls()
         # lazy: the figures and the first fit wait until the tab is first shown (pn.Tabs(dynamic=True))
         views = pn.param.ParamFunction(lambda: self._build_views(), lazy=True, sizing_mode="stretch_width")
@@ -518,6 +669,36 @@ class GP2DPage(pn.viewable.Viewer):
 
     def __panel__(self):
         return self._layout
+
+
+def _number(value: float, digits: int = 4) -> str:
+    return "–" if value is None or not np.isfinite(value) else f"{value:.{digits}f}"
+
+
+def distance_table(fit: twod.GridFit, methods) -> str:
+    """HTML table, one row per shown method: mean |p − p_MCMC| and mean W2 to the MCMC reference
+    over the grid (– without the reference), log evidence, converged, fit + grid time; below it
+    the reference's Monte Carlo error, or how to get the reference."""
+    distances = twod.distances_to_mcmc(fit)
+    header = ["method", "mean |p − p_MCMC|", "mean W2 to MCMC (latent)", "log evidence", "converged", "time (ms)"]
+    rows = []
+    for method in (m for m in METHOD_LABELS if m in methods and m in fit.proba):
+        p_distance, w2 = distances.get(method, (None, None))
+        rows.append([f'<span style="color:{METHOD_COLOURS[method]}">■</span> {METHOD_LABELS[method]}',
+                     _number(p_distance), _number(w2), _number(fit.log_evidence[method], 3),
+                     "yes" if fit.converged[method] else "<strong>no</strong>",
+                     f"{1000 * sum(fit.seconds[method]):.0f}"])
+    cells = lambda tag, row: "".join(f"<{tag}>{cell}</{tag}>" for cell in row)  # noqa: E731
+    body = "".join(f"<tr>{cells('td', row)}</tr>" for row in rows)
+    if fit.mcmc_noise:
+        noise = fit.mcmc_noise
+        caption = (f"MCMC reference: {noise['samples']} samples; its own Monte Carlo error ≈ {noise['proba']:.4f} in p "
+                   f"and {noise['w2']:.4f} in W2 (two halves of its chains).")
+    elif "mcmc" in methods:
+        caption = "The MCMC reference is being computed (progress on the left); the distances follow."
+    else:
+        caption = "Choose MCMC to compare every method with a sampling reference."
+    return f"<table><thead><tr>{cells('th', header)}</tr></thead><tbody>{body}</tbody></table><p>{caption}</p>"
 
 
 def page() -> tuple[str, pn.viewable.Viewable]:

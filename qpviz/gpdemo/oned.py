@@ -29,7 +29,7 @@ from qpviz.likelihoods.base import Likelihood
 
 __all__ = ["KERNELS", "METHODS", "MethodFit", "make_kernel", "make_grid", "predictive_band", "fit_method",
            "fit_methods", "w2_marginals", "add_reference_distances", "SiteView", "SiteStepper", "explorer_query",
-           "check_data"]
+           "check_data", "Cancelled", "sample_chains", "mcmc_reference"]
 
 #: The kernels the page offers, by name.
 KERNELS = {"RBF": RBF, "Matern32": Matern32, "Matern52": Matern52}
@@ -394,18 +394,12 @@ def _chain(prior, likelihood: Likelihood, y, n_samples: int, burn_in: int, thin:
     return run_mcmc(prior, likelihood, y, n_samples=n_samples, burn_in=burn_in, thin=thin, seed=seed)[0]
 
 
-def mcmc_reference(X, y, likelihood: Likelihood, kernel, grid=None, chains: int = 4, n_samples: int = 1000,
-                   burn_in: int = 500, thin: int = 2, on_progress=None, cancel=None) -> MethodFit:
-    """The MCMC reference as a :class:`MethodFit`: ``chains`` elliptical-slice chains (seeds
-    0..chains-1, each ``n_samples`` kept after ``burn_in``), pooled. Between chains
+def sample_chains(prior, likelihood: Likelihood, y, chains: int, n_samples: int, burn_in: int, thin: int,
+                  on_progress=None, cancel=None) -> list[np.ndarray]:
+    """``chains`` elliptical-slice chains (seeds 0..chains-1), each ``n_samples`` kept after
+    ``burn_in``, thinned by ``thin``: one (n_samples, N) array per chain. Between chains
     ``on_progress(done, chains)`` is called and ``cancel`` (a ``threading.Event``) is checked
     (:class:`Cancelled`), so a page can show progress and stop the job."""
-    from qpviz.inference.posterior import SamplePosterior
-
-    X, y = check_data(X, y, likelihood)
-    grid = make_grid(X) if grid is None else np.asarray(grid, float).reshape(-1, 1)
-    prior = DensePrior(kernel, X)
-    start = time.perf_counter()
     samples = []
     for chain in range(chains):
         if cancel is not None and cancel.is_set():
@@ -413,6 +407,20 @@ def mcmc_reference(X, y, likelihood: Likelihood, kernel, grid=None, chains: int 
         samples.append(_chain(prior, likelihood, y, n_samples, burn_in, thin, chain))
         if on_progress is not None:
             on_progress(chain + 1, chains)
+    return samples
+
+
+def mcmc_reference(X, y, likelihood: Likelihood, kernel, grid=None, chains: int = 4, n_samples: int = 1000,
+                   burn_in: int = 500, thin: int = 2, on_progress=None, cancel=None) -> MethodFit:
+    """The MCMC reference as a :class:`MethodFit`: :func:`sample_chains` pooled (progress and
+    cancel as there)."""
+    from qpviz.inference.posterior import SamplePosterior
+
+    X, y = check_data(X, y, likelihood)
+    grid = make_grid(X) if grid is None else np.asarray(grid, float).reshape(-1, 1)
+    prior = DensePrior(kernel, X)
+    start = time.perf_counter()
+    samples = sample_chains(prior, likelihood, y, chains, n_samples, burn_in, thin, on_progress, cancel)
     pooled = SamplePosterior(prior, likelihood, y, np.concatenate(samples), {})
     mean, var = pooled.predict_f(grid)
     centre, lower, upper, label = predictive_band(likelihood, mean, var)

@@ -8,6 +8,10 @@ Pure computation for the "GP 2-D" page (app/gp_2d.py), callable without a browse
   per method, the latent mean and variance and p(y_* = +1 | x_*) on a square grid, plus the
   difference map var_QP - var_EP (QP paper Figure 1 / Theorem 2: for the probit likelihood QP's
   latent variances are never above EP's);
+* :func:`mcmc_grid`: the MCMC reference's maps on the same grid (elliptical-slice chains, with
+  progress and cancel between chains), and :func:`distances_to_mcmc`: each method's mean
+  |p - p_MCMC| and mean W2 of the latent marginals to the reference's, beside the reference's
+  own Monte Carlo noise;
 * :func:`grid_csv` writes a fit's grid numbers as CSV.
 """
 from __future__ import annotations
@@ -20,10 +24,13 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba.core.errors import NumbaWarning
 
+from qpviz.gpdemo.oned import sample_chains, w2_marginals
+from qpviz.inference.dense import DensePrior
 from qpviz.inference.fit import METHODS, OPTIONS, fit
+from qpviz.likelihoods import likelihood as make_likelihood
 
 __all__ = ["PRESETS", "CLASSES", "DEFAULT_EXTENT", "GridFit", "make_preset", "check_data", "grid_extent",
-           "fit_grid", "grid_csv"]
+           "make_grid", "fit_grid", "mcmc_grid", "distances_to_mcmc", "grid_csv"]
 
 #: Labels of the two classes (the binary likelihoods' y).
 CLASSES = (-1.0, 1.0)
@@ -154,7 +161,8 @@ class GridFit:
 
     ``proba[m]`` = p(y_* = +1 | x_*), ``mean[m]`` / ``var[m]`` the latent mean and variance;
     ``var_difference`` = var_QP - var_EP (None unless both were fitted); ``seconds[m]`` the time
-    of the fit and of the grid prediction; ``notes`` the warnings the fits raised.
+    of the fit and of the grid prediction; ``notes`` the warnings the fits raised;
+    ``mcmc_noise`` the MCMC reference's own Monte Carlo error (:func:`mcmc_grid`), {} without it.
     """
 
     x1: np.ndarray
@@ -171,10 +179,21 @@ class GridFit:
     seconds: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
     var_difference: np.ndarray | None = None
+    mcmc_noise: dict = field(default_factory=dict)
 
     @property
     def methods(self) -> tuple[str, ...]:
         return tuple(self.proba)
+
+
+def make_grid(X, grid_size: int = 60, extent=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(x1, x2, points): ``grid_size`` values along each axis of ``extent`` (default
+    :func:`grid_extent` of X) and the grid's points (grid_size^2, 2), row-major: x2 rows, x1 columns."""
+    if int(grid_size) != grid_size or grid_size < 2:
+        raise ValueError(f"grid_size must be an integer >= 2; got {grid_size!r}")
+    x1_lo, x1_hi, x2_lo, x2_hi = grid_extent(X) if extent is None else extent
+    x1, x2 = np.linspace(x1_lo, x1_hi, int(grid_size)), np.linspace(x2_lo, x2_hi, int(grid_size))
+    return x1, x2, np.column_stack([np.tile(x1, len(x2)), np.repeat(x2, len(x1))])
 
 
 def fit_grid(X, y, kernel, methods=("ep", "qp"), grid_size: int = 60, likelihood="probit", extent=None,
@@ -195,11 +214,7 @@ def fit_grid(X, y, kernel, methods=("ep", "qp"), grid_size: int = 60, likelihood
         raise ValueError(f"unknown method(s) {unknown}; choose from {METHODS}")
     if not methods:
         raise ValueError("choose at least one method to fit")
-    if int(grid_size) != grid_size or grid_size < 2:
-        raise ValueError(f"grid_size must be an integer >= 2; got {grid_size!r}")
-    x1_lo, x1_hi, x2_lo, x2_hi = grid_extent(X) if extent is None else extent
-    x1, x2 = np.linspace(x1_lo, x1_hi, int(grid_size)), np.linspace(x2_lo, x2_hi, int(grid_size))
-    grid = np.column_stack([np.tile(x1, len(x2)), np.repeat(x2, len(x1))])  # row-major: x2 rows, x1 columns
+    x1, x2, grid = make_grid(X, grid_size, extent)
     shape = (len(x2), len(x1))
     name = likelihood if isinstance(likelihood, str) else likelihood.name
     result = GridFit(x1=x1, x2=x2, X=X, y=y, likelihood=name, kernel=kernel)
@@ -223,6 +238,78 @@ def fit_grid(X, y, kernel, methods=("ep", "qp"), grid_size: int = 60, likelihood
     if "ep" in methods and "qp" in methods:
         result.var_difference = result.var["qp"] - result.var["ep"]
     return result
+
+
+#: Samples projected onto the grid at once (bounds the memory: chunk x grid points floats).
+PROJECTION_CHUNK = 250
+
+
+def _projected_sums(P: np.ndarray, cond_var: np.ndarray, likelihood, samples: np.ndarray) -> np.ndarray:
+    """Sums over ``samples`` f^(s) (S, N) of g_s = E[f_* | f^(s)] = P^T f^(s), of g_s^2 and of
+    p(y_* = +1 | f^(s)) = int p(+1 | f_*) N(f_* | g_s, c) df_* at each grid point, where
+    f_* | f ~ N(P^T f, c) (P = K^-1 k_*, c = k_** - diag(k_*^T K^-1 k_*): R&W eq. 2.19)."""
+    totals = np.zeros((3, P.shape[1]))
+    for start in range(0, samples.shape[0], PROJECTION_CHUNK):
+        projected = samples[start:start + PROJECTION_CHUNK] @ P
+        totals[0] += projected.sum(axis=0)
+        totals[1] += np.square(projected).sum(axis=0)
+        totals[2] += likelihood.predictive(1.0, projected, cond_var).sum(axis=0)
+    return totals
+
+
+def mcmc_grid(X, y, kernel, grid_size: int = 60, likelihood="probit", extent=None, chains: int = 4,
+              n_samples: int = 1000, burn_in: int = 1000, thin: int = 20, on_progress=None, cancel=None) -> GridFit:
+    """The MCMC reference's maps on the grid of :func:`fit_grid` (method ``"mcmc"``).
+
+    ``chains`` elliptical-slice chains of f | y at the data (:func:`qpviz.gpdemo.oned.sample_chains`:
+    progress and cancel between chains), pooled. At each grid point, with g_s = E[f_* | f^(s)]
+    and c = Var[f_* | f] (:func:`_projected_sums`): mean = avg_s g_s, var = c + var_s g_s, and
+    p(y_* = +1 | x_*) = avg_s int p(+1 | f) N(f | g_s, c) df, the sample average of the exact
+    predictive (not a Gaussian's). ``mcmc_noise`` estimates the reference's Monte Carlo error from
+    the two halves A, B of its chains: "proba" = mean |p_A - p_B| / 2 and "w2" = mean W2(A, B) / 2
+    over the grid (for independent halves, |p_A - p_B| / 2 has the expected size of the pooled
+    average's error).
+    """
+    X, y = check_data(X, y)
+    lik = make_likelihood(likelihood) if isinstance(likelihood, str) else likelihood
+    x1, x2, grid = make_grid(X, grid_size, extent)
+    shape = (len(x2), len(x1))
+    prior = DensePrior(kernel, X)
+    start = time.perf_counter()
+    samples = sample_chains(prior, lik, lik.check_y(y), chains, n_samples, burn_in, thin, on_progress, cancel)
+    fitted = time.perf_counter()
+    halves = [np.concatenate(samples[:max(chains // 2, 1)]), np.concatenate(samples[max(chains // 2, 1):] or samples)]
+    P, cond_var = prior.conditional(grid)
+    sums = [_projected_sums(P, cond_var, lik, half) for half in halves]
+
+    def moments(totals, count):
+        mean = totals[0] / count
+        return mean, cond_var + np.maximum(totals[1] / count - mean**2, 0.0), totals[2] / count
+
+    (mean_a, var_a, p_a), (mean_b, var_b, p_b) = (moments(t, len(h)) for t, h in zip(sums, halves))
+    mean, var, proba = moments(sums[0] + sums[1], len(halves[0]) + len(halves[1]))
+    result = GridFit(x1=x1, x2=x2, X=X, y=y, likelihood=lik.name, kernel=kernel)
+    result.mean["mcmc"], result.var["mcmc"] = mean.reshape(shape), var.reshape(shape)
+    result.proba["mcmc"] = np.clip(proba, 0.0, 1.0).reshape(shape)
+    result.log_evidence["mcmc"] = float("nan")  # sampling gives no evidence
+    result.converged["mcmc"] = True
+    result.seconds["mcmc"] = (fitted - start, time.perf_counter() - fitted)
+    result.mcmc_noise = {"proba": float(np.mean(np.abs(p_a - p_b))) / 2,
+                         "w2": float(np.mean(w2_marginals(mean_a, var_a, mean_b, var_b))) / 2,
+                         "samples": sum(len(chain) for chain in samples)}
+    return result
+
+
+def distances_to_mcmc(result: GridFit) -> dict[str, tuple[float, float]]:
+    """method -> (mean over the grid of |p - p_MCMC|, mean over the grid of W2 between the latent
+    marginals N(m, v) and the reference's N(m_MCMC, v_MCMC)), W2^2 = (m_1 - m_2)^2 + (s_1 - s_2)^2;
+    {} without the reference."""
+    if "mcmc" not in result.proba:
+        return {}
+    reference = (result.proba["mcmc"], result.mean["mcmc"], result.var["mcmc"])
+    return {m: (float(np.mean(np.abs(result.proba[m] - reference[0]))),
+                float(np.mean(w2_marginals(result.mean[m], result.var[m], reference[1], reference[2]))))
+            for m in result.methods if m != "mcmc"}
 
 
 def grid_csv(result: GridFit) -> str:

@@ -118,3 +118,41 @@ def test_projector_mode_enlarges_titles_and_colour_bar_numbers(gp2d: Page):
     assert gp2d.evaluate("""() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title'
                             && m.text.startsWith('EP: p(y=+1|x)') && m.text_font_size === '22px')""")
     gp2d.wait_for_url(re.compile(r"projector=true"), timeout=TIMEOUT_MS)
+
+
+#: The page with 40 points (a short MCMC reference: 2-8 s on 2 busy cores).
+SMALL_LINK = "?g2_n=40"
+
+
+def test_mcmc_reference_runs_with_progress_then_draws_its_maps_and_distances(page: Page, app_url: str,
+                                                                             console_errors):  # noqa: F811
+    page.set_viewport_size({"width": 1500, "height": 1200})
+    page.goto(app_url + SMALL_LINK)
+    page.locator(".bk-tab", has_text="GP 2-D").click(timeout=TIMEOUT_MS)
+    wait_for_title(page, "EP: p(y=+1|x),\nmoons N=40")
+    expect(page.locator(".qpviz-gp2d-table")).to_contain_text("Choose MCMC", timeout=TIMEOUT_MS)
+    page.get_by_role("button", name="MCMC", exact=True).click()
+    status = page.locator(".qpviz-gp2d-status")
+    expect(status).to_contain_text(re.compile(r"MCMC reference: (started|chain \d/4 done)"), timeout=TIMEOUT_MS)
+    expect(page.locator(".qpviz-gp2d-cancel button")).to_be_enabled()
+    wait_for_title(page, "MCMC: p(y=+1|x),\nmoons N=40")
+    wait_for_title(page, "MCMC: latent var v(x),\nmoons N=40")
+    expect(status).to_contain_text("MCMC reference done in")
+    table = page.locator(".qpviz-gp2d-table")
+    expect(table).to_contain_text("Monte Carlo error")
+    rows = table.locator("tbody tr")
+    expect(rows).to_have_count(3)  # EP, QP, MCMC
+    ep_row = rows.first.inner_text()
+    assert ep_row.startswith("■ EP") and float(ep_row.split("\t")[1]) < 0.05  # mean |p - p_MCMC|
+    page.wait_for_url(re.compile(r"g2_methods="), timeout=TIMEOUT_MS)
+    assert page.evaluate(ALERT_JS) == ""
+
+
+def test_a_link_with_mcmc_starts_the_reference_when_the_tab_opens(page: Page, app_url: str,
+                                                                  console_errors):  # noqa: F811
+    page.set_viewport_size({"width": 1500, "height": 1200})
+    page.goto(app_url + "?g2_n=30&g2_preset=xor&g2_methods=%5B%22ep%22%2C%22qp%22%2C%22mcmc%22%5D")
+    page.locator(".bk-tab", has_text="GP 2-D").click(timeout=TIMEOUT_MS)
+    wait_for_title(page, "EP: p(y=+1|x),\nxor N=30")
+    wait_for_title(page, "MCMC: p(y=+1|x),\nxor N=30")
+    expect(page.locator(".qpviz-gp2d-table")).to_contain_text("Monte Carlo error", timeout=TIMEOUT_MS)
