@@ -33,6 +33,7 @@ from bokeh.plotting import figure as bokeh_figure
 from bokeh.plotting.contour import contour_data
 
 from explorer_figures import style_figure
+from figure_export import export_buttons
 from layout import enlarge, formula as formula_pane, set_projector, view_row
 from qpviz import kernels
 from qpviz.gpdemo import twod
@@ -488,6 +489,7 @@ class GP2DPage(pn.viewable.Viewer):
             pn.pane.Markdown("### Kernel (probit likelihood)"), self.widgets["kernel"], self.widgets["variance"],
             self.widgets["lengthscale"],
             pn.pane.Markdown("### Show"), self.widgets["methods"], self.widgets["projector"], self.download,
+            export_buttons("gp-2-d"),
             pn.pane.Markdown(preset_notes, sizing_mode="stretch_width"),
             width=300,
         )
