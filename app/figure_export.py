@@ -27,7 +27,8 @@ from panel.widgets.base import CompositeWidget
 
 from layout import CONTROLS_WIDTH
 
-__all__ = ["FORMATS", "EXPORT_JS", "BUTTON_MIN_WIDTH", "MESSAGE_MS", "FigureExportButtons", "export_buttons", "button_label"]
+__all__ = ["FORMATS", "EXPORT_JS", "BUTTON_MIN_WIDTH", "MESSAGE_MS", "FigureExportButtons", "export_buttons",
+           "button_label"]
 
 #: The file formats offered, one button each.
 FORMATS = ("png", "svg")
@@ -73,7 +74,7 @@ function collect() {
     return items;
 }
 
-// The items' common box in page coordinates (their on-screen layout, scrolled part included).
+// The items' common box (window coordinates, off-screen parts included: only differences matter).
 function extent(items) {
     const left = Math.min(...items.map(i => i.box.left)), top = Math.min(...items.map(i => i.box.top));
     const right = Math.max(...items.map(i => i.box.right)), bottom = Math.max(...items.map(i => i.box.bottom));
