@@ -19,6 +19,7 @@ from gp_1d_figures import EXPLANATIONS, GP1DFigures, table_html
 from explorer_figures import NumbersPane
 from gp_1d_model import GP1DModel
 from long_jobs import JobPoller, cancel_when_session_ends
+from figure_export import export_buttons
 from layout import HandOff, enlarge, formula as formula_pane, set_projector, view_grid
 from qpviz import explorer
 from qpviz.gpdemo import oned, presets
@@ -258,7 +259,7 @@ class GP1DPage(pn.viewable.Viewer):
             self.lengthscale, self.methods, self.optimise_button, self.cancel_button, self.progress, self.status,
             pn.pane.Markdown("### Step-through"), self.step_method,
             pn.Row(self.step_site, self.step_sweep, self.step_reset), self.step_keys, self.explorer_link,
-            pn.pane.Markdown("### Share"), self.download, self.hand_off.button, self.projector_toggle,
+            pn.pane.Markdown("### Share"), self.download, export_buttons("gp-1-d"), self.hand_off.button, self.projector_toggle,
             width=320,
         )
         # as many columns as fit: one on a 1024 px screen, where two left each plot too narrow

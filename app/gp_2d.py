@@ -38,6 +38,7 @@ from bokeh.plotting.contour import contour_data
 
 import long_jobs
 from explorer_figures import NumbersPane, style_figure
+from figure_export import export_buttons
 from layout import HandOff, enlarge, formula as formula_pane, set_projector, view_row
 from long_jobs import JobPoller, cancel_when_session_ends
 from qpviz import kernels
@@ -638,7 +639,7 @@ class GP2DPage(pn.viewable.Viewer):
             pn.pane.Markdown("### Show"), self.widgets["methods"],
             pn.pane.Markdown("MCMC is a reference computed in the background (seconds)."), self.progress,
             self.status, self.cancel_button, self.widgets["projector"], self.download,
-            self.hand_off.button,
+            export_buttons("gp-2-d"), self.hand_off.button,
             pn.pane.Markdown(preset_notes, sizing_mode="stretch_width"),
             width=300,
         )

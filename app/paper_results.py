@@ -19,6 +19,7 @@ from pathlib import Path
 import panel as pn
 import param
 
+from figure_export import export_buttons
 from layout import enlarge, formula
 from qpviz.reproduce import live as live_runs
 from qpviz.reproduce.datasets import DATASETS, PREPROCESSINGS
@@ -345,7 +346,8 @@ class PaperResults(pn.viewable.Viewer):
     def _build_layout(self) -> pn.Column:
         self._texts += [self.table, self.legend, self.live_table, self.live_status, self.message, self.figure_message]
         controls = pn.Row(pn.pane.Markdown("Preprocessing (paper: as the paper did; clean: without its pitfalls):"),
-                          self.prep_switch, self.projector_toggle, sizing_mode="stretch_width", styles=dict(WRAPPING_ROW))
+                          self.prep_switch, self.projector_toggle, export_buttons("paper-results"),
+                          sizing_mode="stretch_width", styles=dict(WRAPPING_ROW))
         self._texts.append(controls[0])
         table = self._explained(pn.Column(self.message, self.legend, self.table, sizing_mode="stretch_width"),
                                 TABLE_EXPLANATION)

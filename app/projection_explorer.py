@@ -39,6 +39,7 @@ import param
 
 from explorer_figures import ExplorerFigures, NumbersPane, numbers_html, style_figure
 from explorer_widgets import PROJECTOR_WIDGET_CSS, ParameterInputs, PromptFloatSlider, PromptIntSlider, UrlState
+from figure_export import export_buttons
 from layout import CONTROLS_WIDTH, enlarge, formula, set_projector, view_grid
 from qpviz import explorer
 from qpviz.explorer import ExplorerState
@@ -402,6 +403,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
             self.show,
             self.map_scale,
             self.projector_toggle,
+            export_buttons("projection-explorer"),
             width=CONTROLS_WIDTH,
         )
 

@@ -30,6 +30,7 @@ from bokeh.models import ColumnDataSource, HoverTool, LogTicker, Range1d
 from bokeh.plotting import figure
 
 from explorer_figures import NumbersPane, style_figure
+from figure_export import export_buttons
 from layout import enlarge, formula, set_projector, view_grid
 from qpviz import variance_effects as ve
 from colours import METHOD_COLOURS as COLOURS
@@ -401,6 +402,7 @@ class VarianceEffects(pn.viewable.Viewer):
             self.dataset_select, self.seed_input, self.folds_select, self.optimise_box,
             pn.Row(self.cancel_button, self.spinner),
             self.download,
+            export_buttons("variance-effects"),
             self.projector_toggle,
             self._about,
             width=300,
