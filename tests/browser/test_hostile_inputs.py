@@ -1,6 +1,7 @@
 """Hostile input in a real Chromium (issue 10): every typed numeric input of every page fed 0, a
 negative number, 1e308, NaN and text, and the GP 1-D CSV upload fed an empty file, a 50 MB file,
-one class only, negative counts, NaN and text.
+one class only, negative counts, NaN and text. Paper results types no number: its link's rounds
+get the same five values.
 
 Each case checks: (1) the numbers shown stay the last good ones (inner_text before and after), or,
 for a value the page legitimately accepts, that it is taken and shown; (2) a visible message naming
@@ -364,3 +365,33 @@ def test_a_hostile_csv_upload_keeps_the_last_good_fit_and_says_what_is_wrong(ind
     upload.set_input_files(str(good))
     wait_for_numbers_change(page, view, before)
     wait_until(lambda: message(page, view.error_class) == "", view.timeout_ms)
+
+
+#: Paper results has no typed number: its numbers come from its link (rounds of the live rerun):
+#: the value typed into the link and how the page names it (Panel parses the query first).
+PAPER_ROUNDS = {"0": "rounds=0 ", "-3": "rounds=-3.0 ", "1e308": "rounds=1e+308 ", "nan": "rounds=nan ",
+                "abc": "rounds='abc' "}
+
+
+@pytest.mark.parametrize("rounds, named", PAPER_ROUNDS.items(), ids=list(PAPER_ROUNDS))
+def test_a_hostile_paper_link_keeps_its_good_values_and_names_the_replaced_one(page: Page, app_url: str, rounds: str,
+                                                                                named: str):
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(f"console: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+    page.set_viewport_size({"width": 1500, "height": 1200})
+    page.goto(f"{app_url}?page=paper-results&prep=clean&dataset=pima&rounds={rounds}")
+    table = page.locator(".qpviz-paper-table table")
+    table.wait_for(timeout=TIMEOUT_MS)
+    shown = table.inner_text()
+    page.wait_for_function(f"([cls, says]) => ({MESSAGE_JS})(cls).includes(says)",
+                           arg=["qpviz-paper-link", "(valid: 1, 2, 3) was replaced by 1"], timeout=TIMEOUT_MS)
+    assert f"This link asked for {named}(valid: 1, 2, 3) was replaced by 1." in message(page, "qpviz-paper-link")
+    assert page.locator(".qpviz-live-rounds .bk-btn.bk-active").inner_text() == "1"
+    assert page.locator(".qpviz-live-dataset select").input_value() == "pima"  # the link's good values are taken
+    assert page.locator(".bk-btn.bk-active").filter(has_text="clean").count() == 1
+    page.wait_for_url(lambda url: "rounds=1" in url, timeout=TIMEOUT_MS)  # the link now says what is shown
+    page.locator(".qpviz-live-rounds .bk-btn").filter(has_text="2").click()  # the page still works
+    page.wait_for_url(lambda url: "rounds=2" in url, timeout=TIMEOUT_MS)
+    assert table.inner_text() == shown
+    assert errors == []
