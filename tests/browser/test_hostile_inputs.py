@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page
 
-from pagetools import TITLES_JS, wait_for_new_text
+from pagetools import TITLES_JS
 
 pytestmark = pytest.mark.browser
 
@@ -182,18 +182,17 @@ class OpenPages:
     """One browser page per view, opened on first use; console errors collected per page."""
 
     def __init__(self, browser: Browser, app_url: str):
-        self.browser, self.app_url = browser, app_url
+        self.app_url = app_url
         self.pages: dict[str, Page] = {}
         self.errors: dict[str, list[str]] = {}
+        self.checked: dict[str, int] = {}  # errors already reported, per view
         self.context = browser.new_context(viewport={"width": 1500, "height": 1200})
 
     def open(self, name: str) -> Page:
         if name not in self.pages:
             view = VIEWS[name]
             page = self.context.new_page()
-            errors = self.errors[name] = []
-            page.on("console", lambda m: errors.append(f"console: {m.text}") if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+            self.errors[name] = collect_errors(page)
             page.goto(f"{self.app_url}?{view.query}")
             if view.ready.startswith("title:"):
                 page.wait_for_function(f"p => window.Bokeh && Bokeh.documents.length && ({TITLES_JS})().some(t => t.startsWith(p))",
@@ -222,10 +221,23 @@ def view_page(open_pages: OpenPages, request):
     """(page, view) of the case's view; fails the case on a console error it caused."""
     name = request.param
     page = open_pages.open(name)
-    errors = open_pages.errors[name]
-    start = len(errors)
     yield page, VIEWS[name]
-    assert errors[start:] == []
+    errors = open_pages.errors[name]
+    new, open_pages.checked[name] = errors[open_pages.checked.get(name, 0):], len(errors)
+    assert new == []  # the first case of a view also answers for the view's opening
+
+
+def collect_errors(page: Page) -> list[str]:
+    """The list that every console error and uncaught error of ``page`` is appended to from now on
+    (as the console_errors fixture of test_explorer_page.py collects them for its one page)."""
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(f"console: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+    return errors
+
+
+def wait_for_message(page: Page, cls: str, says: str, timeout_ms: float) -> None:
+    page.wait_for_function(f"([cls, says]) => ({MESSAGE_JS})(cls).includes(says)", arg=[cls, says], timeout=timeout_ms)
 
 
 def wait_until(condition, timeout_ms: float) -> None:
@@ -314,8 +326,7 @@ def test_a_hostile_typed_value_keeps_the_last_good_fit_and_says_what_to_change(c
     type_into(page, field.box, case.typed)
 
     if case.outcome == "refused":
-        page.wait_for_function(f"([cls, says]) => ({MESSAGE_JS})(cls).includes(says)", arg=[view.error_class, case.says],
-                               timeout=view.timeout_ms)
+        wait_for_message(page, view.error_class, case.says, view.timeout_ms)
         page.wait_for_timeout(SETTLE_MS)
         assert numbers(page, view) == before  # (1) the last good fit stays
     elif case.outcome == "blocked":
@@ -329,8 +340,7 @@ def test_a_hostile_typed_value_keeps_the_last_good_fit_and_says_what_to_change(c
         assert message(page, view.error_class) == ""
     else:  # adjusted: taken, and a note says how
         wait_for_numbers_change(page, view, before)
-        page.wait_for_function(f"([cls, says]) => ({MESSAGE_JS})(cls).includes(says)", arg=[view.note_class, case.says],
-                               timeout=view.timeout_ms)
+        wait_for_message(page, view.note_class, case.says, view.timeout_ms)
         assert message(page, view.error_class) == ""
     refits_on_valid_values(page, view, field, good)
 
@@ -356,8 +366,7 @@ def test_a_hostile_csv_upload_keeps_the_last_good_fit_and_says_what_is_wrong(ind
         hostile.write_bytes(content)
     before = numbers(page, view)
     upload.set_input_files(str(hostile))
-    page.wait_for_function(f"([cls, says]) => ({MESSAGE_JS})(cls).includes(says)", arg=[view.error_class, says],
-                           timeout=view.timeout_ms)
+    wait_for_message(page, view.error_class, says, view.timeout_ms)
     page.wait_for_timeout(SETTLE_MS)
     assert numbers(page, view) == before  # the last good fit stays, the session is alive
     good = tmp_path / "good.csv"
@@ -376,16 +385,13 @@ PAPER_ROUNDS = {"0": "rounds=0 ", "-3": "rounds=-3.0 ", "1e308": "rounds=1e+308 
 @pytest.mark.parametrize("rounds, named", PAPER_ROUNDS.items(), ids=list(PAPER_ROUNDS))
 def test_a_hostile_paper_link_keeps_its_good_values_and_names_the_replaced_one(page: Page, app_url: str, rounds: str,
                                                                                 named: str):
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(f"console: {m.text}") if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+    errors = collect_errors(page)
     page.set_viewport_size({"width": 1500, "height": 1200})
     page.goto(f"{app_url}?page=paper-results&prep=clean&dataset=pima&rounds={rounds}")
     table = page.locator(".qpviz-paper-table table")
     table.wait_for(timeout=TIMEOUT_MS)
     shown = table.inner_text()
-    page.wait_for_function(f"([cls, says]) => ({MESSAGE_JS})(cls).includes(says)",
-                           arg=["qpviz-paper-link", "(valid: 1, 2, 3) was replaced by 1"], timeout=TIMEOUT_MS)
+    wait_for_message(page, "qpviz-paper-link", "(valid: 1, 2, 3) was replaced by 1", TIMEOUT_MS)
     assert f"This link asked for {named}(valid: 1, 2, 3) was replaced by 1." in message(page, "qpviz-paper-link")
     assert page.locator(".qpviz-live-rounds .bk-btn.bk-active").inner_text() == "1"
     assert page.locator(".qpviz-live-dataset select").input_value() == "pima"  # the link's good values are taken
