@@ -30,16 +30,22 @@ class CsvUpload(JSComponent):
 
     _esm = """
     export function render({ model }) {
+      const box = document.createElement('div');
+      box.style.margin = '5px 10px';
       const input = document.createElement('input');
       input.type = 'file';
       input.accept = model.accept;
       input.className = 'qpviz-csv-upload';
+      const last = document.createElement('div');  // the input forgets its file (below): name it here
+      last.style.fontSize = '90%';
+      box.append(input, last);
       let count = 0;
       input.addEventListener('change', () => {
         const chosen = input.files && input.files[0];
         input.value = '';  // choosing the same file again fires 'change' again
         if (!chosen) return;
         count += 1;
+        last.textContent = `last file: ${chosen.name} (${(chosen.size / 1e6).toFixed(2)} MB)`;
         const sent = { count: count, name: chosen.name, size: chosen.size, data: null };
         if (chosen.size > model.max_bytes) { model.file = sent; return; }
         const reader = new FileReader();
@@ -52,7 +58,7 @@ class CsvUpload(JSComponent):
         reader.readAsDataURL(chosen);
       });
       model.on('accept', () => { input.accept = model.accept; });
-      return input;
+      return box;
     }
     """
 

@@ -346,8 +346,10 @@ def test_a_hostile_typed_value_keeps_the_last_good_fit_and_says_what_to_change(c
 
 
 def good_csv(index: int, counts: bool) -> bytes:
-    """A valid CSV, different for each case (a repeated file would not change the numbers)."""
-    rows = [(0, 1), (1, 0 if counts else -1), (2, 3 if counts else 1), (3, 1), (4 + index, 2 if counts else -1)]
+    """A valid CSV with 5 + index points, so that each case's differs in its numbers (a far-away
+    sixth point alone left the table's rounded numbers as they were)."""
+    xs = range(5 + index)
+    rows = [(x, x % 3 if counts else (1 if x % 2 else -1)) for x in xs]
     return ("x,y\n" + "".join(f"{x},{y}\n" for x, y in rows)).encode()
 
 
