@@ -17,7 +17,8 @@ from panel.custom import JSComponent
 
 from gp_1d_figures import EXPLANATIONS, GP1DFigures, table_html
 from explorer_figures import NumbersPane
-from gp_1d_model import GP1DModel
+from csv_upload import CsvUpload
+from gp_1d_model import MAX_UPLOAD_BYTES, GP1DModel
 from long_jobs import JobPoller, cancel_when_session_ends
 from figure_export import export_buttons
 from layout import HandOff, enlarge, formula as formula_pane, set_projector, view_grid
@@ -78,9 +79,10 @@ class GP1DPage(pn.viewable.Viewer):
         self.description = pn.pane.Markdown("", sizing_mode="stretch_width", css_classes=["qpviz-gp1d-description"])
         self.n_points = pn.widgets.IntInput(label=f"number of points ({presets.MIN_POINTS}-{presets.MAX_POINTS})",
                                             value=m.n_points, css_classes=["qpviz-gp1d-n"])
-        self.seed = pn.widgets.IntInput(label="seed", value=m.seed)
+        self.seed = pn.widgets.IntInput(label="seed (whole number >= 0)", value=m.seed, css_classes=["qpviz-gp1d-seed"])
         self.likelihood = pn.widgets.Select(label="likelihood", options=explorer.likelihood_names(), value=m.likelihood)
-        self.lik_params = pn.widgets.TextInput(label="likelihood parameters (label=value, ...)", value="")
+        self.lik_params = pn.widgets.TextInput(label="likelihood parameters (label=value, ...)", value="",
+                                               css_classes=["qpviz-gp1d-lik-params"])
         self.kernel = pn.widgets.Select(label="kernel", options=list(oned.KERNELS), value=m.kernel)
         self.variance = pn.widgets.EditableFloatSlider(
             label=f"kernel variance (slider {VARIANCE_RANGE[0]:g}-{VARIANCE_RANGE[1]:g}, > 0)", start=VARIANCE_RANGE[0],
@@ -102,7 +104,7 @@ class GP1DPage(pn.viewable.Viewer):
         self.step_reset = pn.widgets.Button(label="reset")
         self.step_keys = StepKeys(width=0, height=0, margin=0)
         self.explorer_link = pn.pane.HTML("", css_classes=["qpviz-gp1d-explorer-link"])
-        self.upload = pn.widgets.FileInput(accept=".csv,text/csv", multiple=False)
+        self.upload = CsvUpload(max_bytes=MAX_UPLOAD_BYTES, css_classes=["qpviz-gp1d-upload"])
         self.download = pn.widgets.FileDownload(callback=self._csv_file, filename="gp1d_fit.csv",
                                                 label="export fitted numbers (CSV)", color="light")
         self.projector_toggle = pn.widgets.Toggle(label="Projector mode (large fonts)", value=False)
@@ -124,11 +126,12 @@ class GP1DPage(pn.viewable.Viewer):
 
     # -- wiring ------------------------------------------------------------------------------
     def _wire(self) -> None:
-        forward = {self.preset: "preset", self.n_points: "n_points", self.seed: "seed", self.likelihood: "likelihood",
+        forward = {self.preset: "preset", self.n_points: "n_points", self.seed: "seed",
                    self.kernel: "kernel", self.variance: "variance", self.lengthscale: "lengthscale",
                    self.methods: "methods", self.step_method: "step_method"}
         for widget, name in forward.items():
             widget.param.watch(lambda event, name=name: self._apply(**{name: event.new}), "value")
+        self.likelihood.param.watch(lambda event: self._apply_likelihood(event.new), "value")
         self.lik_params.param.watch(lambda event: self._apply_lik_params(event.new), "value")
         self.optimise_button.on_click(lambda event: self._run(self.model.optimise))
         self.cancel_button.on_click(lambda event: self._run(self.model.cancel_job))
@@ -137,7 +140,7 @@ class GP1DPage(pn.viewable.Viewer):
         self.step_reset.on_click(lambda event: self._run(self.model.step, "reset"))
         self.step_keys.param.watch(
             lambda event: self._run(self.model.step, "site" if self.step_keys.key == "n" else "sweep"), "presses")
-        self.upload.param.watch(lambda event: self._run(self.model.upload, event.new), "value")
+        self.upload.param.watch(lambda event: self._run(self._on_upload, event.new), "file")
         self.projector_toggle.link(self, value="projector")
         self.views.figures["predictive"].on_event(events.Tap, self._on_tap)
         self.model.param.watch(self._redraw, ["version"])
@@ -152,13 +155,21 @@ class GP1DPage(pn.viewable.Viewer):
             return
         self._run(self.model.param.update, **changes)
 
+    def _apply_likelihood(self, name: str) -> None:
+        """Another likelihood, with its own starting parameters (the old one's, e.g. step's eps,
+        would be refused by it)."""
+        if not self._syncing:
+            self._run(lambda: self.model.param.update(likelihood=name, likelihood_params=explorer.initial_params(name)))
+
     def _apply_lik_params(self, text: str) -> None:
         if self._syncing:
             return
         try:
             params = {}
             for part in filter(None, (p.strip() for p in text.split(","))):
-                name, _, value = part.partition("=")
+                name, equals, value = part.partition("=")
+                if not equals:
+                    raise ValueError(f"{part!r} is not label=value")
                 params[name.strip()] = explorer.parse_number(value, name.strip())
             explorer.build_likelihood(self.model.likelihood, **params)
         except (ValueError, TypeError) as exc:
@@ -175,6 +186,14 @@ class GP1DPage(pn.viewable.Viewer):
                 self.model.message = f"unexpected error: {exc}"
             self._refresh_widgets()
             self.poller.ensure()
+
+    def _on_upload(self, file: dict) -> None:
+        """A file chosen in the upload: the browser sent its content, or only its size (too large)."""
+        content = self.upload.content()
+        if content is None:
+            self.model.refuse_upload(int(file.get("size", 0)))
+        else:
+            self.model.upload(content)
 
     def _on_tap(self, event) -> None:
         if event.x is not None and event.y is not None:

@@ -24,7 +24,7 @@ from qpviz import explorer
 from qpviz.gpdemo import oned, presets
 
 __all__ = ["GP1DModel", "FIT_CACHE", "EXECUTOR", "RUNNING", "DEFAULT_PRESET", "MAX_UPLOAD_BYTES", "INLINE_METHODS",
-           "parse_csv"]
+           "parse_csv", "too_large_message"]
 
 #: The page opens on a preset where EP and QP visibly differ.
 DEFAULT_PRESET = "step likelihood, eps = 0 (EP vs QP differ)"
@@ -43,6 +43,12 @@ MCMC_SETTINGS = {"chains": 4, "n_samples": 600, "burn_in": 400, "thin": 2}
 FIT_CACHE = long_jobs.LRUCache(CACHE_SIZE)
 
 
+def too_large_message(n_bytes: int) -> str:
+    """What to change about a file of ``n_bytes`` above MAX_UPLOAD_BYTES."""
+    limit = MAX_UPLOAD_BYTES // (1024 * 1024)
+    return f"the file has {n_bytes / 1e6:.1f} MB; the limit is {limit} MB: upload at most {presets.MAX_POINTS} rows x, y"
+
+
 def parse_csv(content: bytes) -> tuple[np.ndarray, np.ndarray]:
     """(X (n, 1), y) from a CSV file with two numeric columns x, y (an optional header line).
 
@@ -52,7 +58,7 @@ def parse_csv(content: bytes) -> tuple[np.ndarray, np.ndarray]:
     if content is None or len(content) == 0:
         raise ValueError("the file is empty; upload a CSV with two columns x, y")
     if len(content) > MAX_UPLOAD_BYTES:
-        raise ValueError(f"the file has {len(content) / 1e6:.1f} MB; the limit is {MAX_UPLOAD_BYTES // (1024 * 1024)} MB")
+        raise ValueError(too_large_message(len(content)))
     try:
         text = content.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -369,6 +375,11 @@ class GP1DModel(param.Parameterized):
             return False
         self.note = f"{y.size} points from the uploaded CSV"
         return self.set_data(X, y)
+
+    def refuse_upload(self, n_bytes: int) -> None:
+        """A file the browser did not send (larger than MAX_UPLOAD_BYTES, or unreadable): say so."""
+        reason = too_large_message(n_bytes) if n_bytes > MAX_UPLOAD_BYTES else "the browser could not read the file"
+        self.message = f"CSV not loaded: {reason}"
 
     # -- step-through ------------------------------------------------------------------------
     def _ensure_stepper(self) -> bool:

@@ -611,7 +611,9 @@ class GP2DPage(pn.viewable.Viewer):
             "preset": w.Select.from_param(self.param.preset, name="data preset", css_classes=["qpviz-gp2d-preset"]),
             "n": w.IntSlider.from_param(self.param.n, name=f"points n  [{n_lo}, {n_hi}]", start=n_lo, end=n_hi,
                                         css_classes=["qpviz-gp2d-n"]),
-            "seed": w.IntInput.from_param(self.param.seed, name="seed", start=RANGES["seed"][0], end=RANGES["seed"][1]),
+            # no start / end: the browser clamped a typed -3 silently; the page names a bad seed instead
+            "seed": w.IntInput.from_param(self.param.seed, name=f"seed  [{RANGES['seed'][0]}, {RANGES['seed'][1]}]",
+                                          css_classes=["qpviz-gp2d-seed"]),
             "kernel": w.Select.from_param(self.param.kernel, name="kernel"),
             "variance": w.FloatSlider.from_param(self.param.variance, name=f"kernel variance σ_f²  [{v_lo:g}, {v_hi:g}]",
                                                  start=v_lo, end=v_hi, step=0.1, css_classes=["qpviz-gp2d-variance"]),

@@ -30,7 +30,7 @@ from colours import METHOD_COLOURS
 
 __all__ = ["TITLE", "RESULTS_DIR", "RESULT_FILES", "FIGURE_FILES", "METHOD_COLOURS", "OUTSIDE_COLOUR", "POLL_MS",
            "LIVE_OPTIONS_ENV", "PaperResults", "comparison_html", "legend_html", "live_options_from_env", "load_rows",
-           "missing_message", "page"]
+           "missing_message", "page", "URL_KEYS"]
 
 TITLE = "Paper results"
 
@@ -171,6 +171,10 @@ def legend_html(rows=None) -> str:
             f"whichever is larger); hover a cell for the difference.{count}")
 
 
+#: URL query keys of the page's state (``projector`` is the explorer's key too: one link sets every page's mode).
+URL_KEYS = {"preprocessing": "prep", "live_dataset": "dataset", "live_rounds": "rounds", "projector": "projector"}
+
+
 class PaperResults(pn.viewable.Viewer):
     """The page: the table (paper / clean preprocessing), Figure 1 and the live rerun."""
 
@@ -194,6 +198,7 @@ class PaperResults(pn.viewable.Viewer):
         self.projector_toggle = pn.widgets.Toggle.from_param(self.param.projector, label="Projector mode (large fonts)",
                                                           width=300)
         self.message = pn.pane.Alert("", alert_type="warning", visible=False, css_classes=["qpviz-paper-message"])
+        self.link_note = pn.pane.Alert("", alert_type="warning", visible=False, css_classes=["qpviz-paper-link"])
         # a table wider than the window (projector mode, 1024 px) scrolls inside its own box
         self.table = pn.pane.HTML("", stylesheets=[TABLE_CSS], css_classes=["qpviz-paper-table"],
                                   sizing_mode="stretch_width", styles=dict(TABLE_BOX_STYLES))
@@ -333,8 +338,24 @@ class PaperResults(pn.viewable.Viewer):
         """Preprocessing, live dataset and rounds and projector mode in the URL (a shared link reopens them;
         ``projector`` is the explorer's key too, so one link sets every page's projector mode)."""
         if pn.state.location is not None:
-            pn.state.location.sync(self, {"preprocessing": "prep", "live_dataset": "dataset",
-                                          "live_rounds": "rounds", "projector": "projector"})
+            pn.state.location.sync(self, URL_KEYS, on_error=self.apply_bad_link)
+
+    def apply_bad_link(self, asked: dict) -> list[str]:
+        """A link asked for a value the page cannot show (e.g. rounds=-3; Panel's sync then set none
+        of the link's values): take the good ones, and say which were replaced by what; the link is
+        rewritten with the values shown. Returns those notes."""
+        notes = []
+        for name, value in asked.items():
+            try:
+                setattr(self, name, value)
+            except (ValueError, TypeError):
+                objects = self.param[name].objects if hasattr(self.param[name], "objects") else ["true", "false"]
+                notes.append(f"{URL_KEYS[name]}={value!r} (valid: {', '.join(map(str, objects))}) was replaced by "
+                             f"{getattr(self, name)!r}")
+                self.param.trigger(name)  # the URL sync writes the value shown into the link
+        self.link_note.object = "This link asked for " + "; ".join(notes) + "." if notes else ""
+        self.link_note.visible = bool(notes)
+        return notes
 
     def _explained(self, view, explanation) -> pn.Column:
         sentence, formula_text = explanation
@@ -344,7 +365,8 @@ class PaperResults(pn.viewable.Viewer):
         return pn.Column(view, text, latex, sizing_mode="stretch_width")
 
     def _build_layout(self) -> pn.Column:
-        self._texts += [self.table, self.legend, self.live_table, self.live_status, self.message, self.figure_message]
+        self._texts += [self.table, self.legend, self.live_table, self.live_status, self.message, self.figure_message,
+                        self.link_note]
         controls = pn.Row(pn.pane.Markdown("Preprocessing (paper: as the paper did; clean: without its pitfalls):"),
                           self.prep_switch, self.projector_toggle, export_buttons("paper-results"),
                           sizing_mode="stretch_width", styles=dict(WRAPPING_ROW))
@@ -365,7 +387,8 @@ class PaperResults(pn.viewable.Viewer):
         headings = [pn.pane.Markdown("### Table 1 of the QP paper: ours beside the paper's"),
                     pn.pane.Markdown("### Figure 1: predictive latent variances, QP against EP")]
         self._texts += headings
-        return pn.Column(headings[0], controls, table, headings[1], figure, live, sizing_mode="stretch_width")
+        return pn.Column(self.link_note, headings[0], controls, table, headings[1], figure, live,
+                         sizing_mode="stretch_width")
 
     @param.depends("projector", watch=True)
     def _apply_projector_mode(self) -> None:

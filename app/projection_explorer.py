@@ -127,7 +127,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
             label=f"observation y in {explorer.range_label('y')}", start=-explorer.MAX_ABS_REAL_Y,
             end=explorer.MAX_ABS_REAL_Y, step=0.05, value=0.0, css_classes=["qpviz-y"],
         )
-        self.y_text = pn.widgets.TextInput(label="type an exact y (Enter)", placeholder="e.g. 2.5")
+        self.y_text = pn.widgets.TextInput(label="type an exact y (Enter)", placeholder="e.g. 2.5", css_classes=["qpviz-y-text"])
         self.mean_slider = PromptFloatSlider(
             label=f"cavity mean m in {explorer.range_label('m')}", start=explorer.CAVITY_MEAN_SLIDER[0],
             end=explorer.CAVITY_MEAN_SLIDER[1], step=0.05, value=s.cavity_mean, css_classes=["qpviz-mean"],

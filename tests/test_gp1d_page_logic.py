@@ -1,6 +1,7 @@
 """The GP 1-D page's logic (app/gp_1d_model.py) and page object (app/gp_1d.py), without a browser."""
 from __future__ import annotations
 
+import base64
 import time
 
 import numpy as np
@@ -221,3 +222,51 @@ def test_page_streams_the_optimisation_into_its_figure():
     title = page.views.figures["optimisation"].title.text
     assert title.startswith("EP evidence per optimisation step: ") and title.endswith("(done)")
     assert len(page.views.optimisation.data["evidence"]) == len(page.model.optimisation) >= 2
+
+
+def test_hostile_seed_and_huge_hyperparameters_keep_the_fit_and_name_the_input(model):
+    good = model.fits
+    model.seed = -3  # numpy said "expected non-negative integer", naming no input
+    assert model.message == "the seed must be a whole number >= 0 (e.g. 0); got -3" and model.fits is good
+    model.seed = 0
+    assert model.message == ""
+    good = model.fits  # the same preset drawn again: a new fit dict
+    for name in ("variance", "lengthscale"):
+        setattr(model, name, 1e308)  # K overflowed: "13-th leading minor ... not positive definite"
+        assert "must be at most 10000" in model.message and model.fits is good
+        setattr(model, name, 2.0)
+        assert model.message == ""
+        good = model.fits
+
+
+def test_the_likelihood_menu_switches_to_the_new_likelihoods_own_parameters():
+    gp_1d_model.FIT_CACHE.clear()
+    _, page = gp_1d.page()
+    page.model.cancel_job()
+    page.methods.value = ["ep", "qp"]
+    assert page.model.likelihood_params == {"eps": 0.0}
+    page.likelihood.value = "probit"  # step's eps was kept, and probit refused it: no switch was possible
+    assert page.model.likelihood == "probit" and page.model.likelihood_params == {}
+    assert page.model.message == "" and not page.alert.visible
+    page.lik_params.value = "0"
+    assert "'0' is not label=value" in page.alert.object
+
+
+def test_an_upload_too_large_for_the_browser_or_empty_says_so_every_time():
+    gp_1d_model.FIT_CACHE.clear()
+    _, page = gp_1d.page()
+    page.model.cancel_job()
+    page.methods.value = ["ep", "qp"]
+    good, n = page.model.fits, page.model.y.size
+    page.upload.file = {"count": 1, "name": "big.csv", "size": 52_428_814, "data": None}  # not sent by the browser
+    assert "CSV not loaded: the file has 52.4 MB; the limit is 5 MB" in page.alert.object
+    assert page.model.fits is good and page.model.y.size == n
+    page.model.message = ""
+    page.upload.file = {"count": 2, "name": "empty.csv", "size": 0, "data": ""}
+    assert "CSV not loaded: the file is empty" in page.alert.object
+    page.model.message = ""
+    page.upload.file = {"count": 3, "name": "empty.csv", "size": 0, "data": ""}  # the same file again
+    assert "the file is empty" in page.alert.object
+    content = base64.b64encode(b"x,y\n0,-1\n1,-1\n2,1\n3,1\n").decode()
+    page.upload.file = {"count": 4, "name": "good.csv", "size": 24, "data": content}
+    assert page.model.y.size == 4 and not page.alert.visible

@@ -35,6 +35,16 @@ def test_number_of_points_is_clipped_with_a_message():
         presets.make("sharp step", "many")
     with pytest.raises(ValueError, match="preset must be one of"):
         presets.make("nonsense", 10)
+    for seed in (-3, 1.5, "abc", True):  # numpy's own refusal did not name the seed
+        with pytest.raises(ValueError, match="the seed must be a whole number >= 0"):
+            presets.make("sharp step", 10, seed)
+
+
+def test_kernel_hyperparameters_are_bounded_with_a_message_naming_them():
+    assert oned.make_kernel("RBF", oned.MAX_HYPERPARAMETER, oned.MAX_HYPERPARAMETER).params["variance"] == pytest.approx(1e4)
+    for variance, lengthscale, name in ((1e308, 1.0, "kernel variance"), (1.0, 1e308, "lengthscale")):
+        with pytest.raises(ValueError, match=f"the {name} must be at most 10000"):
+            oned.make_kernel("RBF", variance, lengthscale)
 
 
 def test_coal_counts_bin_all_191_disasters_by_year():

@@ -161,7 +161,7 @@ def test_page_fits_and_draws_the_shown_methods(gp2d_page):
 
 
 @pytest.mark.parametrize("name, bad", [("variance", 0.0), ("variance", float("nan")), ("lengthscale", 0.0),
-                                       ("lengthscale", -1.0), ("n", 1), ("n", 10**6)])
+                                       ("lengthscale", -1.0), ("n", 1), ("n", 10**6), ("seed", -3)])
 def test_bad_input_keeps_the_last_good_fit_and_says_what_to_change(gp2d_page, name, bad):
     good_fit, good_title = gp2d_page.fit, _title(gp2d_page, "proba_ep")
     setattr(gp2d_page, name, bad)

@@ -195,6 +195,17 @@ def test_projector_mode_enlarges_texts_and_widgets(tmp_path):
     assert view.table.styles["font-size"] == "100%" and view.run_button.stylesheets == []
 
 
+@pytest.mark.parametrize("rounds", [0, -3, 1e308, "nan", "abc"])
+def test_a_bad_link_keeps_its_good_values_and_names_the_replaced_ones(tmp_path, rounds):
+    view = paper_results.PaperResults(results_dir=tmp_path)
+    # what Panel's location.sync hands over when one value of the link is refused: all of them, none set
+    notes = view.apply_bad_link({"preprocessing": "clean", "live_dataset": "pima", "live_rounds": rounds})
+    assert view.preprocessing == "clean" and view.live_dataset == "pima" and view.live_rounds == 1
+    assert notes == [f"rounds={rounds!r} (valid: 1, 2, 3) was replaced by 1"]
+    assert view.link_note.visible and "This link asked for rounds=" in view.link_note.object
+    assert view.apply_bad_link({"live_rounds": 2}) == [] and not view.link_note.visible
+
+
 def test_live_options_from_the_environment_are_checked():
     env = paper_results.LIVE_OPTIONS_ENV
     assert paper_results.live_options_from_env({env: '{"n_folds": 2, "max_opt_iter": "3", "python": "x"}'}) == TINY

@@ -37,10 +37,12 @@ KERNELS = {"RBF": RBF, "Matern32": Matern32, "Matern52": Matern52}
 METHODS = ("ep", "qp", "vb", "laplace", "mcmc")
 #: Grid points of the latent and predictive curves.
 GRID_POINTS = 200
+#: Largest kernel variance or lengthscale the page accepts (typed values; the sliders stop at 200 and 30).
+MAX_HYPERPARAMETER = 1e4
 
 
 def make_kernel(name: str, variance: float, lengthscale: float):
-    """A kernel of the page: ``name`` in :data:`KERNELS`, positive finite hyper-parameters
+    """A kernel of the page: ``name`` in :data:`KERNELS`, hyper-parameters in (0, MAX_HYPERPARAMETER]
     (a ValueError says what to change otherwise)."""
     if name not in KERNELS:
         raise ValueError(f"kernel must be one of {list(KERNELS)}; got {name!r}")
@@ -48,6 +50,8 @@ def make_kernel(name: str, variance: float, lengthscale: float):
         number = explorer.parse_number(value, label)
         if not number > 0:
             raise ValueError(f"the {label} must be > 0 (e.g. 1.0); got {value!r}")
+        if number > MAX_HYPERPARAMETER:  # e.g. 1e308: K overflows and the fit fails without naming the input
+            raise ValueError(f"the {label} must be at most {MAX_HYPERPARAMETER:g} (e.g. 1.0); got {value!r}")
     return KERNELS[name](variance=float(variance), lengthscale=float(lengthscale))
 
 

@@ -187,7 +187,8 @@ DESCRIPTIONS = {name: COAL_DESCRIPTION if build is coal_mining else build(MIN_PO
 
 
 def make(name: str, n: int = 60, seed: int = 0) -> Dataset:
-    """The preset ``name`` with ``n`` points (clipped to [MIN_POINTS, MAX_POINTS]), seeded."""
+    """The preset ``name`` with ``n`` points (clipped to [MIN_POINTS, MAX_POINTS]), seeded by
+    ``seed`` (a whole number >= 0; a ValueError names it otherwise)."""
     if name not in PRESETS:
         raise ValueError(f"preset must be one of {list(PRESETS)}; got {name!r}")
     try:
@@ -195,6 +196,9 @@ def make(name: str, n: int = 60, seed: int = 0) -> Dataset:
     except (TypeError, ValueError, OverflowError):
         raise ValueError(f"the number of points must be a whole number such as 60; got {n!r}") from None
     clipped = int(np.clip(n_int, MIN_POINTS, MAX_POINTS))
+    # numpy's own refusal ("expected non-negative integer") does not say which input is wrong
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"the seed must be a whole number >= 0 (e.g. 0); got {seed!r}")
     data = PRESETS[name](clipped, np.random.default_rng(seed))
     if clipped != n_int:
         data.note = f"number of points {n_int} clipped to {clipped} (allowed {MIN_POINTS}-{MAX_POINTS})"

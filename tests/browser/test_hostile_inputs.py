@@ -1,0 +1,405 @@
+"""Hostile input in a real Chromium (issue 10): every typed numeric input of every page fed 0, a
+negative number, 1e308, NaN and text, and the GP 1-D CSV upload fed an empty file, a 50 MB file,
+one class only, negative counts, NaN and text. Paper results types no number: its link's rounds
+get the same five values.
+
+Each case checks: (1) the numbers shown stay the last good ones (inner_text before and after), or,
+for a value the page legitimately accepts, that it is taken and shown; (2) a visible message naming
+the input and what to change (for a value the browser's number box refuses keystroke by keystroke,
+the box keeps its last good value and its label names the valid range); (3) no console error;
+(4) a valid value afterwards refits (the numbers change, the message goes).
+
+One browser page per view is shared by the view's cases (opening a page costs seconds; each case
+ends on a valid value, so the next one starts from a good fit); console errors are collected per
+page and checked per case, as the console_errors fixture of test_explorer_page.py does for one page.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page
+
+from pagetools import TITLES_JS
+
+pytestmark = pytest.mark.browser
+
+TIMEOUT_MS = 60_000
+#: The Variance effects page optimises hyper-parameters: a new seed's fit takes seconds to a minute here.
+FIT_TIMEOUT_MS = 240_000
+#: How long a refused or blocked value is given to (wrongly) change the numbers.
+SETTLE_MS = 1_200
+NO_MCMC = "g1_methods=%5B%22ep%22%2C%22qp%22%5D"
+
+#: The plain text of the visible panes with CSS class ``cls`` (Panel sends Markdown/Alert panes
+#: as escaped HTML in the model's ``text``: unescape, then drop the tags).
+MESSAGE_JS = """cls => {
+    if (!window.Bokeh || !Bokeh.documents.length) return '';
+    const plain = html => { const t = document.createElement('textarea'); t.innerHTML = html;
+                            const d = document.createElement('div'); d.innerHTML = t.value; return d.textContent; };
+    return [...Bokeh.documents[0].all_models]
+        .filter(m => (m.css_classes || []).includes(cls) && m.visible && m.text).map(m => plain(m.text).trim()).join(' ');
+}"""
+#: GP 2-D has no numbers table: its EP title and the sum of its EP probability image stand for it.
+GP2D_NUMBERS_JS = """() => {
+    for (const m of Bokeh.documents[0].all_models) {
+        if (m.constructor.__name__ !== 'Figure' || !m.title || !m.title.text.startsWith('EP: p(y=+1|x)')) continue;
+        for (const r of m.renderers) {
+            const image = r.data_source && r.data_source.data && r.data_source.data.image;
+            if (image) { let s = 0; for (const v of image[0]) s += v; return m.title.text + ' | ' + s; }
+        }
+    }
+    return '';
+}"""
+
+
+@dataclass(frozen=True)
+class View:
+    """One page as a test opens it: its link, what it shows once ready, its numbers and messages."""
+
+    query: str
+    ready: str  # a CSS selector, or "title:<prefix>" of a plot title
+    numbers: str  # a CSS selector of the numbers table, or "js" for GP2D_NUMBERS_JS
+    error_class: str
+    note_class: str = ""
+    timeout_ms: int = TIMEOUT_MS
+
+
+VIEWS = {
+    "explorer": View("page=projection-explorer", "title:(a) densities: poisson_square, y = 10", ".qpviz-numbers table",
+                     "qpviz-error"),
+    "explorer-laplace": View("page=projection-explorer&lik=laplace&y=1", "title:(a) densities: laplace, y = 1,",
+                             ".qpviz-numbers table", "qpviz-error"),
+    "gp1d": View(f"page=gp-1-d&{NO_MCMC}", ".qpviz-gp1d-table table", ".qpviz-gp1d-table table", "qpviz-error",
+                 "qpviz-gp1d-note"),
+    "gp1d-counts": View(f"page=gp-1-d&g1_preset=coal-mining+disasters&{NO_MCMC}", ".qpviz-gp1d-table table",
+                        ".qpviz-gp1d-table table", "qpviz-error", "qpviz-gp1d-note"),
+    "gp2d": View("page=gp-2-d", "title:EP: p(y=+1|x)", "js", "qpviz-gp2d-error"),
+    "variance": View("page=variance-effects", "title:Figure 1: synthetic 2-D", ".qpviz-ve-scores table", "qpviz-error",
+                     timeout_ms=FIT_TIMEOUT_MS),
+}
+
+
+@dataclass(frozen=True)
+class Field:
+    """A typed input of a view: its box, its label's words that name the valid range, two valid
+    values (a good value to end on, and another one to prove the page refits)."""
+
+    view: str
+    box: str
+    label: str
+    other: str
+    baseline: str  # "" : the value the box shows when the case starts
+
+
+FIELDS = {
+    "explorer cavity mean": Field("explorer", ".qpviz-mean-text input", "cavity mean m in [-8, 8]", "0.5", "1"),
+    "explorer cavity std": Field("explorer", ".qpviz-std-text input", "cavity std s in [0.05, 8]", "0.8", "1.5"),
+    "explorer count y": Field("explorer", ".qpviz-y-text input", "count y in [0, 1000]", "4", "10"),
+    "explorer real y": Field("explorer-laplace", ".qpviz-y-text input", "observation y in [-50, 50]", "2.5", "1"),
+    "gp1d number of points": Field("gp1d", ".qpviz-gp1d-n input", "number of points (5-1000)", "40", "60"),
+    "gp1d seed": Field("gp1d", ".qpviz-gp1d-seed input", "seed (whole number >= 0)", "3", "0"),
+    "gp1d kernel variance": Field("gp1d", ".qpviz-gp1d-variance input", "kernel variance (slider 0.01-200, > 0)",
+                                  "3.7", ""),
+    "gp1d lengthscale": Field("gp1d", ".qpviz-gp1d-lengthscale input", "lengthscale (slider 0.05-30, > 0)", "2.5", ""),
+    "gp1d likelihood parameters": Field("gp1d", ".qpviz-gp1d-lik-params input", "likelihood parameters (label=value",
+                                        "eps=0.1", "eps=0"),
+    "gp2d seed": Field("gp2d", ".qpviz-gp2d-seed input", "seed [0, 10000]", "3", "0"),
+    "variance seed": Field("variance", ".qpviz-ve-seed input", "split seed (0 to 10000)", "1", "0"),
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    """``typed`` into a field; ``outcome``: "refused" (message ``says``, numbers kept), "blocked"
+    (the number box refuses the keystrokes: box and numbers kept), "accepted" (taken and shown; typed
+    after ``via`` when it is the value shown already) or "adjusted" (taken, with note ``says``)."""
+
+    field: str
+    typed: str
+    outcome: str
+    says: str = ""
+    via: str = ""
+
+
+def cases(field: str, *rows) -> list[Case]:
+    return [Case(field, *row) for row in rows]
+
+
+#: The five hostile inputs of every typed field and what each page must do with them.
+CASES = [
+    *cases("explorer cavity mean", ("0", "accepted"), ("-3", "accepted"),
+           ("1e308", "refused", "the cavity mean must be in [-8, 8]; got 1e+308"),
+           ("nan", "refused", "cavity mean must be finite"), ("abc", "refused", "cavity mean must be a number")),
+    *cases("explorer cavity std", ("0", "refused", "the cavity std must be > 0"), ("-3", "refused", "the cavity std must be > 0"),
+           ("1e308", "refused", "the cavity std must be in [0.05, 8]"), ("nan", "refused", "cavity std must be finite"),
+           ("abc", "refused", "cavity std must be a number")),
+    *cases("explorer count y", ("0", "accepted"),
+           ("-3", "refused", "the poisson_square likelihood takes counts y in {0, 1, 2, ...}; got -3"),
+           ("1e308", "refused", "the count y must be at most 1000"), ("nan", "refused", "y must be finite"),
+           ("abc", "refused", "y must be a number")),
+    *cases("explorer real y", ("0", "accepted"), ("-3", "accepted"), ("1e308", "refused", "y must be in [-50, 50]"),
+           ("nan", "refused", "y must be finite"), ("abc", "refused", "y must be a number")),
+    *cases("gp1d number of points", ("0", "adjusted", "number of points 0 clipped to 5 (allowed 5-1000)"),
+           ("-3", "adjusted", "number of points -3 clipped to 5"), ("1e308", "blocked"), ("nan", "blocked"),
+           ("abc", "blocked")),
+    *cases("gp1d seed", ("0", "accepted", "", "5"), ("-3", "refused", "the seed must be a whole number >= 0"),
+           ("1e308", "blocked"), ("nan", "blocked"), ("abc", "blocked")),
+    *cases("gp1d kernel variance", ("0", "refused", "the kernel variance must be > 0"),
+           ("-3", "refused", "the kernel variance must be > 0"),
+           ("1e308", "refused", "the kernel variance must be at most 10000"), ("nan", "blocked"), ("abc", "blocked")),
+    *cases("gp1d lengthscale", ("0", "refused", "the lengthscale must be > 0"), ("-3", "refused", "the lengthscale must be > 0"),
+           ("1e308", "refused", "the lengthscale must be at most 10000"), ("nan", "blocked"), ("abc", "blocked")),
+    *cases("gp1d likelihood parameters", ("eps=0", "accepted", "", "eps=0.2"),
+           ("eps=-3", "refused", "eps must be a finite number in [0, 0.5)"),
+           ("eps=1e308", "refused", "eps must be a finite number in [0, 0.5)"),
+           ("eps=nan", "refused", "eps must be finite"), ("eps=abc", "refused", "eps must be a number"),
+           ("0", "refused", "'0' is not label=value")),
+    *cases("gp2d seed", ("0", "accepted", "", "5"), ("-3", "refused", "seed must be a number in [0, 10000]; got -3"),
+           ("1e308", "blocked"), ("nan", "blocked"), ("abc", "blocked")),
+    *cases("variance seed", ("0", "accepted", "", "2"),
+           ("-3", "refused", "The seed must be a whole number from 0 to 10000; -3 was replaced by 0"),
+           ("1e308", "blocked"), ("nan", "blocked"), ("abc", "blocked")),
+]
+
+#: CSV uploads of the GP 1-D page: (name, view, content, message).
+ONE_CLASS = b"x,y\n0,1\n1,1\n2,1\n3,1\n"
+UPLOADS = [
+    ("empty file", "gp1d", b"", "CSV not loaded: the file is empty"),
+    ("50 MB file", "gp1d", None, "CSV not loaded: the file has 52.4 MB; the limit is 5 MB"),
+    ("one class only", "gp1d", ONE_CLASS, "binary classification needs both classes (-1 and +1)"),
+    ("NaN values", "gp1d", b"x,y\n0,1\n1,nan\n2,-1\n3,1\n", "CSV not loaded: every x and y must be finite (no NaN or inf)"),
+    ("text values", "gp1d", b"x,y\n0,yes\n1,no\n2,yes\n", "CSV not loaded: every x and y must be a number"),
+    ("negative counts (Poisson)", "gp1d-counts", b"x,y\n0,1\n1,-2\n2,3\n3,0\n",
+     "the poisson_exp likelihood takes counts y in {0, 1, 2, ...}"),
+]
+
+
+# -- shared pages ------------------------------------------------------------------------------
+class OpenPages:
+    """One browser page per view, opened on first use; console errors collected per page."""
+
+    def __init__(self, browser: Browser, app_url: str):
+        self.app_url = app_url
+        self.pages: dict[str, Page] = {}
+        self.errors: dict[str, list[str]] = {}
+        self.checked: dict[str, int] = {}  # errors already reported, per view
+        self.context = browser.new_context(viewport={"width": 1500, "height": 1200})
+
+    def open(self, name: str) -> Page:
+        if name not in self.pages:
+            view = VIEWS[name]
+            page = self.context.new_page()
+            self.errors[name] = collect_errors(page)
+            page.goto(f"{self.app_url}?{view.query}")
+            if view.ready.startswith("title:"):
+                page.wait_for_function(f"p => window.Bokeh && Bokeh.documents.length && ({TITLES_JS})().some(t => t.startsWith(p))",
+                                       arg=view.ready.removeprefix("title:"), timeout=view.timeout_ms)
+            else:
+                page.locator(view.ready).first.wait_for(timeout=view.timeout_ms)
+            if name.startswith("gp1d"):  # the link's methods (EP, QP) replace the default fit: header + 2 rows
+                wait_until(lambda: page.locator(view.numbers).first.locator("tr").count() == 3, view.timeout_ms)
+            settle(page, view)
+            self.pages[name] = page
+        return self.pages[name]
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture(scope="module")
+def open_pages(browser: Browser, app_url: str):
+    pages = OpenPages(browser, app_url)
+    yield pages
+    pages.close()
+
+
+@pytest.fixture
+def view_page(open_pages: OpenPages, request):
+    """(page, view) of the case's view; fails the case on a console error it caused."""
+    name = request.param
+    page = open_pages.open(name)
+    yield page, VIEWS[name]
+    errors = open_pages.errors[name]
+    new, open_pages.checked[name] = errors[open_pages.checked.get(name, 0):], len(errors)
+    assert new == []  # the first case of a view also answers for the view's opening
+
+
+def collect_errors(page: Page) -> list[str]:
+    """The list that every console error and uncaught error of ``page`` is appended to from now on
+    (as the console_errors fixture of test_explorer_page.py collects them for its one page)."""
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(f"console: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+    return errors
+
+
+def wait_for_message(page: Page, cls: str, says: str, timeout_ms: float) -> None:
+    page.wait_for_function(f"([cls, says]) => ({MESSAGE_JS})(cls).includes(says)", arg=[cls, says], timeout=timeout_ms)
+
+
+def wait_until(condition, timeout_ms: float) -> None:
+    end = time.monotonic() + timeout_ms / 1000
+    while not condition():
+        if time.monotonic() > end:
+            raise AssertionError(f"condition not met within {timeout_ms / 1000:g} s")
+        time.sleep(0.05)
+
+
+def settle(page: Page, view: View, quiet_ms: float = 1500) -> None:
+    """Wait until the numbers are shown and stay the same for ``quiet_ms`` (a link's settings may
+    replace the opening fit a moment after it is drawn)."""
+    end = time.monotonic() + view.timeout_ms / 1000
+    last, since = None, time.monotonic()
+    while time.monotonic() < end:
+        now = numbers(page, view)
+        if now != last:
+            last, since = now, time.monotonic()
+        elif now and time.monotonic() - since > quiet_ms / 1000:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the numbers did not settle: {last!r}")
+
+
+def numbers(page: Page, view: View) -> str:
+    if view.numbers == "js":
+        return page.evaluate(GP2D_NUMBERS_JS) or ""
+    table = page.locator(view.numbers).first
+    return table.inner_text() if table.count() else ""
+
+
+def message(page: Page, cls: str) -> str:
+    return page.evaluate(MESSAGE_JS, cls) if cls else ""
+
+
+def wait_for_numbers_change(page: Page, view: View, old: str) -> str:
+    end = time.monotonic() + view.timeout_ms / 1000
+    while True:
+        now = numbers(page, view)
+        if now != old and now:
+            return now
+        if time.monotonic() > end:
+            raise AssertionError(f"the numbers stayed {old!r}; message: {message(page, view.error_class)!r}")
+        time.sleep(0.05)
+
+
+def type_into(page: Page, selector: str, text: str) -> None:
+    box = page.locator(selector).first
+    box.fill(text)
+    box.press("Enter")
+
+
+def refits_on_valid_values(page: Page, view: View, field: Field, good: str) -> None:
+    """(4): another valid value refits and clears the message; then the good value ``good`` again."""
+    before = numbers(page, view)
+    type_into(page, field.box, field.other)
+    changed = wait_for_numbers_change(page, view, before)
+    wait_until(lambda: message(page, view.error_class) == "", view.timeout_ms)
+    type_into(page, field.box, good)
+    wait_for_numbers_change(page, view, changed)
+    wait_until(lambda: message(page, view.error_class) == "", view.timeout_ms)
+
+
+def label_of(page: Page, selector: str) -> str:
+    """The label of the widget that holds the box (in the widget's shadow DOM: Playwright's CSS
+    pierces it, innerText of the host does not)."""
+    host = selector.rsplit(" ", 1)[0]
+    return " ".join(page.locator(f"{host} label, {host} .bk-clearfix").all_inner_texts())  # input / slider
+
+
+# -- the cases ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "case, view_page", [(c, FIELDS[c.field].view) for c in CASES], indirect=["view_page"],
+    ids=[f"{c.field}={c.typed}" for c in CASES])
+def test_a_hostile_typed_value_keeps_the_last_good_fit_and_says_what_to_change(case: Case, view_page):
+    page, view = view_page
+    field = FIELDS[case.field]
+    box = page.locator(field.box).first
+    good = field.baseline or box.input_value()  # the value to end on (a text box of the explorer starts empty)
+    if case.via:
+        before = numbers(page, view)
+        type_into(page, field.box, case.via)
+        wait_for_numbers_change(page, view, before)
+    before, shown_before = numbers(page, view), box.input_value()
+    type_into(page, field.box, case.typed)
+
+    if case.outcome == "refused":
+        wait_for_message(page, view.error_class, case.says, view.timeout_ms)
+        page.wait_for_timeout(SETTLE_MS)
+        assert numbers(page, view) == before  # (1) the last good fit stays
+    elif case.outcome == "blocked":
+        page.wait_for_timeout(SETTLE_MS)
+        assert box.input_value() == shown_before != case.typed  # the box refused the keystrokes
+        assert numbers(page, view) == before
+        assert field.label in label_of(page, field.box)  # its label names what it takes
+    elif case.outcome == "accepted":
+        wait_for_numbers_change(page, view, before)
+        assert box.input_value() == case.typed  # taken, and shown
+        assert message(page, view.error_class) == ""
+    else:  # adjusted: taken, and a note says how
+        wait_for_numbers_change(page, view, before)
+        wait_for_message(page, view.note_class, case.says, view.timeout_ms)
+        assert message(page, view.error_class) == ""
+    refits_on_valid_values(page, view, field, good)
+
+
+def good_csv(index: int, counts: bool) -> bytes:
+    """A valid CSV with 5 + index points, so that each case's differs in its numbers (a far-away
+    sixth point alone left the table's rounded numbers as they were)."""
+    xs = range(5 + index)
+    rows = [(x, x % 3 if counts else (1 if x % 2 else -1)) for x in xs]
+    return ("x,y\n" + "".join(f"{x},{y}\n" for x, y in rows)).encode()
+
+
+@pytest.mark.parametrize(
+    "index, view_page", [(i, view) for i, (_, view, _, _) in enumerate(UPLOADS)], indirect=["view_page"],
+    ids=[name for name, _, _, _ in UPLOADS])
+def test_a_hostile_csv_upload_keeps_the_last_good_fit_and_says_what_is_wrong(index: int, view_page, tmp_path: Path):
+    page, view = view_page
+    name, _, content, says = UPLOADS[index]
+    upload = page.locator(".qpviz-gp1d-upload input[type=file]")
+    hostile = tmp_path / "hostile.csv"
+    if content is None:  # 50 MB of valid-looking rows: above Bokeh's 20 MB websocket message limit
+        row = b"0.123456789,1\n"
+        hostile.write_bytes(b"x,y\n" + row * (50 * 1024 * 1024 // len(row) + 1))
+    else:
+        hostile.write_bytes(content)
+    before = numbers(page, view)
+    upload.set_input_files(str(hostile))
+    wait_for_message(page, view.error_class, says, view.timeout_ms)
+    page.wait_for_timeout(SETTLE_MS)
+    assert numbers(page, view) == before  # the last good fit stays, the session is alive
+    good = tmp_path / "good.csv"
+    good.write_bytes(good_csv(index, counts=view.query.find("coal") >= 0))
+    upload.set_input_files(str(good))
+    wait_for_numbers_change(page, view, before)
+    wait_until(lambda: message(page, view.error_class) == "", view.timeout_ms)
+
+
+#: Paper results has no typed number: its numbers come from its link (rounds of the live rerun):
+#: the value typed into the link and how the page names it (Panel parses the query first).
+PAPER_ROUNDS = {"0": "rounds=0 ", "-3": "rounds=-3.0 ", "1e308": "rounds=1e+308 ", "nan": "rounds=nan ",
+                "abc": "rounds='abc' "}
+
+
+@pytest.mark.parametrize("rounds, named", PAPER_ROUNDS.items(), ids=list(PAPER_ROUNDS))
+def test_a_hostile_paper_link_keeps_its_good_values_and_names_the_replaced_one(page: Page, app_url: str, rounds: str,
+                                                                                named: str):
+    errors = collect_errors(page)
+    page.set_viewport_size({"width": 1500, "height": 1200})
+    page.goto(f"{app_url}?page=paper-results&prep=clean&dataset=pima&rounds={rounds}")
+    table = page.locator(".qpviz-paper-table table")
+    table.wait_for(timeout=TIMEOUT_MS)
+    shown = table.inner_text()
+    wait_for_message(page, "qpviz-paper-link", "(valid: 1, 2, 3) was replaced by 1", TIMEOUT_MS)
+    assert f"This link asked for {named}(valid: 1, 2, 3) was replaced by 1." in message(page, "qpviz-paper-link")
+    assert page.locator(".qpviz-live-rounds .bk-btn.bk-active").inner_text() == "1"
+    assert page.locator(".qpviz-live-dataset select").input_value() == "pima"  # the link's good values are taken
+    assert page.locator(".bk-btn.bk-active").filter(has_text="clean").count() == 1
+    page.wait_for_url(lambda url: "rounds=1" in url, timeout=TIMEOUT_MS)  # the link now says what is shown
+    page.locator(".qpviz-live-rounds .bk-btn").filter(has_text="2").click()  # the page still works
+    page.wait_for_url(lambda url: "rounds=2" in url, timeout=TIMEOUT_MS)
+    assert table.inner_text() == shown
+    assert errors == []
