@@ -213,8 +213,10 @@ class FigureExportButtons(CompositeWidget):
     def __init__(self, **params):
         super().__init__(**params)
         self.buttons = [self._button(fmt) for fmt in FORMATS]
+        # a fixed width, no sizing mode (Bokeh warns of sizing_mode="fixed" without a height); each
+        # button keeps its own margin
         self._composite.param.update(objects=self.buttons, styles={"flex-wrap": "wrap"}, width=CONTROLS_WIDTH,
-                                     sizing_mode="fixed", margin=0)  # each button keeps its own margin
+                                     sizing_mode=None, margin=0)
         self.param.watch(self._hand_on_stylesheets, "stylesheets")
 
     def _button(self, fmt: str) -> pn.widgets.Button:

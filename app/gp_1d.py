@@ -321,5 +321,5 @@ class GP1DPage(pn.viewable.Viewer):
 
 
 def page() -> tuple[str, pn.viewable.Viewable]:
-    """(tab title, page) for app/main.py."""
+    """(tab title, page) for app/dashboard.py."""
     return TITLE, GP1DPage()

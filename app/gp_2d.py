@@ -705,5 +705,5 @@ def distance_table(fit: twod.GridFit, methods) -> str:
 
 
 def page() -> tuple[str, pn.viewable.Viewable]:
-    """(tab title, page) for app/main.py."""
+    """(tab title, page) for app/dashboard.py."""
     return TITLE, GP2DPage()

@@ -1,126 +1,17 @@
-"""The qpviz dashboard: `panel serve app` serves this file at /app, one tab per page.
+"""The qpviz dashboard: `panel serve app` serves this script at /app (the pages: app/dashboard.py).
 
-Adding a page: write app/<page>.py with ``TITLE`` and ``page() -> (title, viewable)``, import it
-here and append it to PAGES. Bokeh runs this file with app/ on sys.path, so pages import as
-top-level modules.
-
-A session builds a page only when its tab is first opened (a page's construction fits models and
-may start a long job: twenty classroom sessions opening the app must not all build five pages).
+Bokeh runs this script once per browser session; everything that must outlive a session lives
+in ordinary modules.
 """
-import threading
-
 import panel as pn
 
-import gp_1d
-import gp_2d
+import dashboard
 import panel_offline
-import paper_results
-import projection_explorer
 import tcp_nodelay
-import variance_effects
-
-from qpviz import tables
-
-PAGES = [projection_explorer, gp_1d, gp_2d, variance_effects, paper_results]
 
 pn.extension("katex", sizing_mode="stretch_width")
 panel_offline.enable()  # Panel's stylesheets always from this server, never its CDN
 tcp_nodelay.enable()  # the server's replies reach the browser without Nagle's 40 ms waits
-#: Seconds after a page has loaded before every other QP table's fast form is derived in the
-#: background (deriving the Poisson families takes 1-2 s of CPU each): the first page's numbers and
-#: plots get the CPU first, and no later page waits for its table.
-PRELOAD_DELAY = 5.0
+pn.state.onload(dashboard.preload_later)
 
-
-def _preload_later() -> None:
-    timer = threading.Timer(PRELOAD_DELAY, tables.preload)
-    timer.daemon = True
-    timer.start()
-
-
-pn.state.onload(_preload_later)
-
-
-def tab_slug(title: str) -> str:
-    """A tab's key in the URL: its title in lower case, words joined by '-' ("GP 1-D" -> "gp-1-d")."""
-    return "-".join("".join(c if c.isalnum() else " " for c in title.lower()).split())
-
-
-class TabInUrl:
-    """Keeps the open tab in the URL (``?page=gp-1-d``), so that every page has its own link."""
-
-    def __init__(self, tabs: pn.Tabs, titles: list[str]):
-        self.tabs = tabs
-        self.slugs = [tab_slug(t) for t in titles]
-        self.holder = pn.widgets.TextInput(value=self.slugs[0], visible=False)
-        self.holder.param.watch(self._open, "value")
-        tabs.param.watch(self._opened, "active")
-        if pn.state.location is not None:
-            pn.state.location.sync(self.holder, {"value": "page"})
-
-    def _open(self, event) -> None:
-        if event.new in self.slugs:
-            self.tabs.active = self.slugs.index(event.new)
-
-    def _opened(self, event) -> None:
-        self.holder.value = self.slugs[event.new]
-
-
-class LazyPages:
-    """One placeholder per tab; a tab's page is built the first time the tab is shown."""
-
-    def __init__(self, modules, connect=None):
-        """``connect(page)`` wires a newly built page to the others."""
-        self.modules = list(modules)
-        self.connect = connect
-        self.titles = [module.TITLE for module in self.modules]
-        self.holders = [pn.Column(sizing_mode="stretch_width", name=title, min_height=400)
-                        for title in self.titles]
-        self.built: dict[int, pn.viewable.Viewable] = {}
-
-    def page(self, index: int) -> pn.viewable.Viewable:
-        """The page of tab ``index``, built now if this session has not built it yet."""
-        if index not in self.built:
-            title, page = self.modules[index].page()
-            self.built[index] = page
-            self.holders[index].objects = [page]
-            if self.connect is not None:
-                self.connect(page)
-        return self.built[index]
-
-
-def build() -> pn.Column:
-    """The whole app: a title bar above one tab per page; the open tab is in the URL (?page=...).
-
-    (No pn.template: the Fast templates fetch a web font from the internet, which a classroom
-    or CI machine without internet access reports as a console error.)
-    """
-    header = pn.pane.Markdown(
-        "## qpviz: Expectation Propagation vs Quantile Propagation",
-        styles={"background": "#0072B2", "color": "white", "padding": "0 12px"},
-        sizing_mode="stretch_width",
-    )
-
-    def connect(page) -> None:
-        """The GP pages' "study these data in Variance effects" buttons send there and open it."""
-        if hasattr(page, "hand_off"):
-            page.hand_off.connect(study_in_variance_effects)
-
-    def study_in_variance_effects(label, X, y, likelihood, kernel) -> None:
-        index = pages.titles.index(variance_effects.TITLE)
-        pages.page(index).use_data(label, X, y, likelihood, kernel)
-        tabs.active = index
-
-    pages = LazyPages(PAGES, connect)
-    tabs = pn.Tabs(*[(title, holder) for title, holder in zip(pages.titles, pages.holders)], dynamic=True,
-                   sizing_mode="stretch_width")
-    url = TabInUrl(tabs, pages.titles)  # a link's ?page= opens its tab
-    pages.page(tabs.active)
-    tabs.param.watch(lambda event: pages.page(event.new), "active")
-    app = pn.Column(header, tabs, url.holder, sizing_mode="stretch_width")
-    app.lazy_pages = pages  # the pages built so far, for tests
-    return app
-
-
-if __name__.startswith("bokeh"):  # served (`panel serve app`); a test imports it without a page
-    build().servable()
+dashboard.build().servable()

@@ -409,5 +409,5 @@ def live_options_from_env(environ=os.environ) -> dict:
 
 
 def page() -> tuple[str, pn.viewable.Viewable]:
-    """(tab title, page) for app/main.py."""
+    """(tab title, page) for app/dashboard.py."""
     return TITLE, PaperResults(live_options=live_options_from_env())

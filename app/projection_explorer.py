@@ -427,5 +427,5 @@ def link_query(location) -> dict:
 
 
 def page() -> tuple[str, pn.viewable.Viewable]:
-    """(tab title, page) for app/main.py."""
+    """(tab title, page) for app/dashboard.py."""
     return TITLE, ProjectionExplorer()

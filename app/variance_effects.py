@@ -498,5 +498,5 @@ class VarianceEffects(pn.viewable.Viewer):
 
 
 def page() -> tuple[str, pn.viewable.Viewable]:
-    """(tab title, page) for app/main.py."""
+    """(tab title, page) for app/dashboard.py."""
     return TITLE, VarianceEffects()

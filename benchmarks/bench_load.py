@@ -42,7 +42,7 @@ LOAD_TIMEOUT_MS = 120_000
 
 
 def slugs(page, app_url) -> list[str]:
-    from main import tab_slug  # noqa: PLC0415
+    from dashboard import tab_slug  # noqa: PLC0415
 
     page.goto(app_url)
     page.locator(".bk-tab").first.wait_for(timeout=120_000)
@@ -180,7 +180,8 @@ def main() -> int:
         results, errors, load_seconds, peak = asyncio.run(drive(url, pages, args.sessions, args.minutes, process))
         time.sleep(CLEANUP_SECONDS)
         after = rss_mib(process.pid)
-        server_errors = [line for line in log.read_text().splitlines() if "ERROR" in line or "Traceback" in line]
+        server_errors = [line for line in log.read_text().splitlines()
+                         if any(mark in line for mark in ("ERROR", "Traceback", "failed with following error"))]
         print(f"{args.sessions} sessions x {args.minutes:g} min; load {os.getloadavg()[0]:.2f}")
         every = []
         for slug in pages:

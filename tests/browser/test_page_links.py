@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "app"))
 
 
 def test_tab_slugs():
-    from main import tab_slug  # noqa: PLC0415
+    from dashboard import tab_slug  # noqa: PLC0415
 
     assert tab_slug("GP 1-D") == "gp-1-d"
     assert tab_slug("Projection Explorer") == "projection-explorer"
@@ -22,7 +22,7 @@ def test_tab_slugs():
 
 
 def test_each_page_opens_from_its_link_and_a_click_writes_it(page: Page, app_url: str):
-    from main import tab_slug  # noqa: PLC0415
+    from dashboard import tab_slug  # noqa: PLC0415
 
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)

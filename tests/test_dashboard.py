@@ -1,12 +1,12 @@
-"""app/main.py without a browser: pages are built when their tab is first opened, and the GP pages
-hand their data to Variance effects."""
+"""app/dashboard.py (served by app/main.py) without a browser: pages are built when their tab
+is first opened, and the GP pages hand their data to Variance effects."""
 from __future__ import annotations
 
 import numpy as np
 import panel as pn
 
 import gp_1d
-import main
+import dashboard
 import variance_effects
 
 
@@ -15,7 +15,7 @@ def tabs_of(app: pn.Column) -> pn.Tabs:
 
 
 def test_only_the_open_tab_is_built_and_a_tab_is_built_once():
-    app = main.build()
+    app = dashboard.build()
     tabs = tabs_of(app)
     assert [len(holder.objects) for holder in tabs.objects] == [1, 0, 0, 0, 0]  # the first tab's page only
     assert list(app.lazy_pages.built) == [0]
@@ -30,14 +30,14 @@ def test_only_the_open_tab_is_built_and_a_tab_is_built_once():
 
 
 def test_gp_1d_data_go_to_variance_effects_with_their_model():
-    app = main.build()
+    app = dashboard.build()
     tabs = tabs_of(app)
     tabs.active = 1
     gp_page = app.lazy_pages.built[1]
     assert gp_page.hand_off.button.visible
     gp_page.model.param.update(preset="coal-mining disasters")
     gp_page.hand_off.button.clicks += 1
-    index = main.PAGES.index(variance_effects)
+    index = dashboard.PAGES.index(variance_effects)
     assert tabs.active == index
     ve_page = app.lazy_pages.built[index]
     try:
@@ -56,3 +56,18 @@ def test_a_page_alone_has_no_hand_off_button():
     page = gp_1d.GP1DPage()
     page.model.cancel_job(quiet=True)
     assert not page.hand_off.button.visible
+
+
+def test_a_closed_session_leaves_no_widget_in_panels_callback_registry():
+    """Panel's Callback.registry would keep each page with a JS callback alive forever (its values
+    refer to their keys); forget_js_callbacks, run when the session ends, drops the app's entries."""
+    from panel.links import Callback  # noqa: PLC0415
+
+    app = dashboard.build()
+    tabs = tabs_of(app)
+    tabs.active = 1  # GP 1-D: EditableFloatSliders and export buttons have JS callbacks
+    app.lazy_pages.built[1].model.cancel_job(quiet=True)
+    mine = [obj for obj in app.select() if obj in Callback.registry]
+    assert mine, "the test needs widgets with JS callbacks"
+    dashboard.forget_js_callbacks(app)
+    assert not any(obj in Callback.registry for obj in app.select())
