@@ -126,6 +126,10 @@ async def session_loop(browser, url, slug, stop_at, results, errors, load_second
                 if "no document change" not in str(err):
                     errors.append(f"{slug}: {kind}: {str(err)[:120]}")
             await page.wait_for_timeout(300)
+        # a user closes the tab once the page has settled: the page writes the URL after the
+        # sliders rest (not counted as the update), and an update still on its way when the socket
+        # closes makes tornado log a WebSocketClosedError
+        await page.wait_for_timeout(2000)
     finally:
         await context.close()
 
