@@ -104,6 +104,27 @@ def forget_js_callbacks(app: pn.viewable.Viewable) -> None:
 #: document only after its session-destroyed callbacks have run).
 RELEASE_DELAY = 5.0
 
+#: glibc's mallopt parameters (malloc.h)
+_M_MMAP_THRESHOLD, _M_ARENA_MAX = -3, -8
+#: Arrays above this size get their own mmap, handed back to the system when freed
+MMAP_THRESHOLD_BYTES = 256 * 1024
+
+
+def limit_heap_growth() -> None:
+    """Make a long-running server hand freed memory back (glibc only; a no-op elsewhere).
+
+    By default glibc raises its mmap threshold each time a large block is freed (up to 32 MiB),
+    after which fit-sized arrays (GP 2-D grids, covariance matrices) come from the heap and leave
+    holes that malloc_trim cannot return; and each worker thread gets its own arena (up to 8 per
+    core) that keeps its high-water mark. A fixed threshold and two arenas keep the server's
+    memory near its working set (measured: benchmarks/bench_load.py --rounds)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
+        libc.mallopt(_M_ARENA_MAX, 2)
+    except (OSError, AttributeError):
+        pass
+
 
 def release_freed_memory() -> None:
     """Collect cycles and hand the heap's free pages back to the system (glibc's malloc_trim):

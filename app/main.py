@@ -5,6 +5,7 @@ in ordinary modules.
 """
 import panel as pn
 
+import closed_tabs
 import dashboard
 import panel_offline
 import tcp_nodelay
@@ -12,6 +13,8 @@ import tcp_nodelay
 pn.extension("katex", sizing_mode="stretch_width")
 panel_offline.enable()  # Panel's stylesheets always from this server, never its CDN
 tcp_nodelay.enable()  # the server's replies reach the browser without Nagle's 40 ms waits
+closed_tabs.enable()  # a tab closed mid-write drops its message (no server traceback)
+dashboard.limit_heap_growth()  # freed arrays go back to the system (idempotent)
 pn.state.onload(dashboard.preload_later)
 
 dashboard.build().servable()

@@ -12,7 +12,7 @@ latency, how many sessions loaded and how long loading took, the number of conso
 server errors (log lines with ERROR or Traceback), closes every session, waits for the server to
 drop them and prints its memory before, at its peak and after (the goal: after within 20% of before).
 
-Usage: .venv/bin/python benchmarks/bench_load.py [--sessions 20] [--minutes 5]
+Usage: .venv/bin/python benchmarks/bench_load.py [--sessions 20] [--minutes 5] [--rounds 1]
 """
 from __future__ import annotations
 
@@ -163,6 +163,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sessions", type=int, default=20)
     ap.add_argument("--minutes", type=float, default=5.0)
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="run the load this many times on the same server, memory after each (a leak grows "
+                         "every round; a cache or the allocator's high-water mark only once)")
     args = ap.parse_args()
     log = Path(tempfile.mkdtemp()) / "serve.log"
     process, url = serve_app(log)
@@ -181,9 +184,12 @@ def main() -> int:
         time.sleep(CLEANUP_SECONDS)
         before = rss_mib(process.pid)
         print(f"pages: {pages}; server RSS before sessions: {before:.0f} MiB; load {os.getloadavg()[0]:.2f}")
-        results, errors, load_seconds, peak = asyncio.run(drive(url, pages, args.sessions, args.minutes, process))
-        time.sleep(CLEANUP_SECONDS)
-        after = rss_mib(process.pid)
+        after_rounds = []
+        for _ in range(args.rounds):
+            results, errors, load_seconds, peak = asyncio.run(drive(url, pages, args.sessions, args.minutes, process))
+            time.sleep(CLEANUP_SECONDS)
+            after_rounds.append(rss_mib(process.pid))
+        after = after_rounds[0]
         server_errors = [line for line in log.read_text().splitlines()
                          if any(mark in line for mark in ("ERROR", "Traceback", "failed with following error"))]
         print(f"{args.sessions} sessions x {args.minutes:g} min; load {os.getloadavg()[0]:.2f}")
@@ -201,6 +207,9 @@ def main() -> int:
             print("   ", e[:200])
         print(f"server RSS: before {before:.0f} MiB, peak {peak:.0f} MiB, after close {after:.0f} MiB "
               f"({100 * (after - before) / before:+.1f}%)")
+        if args.rounds > 1:
+            print("server RSS after each round (latencies above: the last round; after close: the first): "
+                  + ", ".join(f"{rss:.0f} MiB ({100 * (rss - before) / before:+.1f}%)" for rss in after_rounds))
     finally:
         stop(process)
     return 0

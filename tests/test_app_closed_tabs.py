@@ -1,0 +1,41 @@
+"""app/closed_tabs.py: a message to a tab that closed mid-write is dropped with a warning."""
+from __future__ import annotations
+
+import logging
+
+import closed_tabs  # app/ is on the path (pyproject: pythonpath = ["app"])
+import pytest
+from panel.io import document
+from tornado.websocket import WebSocketClosedError
+
+
+def test_a_write_to_a_closed_socket_is_dropped_with_panels_warning(monkeypatch, caplog):
+    calls = []
+
+    def panel_dispatch(conn, events=None, msg=None):
+        calls.append((conn, events, msg))
+        if conn == "closed":
+            raise WebSocketClosedError()
+        return ["future"]
+
+    monkeypatch.setattr(document, "dispatch_tornado", panel_dispatch)
+    closed_tabs.enable()
+    assert document.dispatch_tornado is not panel_dispatch
+    assert document.dispatch_tornado("open", msg="m") == ["future"]
+    with caplog.at_level(logging.WARNING, logger="panel.io.document"):
+        assert document.dispatch_tornado("closed", ["event"]) == []
+    assert calls == [("open", None, "m"), ("closed", ["event"], None)]
+    assert "connection was closed" in caplog.text
+
+
+def test_other_errors_still_raise_and_enable_wraps_once(monkeypatch):
+    def panel_dispatch(conn, events=None, msg=None):
+        raise ValueError("a real bug")
+
+    monkeypatch.setattr(document, "dispatch_tornado", panel_dispatch)
+    closed_tabs.enable()
+    wrapped = document.dispatch_tornado
+    closed_tabs.enable()
+    assert document.dispatch_tornado is wrapped
+    with pytest.raises(ValueError, match="a real bug"):
+        wrapped("open", msg="m")
