@@ -4,9 +4,10 @@ Serves the real app (`python -m panel serve app`) and drives Debian's Chromium (
 
 * **GP 1-D**, N = 200, EP and QP shown: a hyper-parameter slider key press (length scale, one step
   right each: a new fit every time) and a click on the predictive plot, the page's second figure (adds a point
-  at a new place each time), each timed from the
+  at a new place each time, or removes the one under the pointer), each timed from the
   action to the last Bokeh document change it caused (browser_measure.measure; goal 250 ms).
-* **GP 2-D**, N = 200, 60 x 60 grid, EP and QP: a length-scale key press (goal 1 s).
+* **GP 2-D**, N = 200, 60 x 60 grid, EP and QP: a length-scale key press and a click on the first
+  map (adds a point of the chosen class, or removes one; goal 1 s).
 * **During a long job:** a second browser session opens the Variance effects page on Pima with
   hyper-parameter optimisation (a fit of about a minute on a thread of the same server) and the
   GP 1-D measurement is repeated in the first session meanwhile.
@@ -51,12 +52,15 @@ def click_plot(figure_index):
     state = {"k": 0}
 
     def act(page):
-        box = page.locator(".bk-Figure:visible").nth(figure_index).bounding_box()
+        figure = page.locator(".bk-Figure:visible").nth(figure_index)
+        figure.scroll_into_view_if_needed()  # a mouse click lands in the viewport only
+        box = figure.bounding_box()
         state["k"] += 1
         # a new place each time (a point added there: new data, a new fit; the golden-ratio
         # sequence never repeats a place)
         x = box["x"] + box["width"] * (0.25 + 0.5 * ((state["k"] * 0.618034) % 1.0))
-        page.mouse.click(x, box["y"] + box["height"] * 0.45)
+        # below the legend (top left of the plot), where a click adds a point or removes one
+        page.mouse.click(x, box["y"] + box["height"] * 0.7)
         page.wait_for_timeout(350)  # two clicks within ~0.3 s would be a double tap
     return act
 
@@ -94,9 +98,10 @@ def main() -> int:
                 ("GP 1-D, step eps=0 (default), N=200, length-scale key",
                  GP1D.format(preset=quote("step likelihood, eps = 0 (EP vs QP differ)")),
                  nudge(".qpviz-gp1d-lengthscale"), 250),
-                ("GP 1-D, sharp step, N=200, click adds a point", GP1D.format(preset=quote("sharp step")),
+                ("GP 1-D, sharp step, N=200, click adds/removes a point", GP1D.format(preset=quote("sharp step")),
                  click_plot(1), 250),
                 ("GP 2-D, moons, N=200, 60x60 grid, length-scale key", GP2D, nudge(".qpviz-gp2d-lengthscale"), 1000),
+                ("GP 2-D, moons, N=200, 60x60 grid, click adds/removes a point", GP2D, click_plot(0), 1000),
             ]
             for name, query, action, goal in cases:
                 try:

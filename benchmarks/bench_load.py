@@ -68,12 +68,15 @@ async def actions_for(page, slug):
             state["right"] = not state["right"]
         out.append(("slider", nudge))
     if slug in ("gp-1-d", "gp-2-d"):
-        async def click(p, state={"k": 0}):
-            box = await p.locator(".bk-Figure:visible").first.bounding_box()
+        async def click(p, state={"k": 0}, figure=1 if slug == "gp-1-d" else 0):
+            # GP 1-D: the predictive plot (the second) takes clicks; below its legend (top left)
+            target = p.locator(".bk-Figure:visible").nth(figure)
+            await target.scroll_into_view_if_needed()
+            box = await target.bounding_box()
             if box:
                 state["k"] += 1
                 x = box["x"] + box["width"] * (0.3 + 0.4 * ((state["k"] * 37) % 100) / 100)
-                await p.mouse.click(x, box["y"] + box["height"] * 0.5)
+                await p.mouse.click(x, box["y"] + box["height"] * (0.7 if slug == "gp-1-d" else 0.5))
         out.append(("click", click))
     if slug == "variance-effects":
         async def seed(p, state={"k": 0}):
