@@ -28,7 +28,9 @@ in app/explorer_widgets.py.
 """
 from __future__ import annotations
 
+import functools
 import json
+import weakref
 from urllib.parse import parse_qsl
 
 import holoviews as hv
@@ -101,6 +103,18 @@ def cached_ratio_map(name: str, params: tuple, y: float) -> dict:
     """explorer.ratio_map for one likelihood (``params``: sorted (name, value) pairs) and y; the
     map does not depend on the cavity."""
     return explorer.ratio_map(explorer.build_likelihood(name, **dict(params)), y)
+
+
+def _call_page_hook(page_ref: weakref.ref, method: str, plot, element) -> None:
+    """A HoloViews hook that calls ``method`` of the page if it is still alive.
+
+    HoloViews keeps every hook in its global options store (``Store._custom_options``) for the
+    life of the server; a bound method there kept each closed session's page, with its figures
+    and widgets, alive for ever (measured: every explorer session stayed in memory). The store
+    holds this function and a weak reference instead."""
+    page = page_ref()
+    if page is not None:
+        getattr(page, method)(plot, element)
 
 
 class ProjectionExplorer(pn.viewable.Viewer):
@@ -322,7 +336,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
         common = {"clim": explorer.COMMON_RATIO_SCALE} if scale == "common" else {}
         return image.opts(
             cmap="cividis", colorbar=True, tools=["hover", "tap"], title=title, height=330, responsive=True,
-            min_width=300, toolbar="right", hooks=[self._add_marker],
+            min_width=300, toolbar="right", hooks=[functools.partial(_call_page_hook, weakref.ref(self), "_add_marker")],
             # the axes show the valid cavities only (the image's half pixels beyond them included
             # a negative std)
             xlim=explorer.CAVITY_MEAN_SLIDER, ylim=explorer.CAVITY_STD_SLIDER,

@@ -71,3 +71,30 @@ def test_a_closed_session_leaves_no_widget_in_panels_callback_registry():
     assert mine, "the test needs widgets with JS callbacks"
     dashboard.forget_js_callbacks(app)
     assert not any(obj in Callback.registry for obj in app.select())
+
+
+def test_a_rendered_explorer_page_is_freed_when_its_session_ends():
+    """HoloViews keeps plot hooks in a global options store: a hook bound to the page kept every
+    closed explorer session (figures, widgets, data) alive for the life of the server."""
+    import gc  # noqa: PLC0415
+    import weakref  # noqa: PLC0415
+
+    from bokeh.document import Document  # noqa: PLC0415
+
+    app = dashboard.build()
+    page = app.lazy_pages.built[0]  # the Projection Explorer opens first
+    assert type(page).__name__ == "ProjectionExplorer"
+    from types import SimpleNamespace  # noqa: PLC0415
+
+    from panel.io.document import _cleanup_doc  # noqa: PLC0415 - what Panel runs when a session ends
+
+    doc = Document()
+    app.server_doc(doc)  # rendered as `panel serve` renders a session; runs the map's HoloViews hook
+    assert page._map_figure is not None, "the test needs the map's hook to have run"
+    alive = weakref.ref(page)
+    _cleanup_doc(doc)
+    pn.state._destroy_session(SimpleNamespace(id="closed", _document=doc))  # Panel's session-end hook
+    dashboard.forget_js_callbacks(app)
+    del app, page, doc
+    gc.collect()
+    assert alive() is None
