@@ -8,7 +8,10 @@ when the tab closes between two frames, Tornado's ``write_message`` raises
 write task dies with "Task exception was never retrieved" and two tracebacks in the server log.
 Measured with benchmarks/bench_load.py: 9 to 20 such tracebacks per run of 20 sessions, all in
 the second in which the sessions closed. :func:`enable` treats that case as Panel treats the
-other: the message is dropped with the same warning.
+other: the message is dropped with the same warning. The frames already written by then return
+futures that nobody awaits any more; their failure would be logged as "Task exception was never
+retrieved" when they are collected, so every websocket write marks its own failure as seen (a
+caller that awaits the future still gets the exception).
 """
 from __future__ import annotations
 
@@ -16,15 +19,32 @@ import functools
 import logging
 
 from panel.io import document
-from tornado.websocket import WebSocketClosedError
+from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 __all__ = ["enable"]
 
 logger = logging.getLogger("panel.io.document")
 
 
+def _mark_seen(future) -> None:
+    if not future.cancelled():
+        future.exception()  # marks a failed write as retrieved; awaiting callers still get it
+
+
 def enable() -> None:
-    """Wrap Panel's websocket writer once (idempotent; app/main.py calls it for every session)."""
+    """Wrap Panel's websocket writer and Tornado's ``write_message`` once (idempotent; app/main.py
+    calls it for every session)."""
+    if not getattr(WebSocketHandler.write_message, "_qpviz_closed_tabs", False):
+        tornado_write = WebSocketHandler.write_message
+
+        @functools.wraps(tornado_write)
+        def write_marking_failures(self, message, binary=False):
+            future = tornado_write(self, message, binary)
+            future.add_done_callback(_mark_seen)
+            return future
+
+        write_marking_failures._qpviz_closed_tabs = True
+        WebSocketHandler.write_message = write_marking_failures
     if getattr(document.dispatch_tornado, "_qpviz_closed_tabs", False):
         return
     panel_dispatch = document.dispatch_tornado

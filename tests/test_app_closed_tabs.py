@@ -39,3 +39,32 @@ def test_other_errors_still_raise_and_enable_wraps_once(monkeypatch):
     assert document.dispatch_tornado is wrapped
     with pytest.raises(ValueError, match="a real bug"):
         wrapped("open", msg="m")
+
+
+def test_a_failed_websocket_write_nobody_awaits_is_not_logged_as_unretrieved(monkeypatch, caplog):
+    import asyncio  # noqa: PLC0415
+    import gc  # noqa: PLC0415
+
+    from tornado.websocket import WebSocketHandler  # noqa: PLC0415
+
+    async def scenario():
+        async def closed_stream():
+            raise WebSocketClosedError()
+
+        def tornado_write(self, message, binary=False):
+            return asyncio.ensure_future(closed_stream())
+
+        monkeypatch.setattr(WebSocketHandler, "write_message", tornado_write)
+        closed_tabs.enable()
+        assert WebSocketHandler.write_message is not tornado_write
+        orphan = WebSocketHandler.write_message(object(), "frame")  # nobody awaits it
+        awaited = WebSocketHandler.write_message(object(), "frame")
+        with pytest.raises(WebSocketClosedError):
+            await awaited  # a caller that awaits still sees the failure
+        await asyncio.sleep(0)
+        assert orphan.done()
+
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        asyncio.run(scenario())
+        gc.collect()
+    assert "never retrieved" not in caplog.text
