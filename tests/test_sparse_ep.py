@@ -306,3 +306,53 @@ def test_condition_matches_the_dense_formulas_of_the_h_marginals():
     assert np.allclose(Q @ state.alpha, state.mean, atol=1e-10)
     assert np.allclose(state.cov, cov, atol=1e-10)
     assert np.allclose(linalg.solve_triangular(prior._Lu, KERNEL(Z_R, X_R), lower=True).T, prior.Wt)
+
+
+@pytest.mark.parametrize("likelihood, y, alpha, inducing_cov", [
+    (GAUSSIAN, Y_R, 0.5, None),
+    ("probit", Y_B, 1.0, None),
+    ("probit", Y_B, 0.5, None),
+    ("probit", Y_B, 1.0, np.full(Z_R.shape[0], 0.05)),
+], ids=["gaussian-0.5", "probit-1", "probit-0.5", "probit-vsgp"])
+def test_energy_gradient_matches_finite_differences_of_the_converged_evidence(likelihood, y, alpha, inducing_cov):
+    def run(kernel):
+        return fit_power_ep(X_R, y, likelihood, kernel, "ep", Z_R, alpha=alpha, inducing_cov=inducing_cov, tol=1e-12,
+                            max_sweeps=1000)
+
+    grad = run(KERNEL).state.grad_log_marginal()
+    theta, step = KERNEL.log_params(), 1e-5
+    for j in range(theta.size):
+        up, down = theta.copy(), theta.copy()
+        up[j] += step
+        down[j] -= step
+        numeric = (run(KERNEL.with_log_params(up)).log_marginal_likelihood
+                   - run(KERNEL.with_log_params(down)).log_marginal_likelihood) / (2 * step)
+        assert grad[j] == pytest.approx(numeric, abs=1e-6)
+
+
+def test_sparse_prior_learns_hyperparameters_through_qpviz_fit():
+    """``qpviz.fit(..., prior=SparsePrior(...), optimise=True)``: FITC-EP's evidence rises to a maximum."""
+    start = SparsePrior(RBF(1.0, 2.0), X_R, Z_R)
+    post = qpviz.fit(X_R, Y_B, "probit", RBF(1.0, 2.0), method="ep", prior=start, optimise=True, max_opt_iter=30)
+    before = fit_power_ep(X_R, Y_B, "probit", RBF(1.0, 2.0), "ep", Z_R).log_marginal_likelihood
+    assert isinstance(post.prior, SparsePrior)
+    assert post.log_marginal_likelihood > before + 1.0
+    assert np.max(np.abs(post.state.grad_log_marginal())) < 1e-3
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+@pytest.mark.parametrize("alpha", [1.0, 0.5])
+def test_an_input_far_from_every_inducing_input_adds_its_own_term(parallel, alpha):
+    """w_n = 0 (K_uf underflows): h_n = 0, f_n = e_n ~ N(0, k_nn); the energy gains
+    (1/alpha) log int Phi(f)^alpha N(f | 0, k_nn) df (log 1/2 at alpha = 1)."""
+    X = np.vstack([X_R, [[500.0]]])
+    y = np.append(Y_B, 1.0)
+    options = dict(alpha=alpha, parallel=parallel, tol=1e-10, max_sweeps=500)
+    far = fit_power_ep(X, y, "probit", KERNEL, "ep", Z_R, **options)
+    near = fit_power_ep(X_R, Y_B, "probit", KERNEL, "ep", Z_R, **options)
+    own = qpviz.likelihood("probit").tempered(alpha).tilted_moments(1.0, 0.0, KERNEL.variance).log_z / alpha
+    assert far.converged and far.prior.Wt[-1].max() == 0.0
+    assert far.log_marginal_likelihood == pytest.approx(near.log_marginal_likelihood + own, abs=1e-8)
+    assert alpha < 1 or own == pytest.approx(np.log(0.5), abs=1e-12)
+    assert np.allclose(far.mean[:-1], near.mean, atol=1e-8)
+    assert far.predict_f(X[-1:])[1][0] == pytest.approx(KERNEL.variance)

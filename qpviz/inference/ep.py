@@ -120,6 +120,8 @@ def run_sites(prior, likelihood, y, method: str = "ep", *, tol: float = 1e-6, da
             stacklevel=2,
         )
     state = run.state
+    if hasattr(state, "bind"):  # states whose evidence gradient needs the tilted distributions (sparse)
+        state.bind(likelihood, y)
     log_ml, tau_c, nu_c, log_z = site_log_marginal(state, likelihood, y)
     return SiteFit(method, state.tau, state.nu, state, log_ml, run.converged, run.n_sweeps, run.history,
                    run.n_clipped, run.n_skipped, tau_c, nu_c, log_z, run.drift)

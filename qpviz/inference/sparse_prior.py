@@ -32,16 +32,23 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 from scipy import linalg
+from scipy.linalg import blas
 
 from qpviz._blas import small_problem_threads, syrk_update_lower
 from qpviz.config import NUMBA_OPTIONS
 from qpviz.inference.inducing import as_inducing, as_inducing_cov, cholesky_kuu, inducing_covariances
 from qpviz.inference.prior import IndefinitePosterior
-from qpviz.inference.sites import power_site_step
+from qpviz.inference.sites import gaussian_power, power_gaussian_moments_numpy, power_site_step
 from qpviz.kernels import Kernel, as_inputs
 
 __all__ = ["SparsePrior", "SparseGaussian", "SparseSweep", "fit_power_ep", "sparse_sweep_sites",
-           "sequential_sweep_reference"]
+           "sequential_sweep_reference", "VAR_FLOOR"]
+
+#: Smallest marginal variance of h_n: an input far from every inducing input has w_n = 0 (K_uf
+#: underflows), so h_n = 0 exactly; its floored variance gives a cavity of precision ~1/VAR_FLOOR
+#: (finite) whose site leaves q unchanged and adds nothing but log Z~_n (the point's own
+#: prior predictive, f_n = e_n) to the energy, instead of 0/0.
+VAR_FLOOR = np.finfo(np.float64).tiny
 
 
 class SparsePrior:
@@ -72,6 +79,7 @@ class SparsePrior:
         self.n_negative_cond_var = int(np.count_nonzero(d < 0.0))
         self.most_negative_cond_var = float(min(d.min(), 0.0))
         self.cond_var = np.maximum(d, 0.0)
+        self._scratch = None
 
     @property
     def n(self) -> int:
@@ -85,6 +93,17 @@ class SparsePrior:
     def __repr__(self) -> str:
         kind = "VSGP" if self.inducing_cov is not None else "pseudo-points"
         return f"SparsePrior({self.kernel!r}, N={self.n}, M={self.m}, {kind}, jitter={self.jitter_used:g})"
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_scratch"] = None  # a work array, rebuilt where needed
+        return state
+
+    def scratch(self) -> np.ndarray:
+        """An (N, M) work array of :meth:`condition`, allocated once per prior."""
+        if self._scratch is None:
+            self._scratch = np.empty_like(self.Wt)
+        return self._scratch
 
     def with_kernel(self, kernel: Kernel) -> "SparsePrior":
         return SparsePrior(kernel, self.X, self.Z, self.inducing_cov, self.jitter)
@@ -148,7 +167,7 @@ class SparseSweep:
     def var(self) -> np.ndarray:
         """Var h_n = w_n^T Sigma_v w_n (O(N M^2): the drift check at a refresh)."""
         Wt = self.prior.Wt
-        return np.einsum("ij,ij->i", Wt @ self.cov, Wt)
+        return np.maximum(np.einsum("ij,ij->i", Wt @ self.cov, Wt), VAR_FLOOR)
 
 
 class SparseGaussian:
@@ -162,23 +181,27 @@ class SparseGaussian:
     def __init__(self, prior: SparsePrior, tau: np.ndarray, nu: np.ndarray):
         self.prior, self.tau, self.nu = prior, tau, nu
         Wt = prior.Wt
-        m = prior.m
+        scratch = prior.scratch()  # (N, M), reused: no fresh pages to fault in per sweep at large N
         with small_problem_threads(prior.n):
-            precision = np.eye(m)
+            precision = np.eye(prior.m)
             if np.all(tau >= 0):
-                syrk_update_lower(precision, np.ascontiguousarray(Wt * np.sqrt(tau)[:, None]), 1.0)
+                np.multiply(Wt, np.sqrt(tau)[:, None], out=scratch)
+                syrk_update_lower(precision, scratch, 1.0)
             else:  # negative site precisions (VB / Laplace style sites): one general product
-                precision += (Wt * tau[:, None]).T @ Wt
+                np.multiply(Wt, tau[:, None], out=scratch)
+                precision += scratch.T @ Wt
             try:
                 self._Lp = linalg.cholesky(precision, lower=True, overwrite_a=True, check_finite=False)
             except linalg.LinAlgError:
                 raise IndefinitePosterior("the site precisions make I + W T W^T indefinite (no Gaussian posterior); "
                                           "use damping or a log-concave likelihood") from None
-            self._V = linalg.solve_triangular(self._Lp, Wt.T, lower=True, check_finite=False)  # L_P^-1 W
+            # rows of scratch: (L_P^-1 w_n)^T, by one in-place dtrsm on the Fortran (M, N) view
+            np.copyto(scratch, Wt)
+            Vt = blas.dtrsm(1.0, self._Lp, scratch.T, side=0, lower=1, trans_a=0, overwrite_b=1).T
             c = linalg.solve_triangular(self._Lp, Wt.T @ nu, lower=True, check_finite=False)
             self.mean_v = linalg.solve_triangular(self._Lp, c, lower=True, trans="T", check_finite=False)
-        self.var = np.einsum("ij,ij->j", self._V, self._V)
-        self.mean = c @ self._V
+            self.var = np.maximum(np.einsum("ij,ij->i", Vt, Vt), VAR_FLOOR)
+            self.mean = Vt @ c
         self.alpha = nu - tau * self.mean
         self.half_log_det = float(np.sum(np.log(np.diag(self._Lp))))
         self.nu_sigma_nu = float(nu @ self.mean)
@@ -195,8 +218,9 @@ class SparseGaussian:
 
     @property
     def cov(self) -> np.ndarray:
-        """Cov(h) = V^T V (N x N: small problems only)."""
-        return self._V.T @ self._V
+        """Cov(h) = V^T V, V = L_P^-1 W (N x N: small problems only)."""
+        V = linalg.solve_triangular(self._Lp, self.prior.Wt.T, lower=True, check_finite=False)
+        return V.T @ V
 
     def predict_f(self, X_new, full_cov: bool = False):
         """f_* = a_*^T u + e_*: mean w_*^T m_v, variance k_** - w_*^T w_* + w_*^T Sigma_v w_*
@@ -211,10 +235,70 @@ class SparseGaussian:
     def squared_cov_matvec(self, v):
         raise NotImplementedError("VB needs the dense prior (qpviz.inference.DensePrior)")
 
+    def bind(self, likelihood, y) -> None:
+        """Remember the (tempered) likelihood and the data the sites were fitted to: the energy's
+        gradient needs their tilted distributions (:meth:`grad_log_marginal`; set by
+        :func:`qpviz.inference.ep.run_sites`)."""
+        self.likelihood, self.y = likelihood, np.asarray(y, float)
+
     def grad_log_marginal(self) -> np.ndarray:
-        raise NotImplementedError(
-            "the gradient of the Power-EP energy of a sparse prior is not implemented yet (hyper-parameter "
-            "learning with optimise=True needs it); fit the hyper-parameters on the dense prior or by a grid")
+        """Explicit gradient of the Power-EP energy (:mod:`.ep`) in the kernel's log hyper-parameters
+        at a fixed point of the sites (where the energy is stationary in them: the tilted and q's
+        moments of h_n agree, so the site terms' dependence through q's marginals vanishes).
+
+        The energy depends on theta through Q = K_fu K_uu^-1 K_uf and d = diag K_ff - diag Q:
+
+            dF = tr(G dQ) + sum_n s_n dk_nn,   G = 1/2 (a a^T - R) - diag(s),
+            R = (Q + T^-1)^-1 = T - T Cov(h) T,  a = ``alpha``,
+            s_n = (1/alpha) d log Z~_n / d d_n = 1/(2 alpha) [((mu_f - m_c)/V)^2 + (s_f^2 - V)/V^2]
+
+        (the tilted f-moments mu_f, s_f^2 of cavity N(m_c, V = v_c + d_n); the dense prior's R&W eq.
+        5.9 is the first term), and with A = K_uu^-1 K_uf, B = A G (M x N, formed without N x N arrays),
+        tr(G dQ) = 2 sum(B o dK_uf) - sum((B A^T) o dK_uu). The kernel matrices' derivatives are
+        central differences in log theta (step 1e-6; :mod:`qpviz.kernels` has no cross-covariance
+        or blurred-VSGP gradients): O(N M D) per hyper-parameter, ~1e-9 relative.
+        """
+        likelihood = getattr(self, "likelihood", None)
+        if likelihood is None:
+            raise ValueError("the gradient needs the likelihood: run the sites with qpviz.inference.ep.run_sites "
+                             "(or call state.bind(likelihood, y) first)")
+        prior = self.prior
+        power = likelihood.alpha
+        tau, nu = self.tau, self.nu
+        tau_c = 1.0 / self.var - power * tau
+        nu_c = self.mean / self.var - power * nu
+        m_c = nu_c / tau_c
+        V = 1.0 / tau_c + prior.cond_var
+        if gaussian_power(likelihood):  # closed form: alpha -> 0 divides its O(alpha) terms by alpha
+            _, mean_f, var_f = power_gaussian_moments_numpy(likelihood, self.y, m_c, V)
+        else:
+            tilted = likelihood.tilted_moments(self.y, m_c, V)
+            mean_f, var_f = tilted.mean, tilted.var
+        s = ((mean_f - m_c) ** 2 / V ** 2 + (var_f - V) / V ** 2) / (2.0 * power)
+        A = linalg.solve_triangular(prior._Lu, prior.Wt.T, lower=True, trans="T", check_finite=False)  # (M, N)
+        Vmat = linalg.solve_triangular(self._Lp, prior.Wt.T, lower=True, check_finite=False)  # Cov(h) = V^T V
+        a = self.alpha
+        A_tau = A * tau[None, :]
+        B = (0.5 * np.outer(A @ a, a) - 0.5 * A_tau + 0.5 * ((A_tau @ Vmat.T) @ Vmat) * tau[None, :]
+             - A * s[None, :])
+        BA = B @ A.T
+        grads = []
+        for dKuu, dKuf, dkff in _covariance_differences(prior):
+            grads.append(2.0 * np.sum(B * dKuf) - np.sum(BA * dKuu) + s @ dkff)
+        return np.array(grads)
+
+
+def _covariance_differences(prior: SparsePrior, step: float = 1e-6):
+    """(dK_uu, dK_uf, d diag K_ff) / d log theta_j for each kernel hyper-parameter, by central differences."""
+    theta = prior.kernel.log_params()
+    for j in range(theta.size):
+        up, down = theta.copy(), theta.copy()
+        up[j] += step
+        down[j] -= step
+        plus = inducing_covariances(prior.kernel.with_log_params(up), prior.X, prior.Z, prior.inducing_cov)
+        minus = inducing_covariances(prior.kernel.with_log_params(down), prior.X, prior.Z, prior.inducing_cov)
+        yield ((plus.Kuu - minus.Kuu) / (2 * step), (plus.Kuf - minus.Kuf) / (2 * step),
+               (plus.kff_diag - minus.kff_diag) / (2 * step))
 
 
 # -- sequential sweeps --------------------------------------------------------------------------
@@ -240,6 +324,7 @@ def sparse_sweep_sites(Wt, cond_var, cov, mean_v, tau, nu, y, order, method, lk,
             s[a] = acc
             var_h += Wt[i, a] * acc
             mean_h += Wt[i, a] * mean_v[a]
+        var_h = max(var_h, VAR_FLOOR)
         t_new, n_new, lz, st = power_site_step(method, lk, y[i], mean_h, var_h, tau[i], nu[i], damping, coef, meta,
                                                closed, cond_var[i])
         log_z[i] = lz
@@ -281,7 +366,7 @@ def sequential_sweep_reference(Wt, cond_var, cov, mean_v, tau, nu, y, order, rul
     for i in np.asarray(order, np.int64):
         w = Wt[i]
         s = cov @ w
-        var_h, mean_h = float(w @ s), float(w @ mean_v)
+        var_h, mean_h = max(float(w @ s), VAR_FLOOR), float(w @ mean_v)
         t_new, n_new, lz, st = (a.item() for a in rule.step(y[i], mean_h, var_h, tau[i], nu[i], cond_var=cond_var[i]))
         log_z[i], status[i] = lz, st
         dtau, dnu = t_new - tau[i], n_new - nu[i]
