@@ -16,6 +16,27 @@ in GPML's infEP):
 with the cavities (tau_ci, nu_ci) of the final posterior and Z_i = int p(y_i|f) N(f|cavity) df.
 For QP the same expression is evaluated at the QP sites (its "own" evidence; the paper fits
 hyper-parameters on EP's, Alg. 1 line 15).
+
+**Power EP** (a tempered likelihood, power alpha; sites on h_i = f_i - e_i with e_i ~ N(0, d_i),
+``prior.cond_var``; :mod:`.sites`): the Power-EP energy (Bui, Yan and Turner 2017, eq. 7; paper
+001's Power EP slides),
+
+    log Z = Phi(q) - Phi(p) + (1/alpha) sum_i [ log Z~_i + Phi(cav_i) - Phi(q) ],
+
+with Phi the log normaliser of a Gaussian over the prior's variables (f, or the inducing
+values u), Z~_i = int p(y_i|f)^alpha N(f | m_ci, v_ci + d_i) df and cav_i = q / t_i^alpha. The
+cavity differs from q in the one direction of h_i only, so Phi(cav_i) - Phi(q) is the 1-D
+difference 1/2 log(v_ci / v_i) + m_ci^2 / (2 v_ci) - m_i^2 / (2 v_i) of h_i's marginals, and
+Phi(q) - Phi(p) = -1/2 log|I + K T| + 1/2 nu^T Sigma nu (the prior's ``half_log_det`` and
+``nu_sigma_nu``; for a sparse prior K is Q = K_fu K_uu^-1 K_uf). In natural parameters,
+
+    log Z = (1/alpha) sum_i log Z~_i - 1/2 log|I + K T| + 1/2 nu^T Sigma nu
+            + 1/2 sum_i [ nu_ci (tau_i nu_ci / tau_ci - 2 nu_i) - alpha nu_i^2 ] / (alpha tau_i + tau_ci)
+            + 1/(2 alpha) sum_i log(1 + alpha tau_i / tau_ci),
+
+which is eq. 4 above at alpha = 1 and d = 0 (evaluated operation for operation as before). For a
+Gaussian likelihood it equals log N(y | 0, Q + alpha D + s2 I) - (1 - alpha)/(2 alpha)
+sum_i log(1 + alpha d_i / s2) (paper 001; FITC at alpha = 1, VFE's bound as alpha -> 0).
 """
 from __future__ import annotations
 
@@ -82,7 +103,7 @@ def run_sites(prior, likelihood, y, method: str = "ep", *, tol: float = 1e-6, da
         raise ValueError(f"max_sweeps must be >= 1, got {max_sweeps!r}")
     if damping is None:
         damping = 0.5 if parallel else 1.0
-    rule = sites.SiteRule.build(method, likelihood, damping, use_table=use_table)
+    rule = sites.SiteRule.build(method, likelihood, damping, use_table=use_table, cond_var=prior_cond_var(prior))
     if init is None:
         tau, nu = default_sites(likelihood, y)
     else:
@@ -99,31 +120,47 @@ def run_sites(prior, likelihood, y, method: str = "ep", *, tol: float = 1e-6, da
             stacklevel=2,
         )
     state = run.state
+    if hasattr(state, "bind"):  # states whose evidence gradient needs the tilted distributions (sparse)
+        state.bind(likelihood, y)
     log_ml, tau_c, nu_c, log_z = site_log_marginal(state, likelihood, y)
     return SiteFit(method, state.tau, state.nu, state, log_ml, run.converged, run.n_sweeps, run.history,
                    run.n_clipped, run.n_skipped, tau_c, nu_c, log_z, run.drift)
 
 
+def prior_cond_var(prior):
+    """d_i of a prior whose sites sit on h_i = f_i - e_i (``prior.cond_var``, a sparse prior), or
+    None (sites on f itself: the dense prior)."""
+    return getattr(prior, "cond_var", None)
+
+
 def site_log_marginal(state, likelihood, y) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
-    """log Z_EP of eq. 4 (module docstring) at the sites of ``state``; also the cavities and log Z_i."""
+    """log Z_EP of eq. 4, or the Power-EP energy for a tempered likelihood / a sparse prior (module
+    docstring), at the sites of ``state``; also the cavities and log Z~_i."""
     n = state.mean.shape[0]
     tau, nu = state.tau, state.nu
+    alpha = likelihood.alpha
+    cond_var = prior_cond_var(state.prior)
     tau_c, nu_c, log_z = np.empty(n), np.empty(n), np.empty(n)
     if likelihood.jit_handle() is None:
-        tau_c, nu_c = 1.0 / state.var - tau, state.mean / state.var - nu
+        tau_c, nu_c = 1.0 / state.var - alpha * tau, state.mean / state.var - alpha * nu
         if np.all(tau_c > 0):
-            log_z = likelihood.tilted_moments(y, nu_c / tau_c, 1.0 / tau_c).log_z
+            v_f = 1.0 / tau_c if cond_var is None else 1.0 / tau_c + cond_var
+            if sites.gaussian_power(likelihood):
+                log_z = sites.power_gaussian_moments_numpy(likelihood, y, nu_c / tau_c, v_f)[0]
+            else:
+                log_z = likelihood.tilted_moments(y, nu_c / tau_c, v_f).log_z
     else:
         kernel = sites.cavity_log_z_closed if sites.closed_form_moments(likelihood) else sites.cavity_log_z_general
-        kernel(state.mean, state.var, tau, nu, np.asarray(y, np.float64), likelihood.jit_handle(), tau_c, nu_c, log_z)
+        kernel(state.mean, state.var, tau, nu, np.asarray(y, np.float64),
+               sites.NO_COND_VAR if cond_var is None else cond_var, likelihood.jit_handle(), tau_c, nu_c, log_z)
     if np.any(~(tau_c > 0)):
         return np.nan, tau_c, nu_c, log_z
-    total = tau + tau_c
+    total = alpha * tau + tau_c  # alpha = 1: eq. 4 operation for operation (1.0 * x == x / 1.0 == x)
     value = (
-        np.sum(log_z)
+        np.sum(log_z) / alpha
         - state.half_log_det
         + 0.5 * state.nu_sigma_nu
-        + 0.5 * np.sum((nu_c * (tau * nu_c / tau_c - 2.0 * nu) - nu * nu) / total)
-        + 0.5 * np.sum(np.log1p(tau / tau_c))
+        + 0.5 * np.sum((nu_c * (tau * nu_c / tau_c - 2.0 * nu) - alpha * nu * nu) / total)
+        + 0.5 / alpha * np.sum(np.log1p(alpha * tau / tau_c))
     )
     return float(value), tau_c, nu_c, log_z

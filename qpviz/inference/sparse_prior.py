@@ -1,0 +1,436 @@
+"""Power EP and QP on a sparse (pseudo-point) prior, and VSGP: :class:`SparsePrior`, :func:`fit_power_ep`.
+
+A new implementation of the prior interface (:mod:`.prior`), run by the one EP / QP engine
+(:func:`qpviz.inference.ep.run_sites`, :mod:`.sweep`, :mod:`.sites`), for any likelihood.
+
+**Model** (paper 001, pseudo-point approximations and Power EP; Bui, Yan and Turner 2017).
+M inducing values u (f at pseudo-inputs Z, or VSGP's blurred values, paper 002 sec. 3:
+:mod:`.inducing`) with p(u) = N(0, K_uu). Each observation gets a site on the projection
+h_n = a_n^T u, a_n = K_uu^-1 k_un, the prior's mean of f_n given u:
+
+    q(u) proportional to N(u | 0, K_uu) prod_n exp(-tau_n h_n^2 / 2 + nu_n h_n).
+
+Whitened, K_uu = L_uu L_uu^T, u = L_uu v, W = L_uu^-1 K_uf (M x N) with columns w_n: h_n = w_n^T v,
+v ~ N(0, I), and the posterior of v has precision P = I + W T W^T (T = diag tau), covariance
+Sigma_v = P^-1 and mean Sigma_v W nu. The prior's conditional variance of f_n given u,
+d_n = k_nn - w_n^T w_n >= 0 (FITC's diagonal correction; tiny negatives from rounding are clipped
+and counted), enters the site rule: f_n = h_n + e_n, e_n ~ N(0, d_n), and each site update
+projects the tilted distribution of f_n, p(y_n|f)^alpha N(f | m_c, v_c + d_n), and carries the
+result to h_n through the exact Gaussian conditional (:mod:`.sites`, steps 1'-4'). alpha = 1 is
+EP (FITC-EP for a Gaussian likelihood), alpha -> 0 VFE; QP replaces the moment projection of
+f_n by the W2 one.
+
+**States.** :meth:`SparsePrior.condition` costs one N x M weighted product (P by ``dsyrk``)
+and one M x M Cholesky, then one triangular solve V = L_P^-1 W for all marginals:
+Var h_n = |v_n|^2 (column n of V), E h_n = v_n^T L_P^-1 W nu. The state's ``mean`` / ``var`` are the
+marginals of h_n (what the site rule reads); f_n's are ``mean`` and ``f_var = var + d_n``
+(``predict_f(X)`` gives the same; plots should use those). Sequential sweeps carry
+(Sigma_v, m_v) and update them by O(M^2) rank-one steps per site (numba).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+from scipy import linalg
+from scipy.linalg import blas
+
+from qpviz._blas import small_problem_threads, syrk_update_lower
+from qpviz.config import NUMBA_OPTIONS
+from qpviz.inference.inducing import as_inducing, as_inducing_cov, cholesky_kuu, inducing_covariances
+from qpviz.inference.prior import IndefinitePosterior
+from qpviz.inference.sites import gaussian_power, power_gaussian_moments_numpy, power_site_step
+from qpviz.kernels import Kernel, as_inputs
+
+__all__ = ["SparsePrior", "SparseGaussian", "SparseSweep", "fit_power_ep", "sparse_sweep_sites",
+           "sequential_sweep_reference", "VAR_FLOOR"]
+
+#: Smallest marginal variance of h_n: an input far from every inducing input has w_n = 0 (K_uf
+#: underflows), so h_n = 0 exactly; its floored variance gives a cavity of precision ~1/VAR_FLOOR
+#: (finite) whose site leaves q unchanged and adds nothing but log Z~_n (the point's own
+#: prior predictive, f_n = e_n) to the energy, instead of 0/0.
+VAR_FLOOR = np.finfo(np.float64).tiny
+
+
+class SparsePrior:
+    """f ~ GP(0, k) summarised by M inducing values (module docstring): the sparse Power-EP prior.
+
+    ``Z``: (M, D) inducing inputs (pseudo-points), or VSGP's centres with local covariances
+    ``inducing_cov`` ((M,) spherical or (M, D, D) full; RBF kernel; paper 002 eq. 14, Cor. 2).
+    ``jitter`` is added to K_uu (:func:`qpviz.inference.inducing.cholesky_kuu`: the package's
+    jitter, grown with a :class:`JitterWarning` when K_uu is singular). Attributes: ``Z``,
+    ``inducing_cov`` (validated, (M, D, D) or None), ``Wt`` = W^T (N, M), ``cond_var`` (d_n),
+    ``n_negative_cond_var`` (d_n < 0 clipped to 0), ``jitter_used``.
+    """
+
+    def __init__(self, kernel: Kernel, X, Z, inducing_cov=None, jitter: float | None = None):
+        if not isinstance(kernel, Kernel):
+            raise TypeError(f"kernel must be a qpviz kernel such as qpviz.kernels.RBF(), got {kernel!r}")
+        self.kernel = kernel
+        self.X = as_inputs(X)
+        self.Z = as_inducing(Z, self.X)
+        self.inducing_cov = (None if inducing_cov is None
+                             else as_inducing_cov(inducing_cov, self.Z.shape[0], self.Z.shape[1]))
+        self.jitter = jitter
+        cov = inducing_covariances(kernel, self.X, self.Z, self.inducing_cov)
+        self._Lu, self.jitter_used = cholesky_kuu(cov.Kuu, jitter)
+        W = linalg.solve_triangular(self._Lu, cov.Kuf, lower=True, check_finite=False)
+        self.Wt = np.ascontiguousarray(W.T)
+        d = cov.kff_diag - np.einsum("ij,ij->i", self.Wt, self.Wt)
+        self.n_negative_cond_var = int(np.count_nonzero(d < 0.0))
+        self.most_negative_cond_var = float(min(d.min(), 0.0))
+        self.cond_var = np.maximum(d, 0.0)
+        self._scratch = None
+
+    @property
+    def n(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def m(self) -> int:
+        """Number of inducing values."""
+        return self.Z.shape[0]
+
+    def __repr__(self) -> str:
+        kind = "VSGP" if self.inducing_cov is not None else "pseudo-points"
+        return f"SparsePrior({self.kernel!r}, N={self.n}, M={self.m}, {kind}, jitter={self.jitter_used:g})"
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_scratch"] = None  # a work array, rebuilt where needed
+        return state
+
+    def scratch(self) -> np.ndarray:
+        """An (N, M) work array of :meth:`condition`, allocated once per prior."""
+        if self._scratch is None:
+            self._scratch = np.empty_like(self.Wt)
+        return self._scratch
+
+    def with_kernel(self, kernel: Kernel) -> "SparsePrior":
+        return SparsePrior(kernel, self.X, self.Z, self.inducing_cov, self.jitter)
+
+    def cross_weights(self, X_new) -> tuple[np.ndarray, np.ndarray]:
+        """(W_* = L_uu^-1 K_u*, diag k_**) at new inputs (VSGP: the blurred K~(x, b_j), eq. 14)."""
+        X_new = as_inputs(X_new, "X_new")
+        cov = inducing_covariances(self.kernel, X_new, self.Z, self.inducing_cov)
+        return linalg.solve_triangular(self._Lu, cov.Kuf, lower=True, check_finite=False), cov.kff_diag
+
+    def condition(self, tau, nu) -> "SparseGaussian":
+        """q(u) proportional to N(u | 0, K_uu) prod_n exp(-tau_n h_n^2/2 + nu_n h_n) (module docstring)."""
+        tau = np.asarray(tau, float)
+        nu = np.asarray(nu, float)
+        if tau.shape != (self.n,) or nu.shape != (self.n,):
+            raise ValueError(f"site parameters must have shape ({self.n},); got {tau.shape} and {nu.shape}")
+        return SparseGaussian(self, tau, nu)
+
+    def start_sweeps(self, state: "SparseGaussian") -> "SparseSweep":
+        """(Sigma_v, m_v) and the sites of ``state``, copied."""
+        return SparseSweep(self, state.cov_v(), state.mean_v.copy(), state.tau.copy(), state.nu.copy())
+
+    def sequential_sweep(self, sweep: "SparseSweep", order, rule, y):
+        """Sites in ``order`` one after the other, each by an O(M^2) rank-one update of
+        (Sigma_v, m_v) (:func:`sparse_sweep_sites`, numba; :func:`sequential_sweep_reference`
+        for likelihoods without numba kernels). Returns (log_z, status)."""
+        log_z = np.full(self.n, np.nan)
+        status = np.zeros(self.n, dtype=np.int64)
+        order = np.ascontiguousarray(order, dtype=np.int64)
+        if rule.jit is None:
+            sequential_sweep_reference(self.Wt, self.cond_var, sweep.cov, sweep.mean_v, sweep.tau, sweep.nu, y,
+                                       order, rule, log_z, status)
+        else:
+            method, handle, damping, coef, meta = rule.jit
+            kernel = sparse_sweep_sites_closed if rule.closed else sparse_sweep_sites_general
+            kernel(self.Wt, self.cond_var, sweep.cov, sweep.mean_v, sweep.tau, sweep.nu, y, order, method, handle,
+                   damping, coef, meta, log_z, status)
+        return log_z, status
+
+    def cov_sqrt(self) -> np.ndarray:
+        raise NotImplementedError("MCMC, VB and Laplace need the dense prior (qpviz.inference.DensePrior); "
+                                  "the sparse prior runs EP / QP / Power EP only")
+
+    def conditional(self, X_new):
+        raise NotImplementedError("MCMC, VB and Laplace need the dense prior (qpviz.inference.DensePrior); "
+                                  "the sparse prior runs EP / QP / Power EP only")
+
+
+class SparseSweep:
+    """A sequential sweep's state: Sigma_v (M x M, full), m_v and the sites."""
+
+    def __init__(self, prior: SparsePrior, cov: np.ndarray, mean_v: np.ndarray, tau: np.ndarray, nu: np.ndarray):
+        self.prior, self.cov, self.mean_v, self.tau, self.nu = prior, cov, mean_v, tau, nu
+
+    @property
+    def mean(self) -> np.ndarray:
+        """E h_n = w_n^T m_v."""
+        return self.prior.Wt @ self.mean_v
+
+    @property
+    def var(self) -> np.ndarray:
+        """Var h_n = w_n^T Sigma_v w_n (O(N M^2): the drift check at a refresh)."""
+        Wt = self.prior.Wt
+        return np.maximum(np.einsum("ij,ij->i", Wt @ self.cov, Wt), VAR_FLOOR)
+
+
+class SparseGaussian:
+    """q(u) of a :class:`SparsePrior` given sites (tau, nu) (module docstring, "States").
+
+    ``mean``, ``var``: marginals of h_n; ``f_var`` = var + d_n, f_n's; ``half_log_det`` =
+    1/2 log|I + W T W^T| = 1/2 log|I + Q T| and ``nu_sigma_nu`` = nu^T Cov(h) nu (the Power-EP
+    energy's Phi(q) - Phi(p), :mod:`.ep`); ``alpha`` = nu - T mean, with mean = Q alpha.
+    """
+
+    def __init__(self, prior: SparsePrior, tau: np.ndarray, nu: np.ndarray):
+        self.prior, self.tau, self.nu = prior, tau, nu
+        Wt = prior.Wt
+        scratch = prior.scratch()  # (N, M), reused: no fresh pages to fault in per sweep at large N
+        with small_problem_threads(prior.n):
+            precision = np.eye(prior.m)
+            if np.all(tau >= 0):
+                np.multiply(Wt, np.sqrt(tau)[:, None], out=scratch)
+                syrk_update_lower(precision, scratch, 1.0)
+            else:  # negative site precisions (VB / Laplace style sites): one general product
+                np.multiply(Wt, tau[:, None], out=scratch)
+                precision += scratch.T @ Wt
+            try:
+                self._Lp = linalg.cholesky(precision, lower=True, overwrite_a=True, check_finite=False)
+            except linalg.LinAlgError:
+                raise IndefinitePosterior("the site precisions make I + W T W^T indefinite (no Gaussian posterior); "
+                                          "use damping or a log-concave likelihood") from None
+            # rows of scratch: (L_P^-1 w_n)^T, by one in-place dtrsm on the Fortran (M, N) view
+            np.copyto(scratch, Wt)
+            Vt = blas.dtrsm(1.0, self._Lp, scratch.T, side=0, lower=1, trans_a=0, overwrite_b=1).T
+            c = linalg.solve_triangular(self._Lp, Wt.T @ nu, lower=True, check_finite=False)
+            self.mean_v = linalg.solve_triangular(self._Lp, c, lower=True, trans="T", check_finite=False)
+            self.var = np.maximum(np.einsum("ij,ij->i", Vt, Vt), VAR_FLOOR)
+            self.mean = Vt @ c
+        self.alpha = nu - tau * self.mean
+        self.half_log_det = float(np.sum(np.log(np.diag(self._Lp))))
+        self.nu_sigma_nu = float(nu @ self.mean)
+
+    @property
+    def f_var(self) -> np.ndarray:
+        """Var f_n = Var h_n + d_n (the latent marginal at the training inputs, as ``predict_f(X)``)."""
+        return self.var + self.prior.cond_var
+
+    def cov_v(self) -> np.ndarray:
+        """Sigma_v = P^-1 (M x M, symmetric, C order)."""
+        Linv = linalg.solve_triangular(self._Lp, np.eye(self.prior.m), lower=True, check_finite=False)
+        return np.ascontiguousarray(Linv.T @ Linv)
+
+    @property
+    def cov(self) -> np.ndarray:
+        """Cov(h) = V^T V, V = L_P^-1 W (N x N: small problems only)."""
+        V = linalg.solve_triangular(self._Lp, self.prior.Wt.T, lower=True, check_finite=False)
+        return V.T @ V
+
+    def predict_f(self, X_new, full_cov: bool = False):
+        """f_* = a_*^T u + e_*: mean w_*^T m_v, variance k_** - w_*^T w_* + w_*^T Sigma_v w_*
+        (paper 001's FITC / Power-EP predictive; VSGP: w_* from the blurred K~(x_*, b_j), paper 002 eq. 14)."""
+        Ws, kss = self.prior.cross_weights(X_new)
+        mean = Ws.T @ self.mean_v
+        Vs = linalg.solve_triangular(self._Lp, Ws, lower=True, check_finite=False)
+        if full_cov:
+            return mean, self.prior.kernel(as_inputs(X_new, "X_new")) - Ws.T @ Ws + Vs.T @ Vs
+        return mean, kss - np.einsum("ij,ij->j", Ws, Ws) + np.einsum("ij,ij->j", Vs, Vs)
+
+    def squared_cov_matvec(self, v):
+        raise NotImplementedError("VB needs the dense prior (qpviz.inference.DensePrior)")
+
+    def bind(self, likelihood, y) -> None:
+        """Remember the (tempered) likelihood and the data the sites were fitted to: the energy's
+        gradient needs their tilted distributions (:meth:`grad_log_marginal`; set by
+        :func:`qpviz.inference.ep.run_sites`)."""
+        self.likelihood, self.y = likelihood, np.asarray(y, float)
+
+    def grad_log_marginal(self) -> np.ndarray:
+        """Explicit gradient of the Power-EP energy (:mod:`.ep`) in the kernel's log hyper-parameters
+        at a fixed point of the sites (where the energy is stationary in them: the tilted and q's
+        moments of h_n agree, so the site terms' dependence through q's marginals vanishes).
+
+        The energy depends on theta through Q = K_fu K_uu^-1 K_uf and d = diag K_ff - diag Q:
+
+            dF = tr(G dQ) + sum_n s_n dk_nn,   G = 1/2 (a a^T - R) - diag(s),
+            R = (Q + T^-1)^-1 = T - T Cov(h) T,  a = ``alpha``,
+            s_n = (1/alpha) d log Z~_n / d d_n = 1/(2 alpha) [((mu_f - m_c)/V)^2 + (s_f^2 - V)/V^2]
+
+        (the tilted f-moments mu_f, s_f^2 of cavity N(m_c, V = v_c + d_n); the dense prior's R&W eq.
+        5.9 is the first term), and with A = K_uu^-1 K_uf, B = A G (M x N, formed without N x N arrays),
+        tr(G dQ) = 2 sum(B o dK_uf) - sum((B A^T) o dK_uu). The kernel matrices' derivatives are
+        central differences in log theta (step 1e-6; :mod:`qpviz.kernels` has no cross-covariance
+        or blurred-VSGP gradients): O(N M D) per hyper-parameter, ~1e-9 relative.
+        """
+        likelihood = getattr(self, "likelihood", None)
+        if likelihood is None:
+            raise ValueError("the gradient needs the likelihood: run the sites with qpviz.inference.ep.run_sites "
+                             "(or call state.bind(likelihood, y) first)")
+        prior = self.prior
+        power = likelihood.alpha
+        tau, nu = self.tau, self.nu
+        tau_c = 1.0 / self.var - power * tau
+        nu_c = self.mean / self.var - power * nu
+        m_c = nu_c / tau_c
+        V = 1.0 / tau_c + prior.cond_var
+        if gaussian_power(likelihood):  # closed form: alpha -> 0 divides its O(alpha) terms by alpha
+            _, mean_f, var_f = power_gaussian_moments_numpy(likelihood, self.y, m_c, V)
+        else:
+            tilted = likelihood.tilted_moments(self.y, m_c, V)
+            mean_f, var_f = tilted.mean, tilted.var
+        s = ((mean_f - m_c) ** 2 / V ** 2 + (var_f - V) / V ** 2) / (2.0 * power)
+        A = linalg.solve_triangular(prior._Lu, prior.Wt.T, lower=True, trans="T", check_finite=False)  # (M, N)
+        Vmat = linalg.solve_triangular(self._Lp, prior.Wt.T, lower=True, check_finite=False)  # Cov(h) = V^T V
+        a = self.alpha
+        A_tau = A * tau[None, :]
+        B = (0.5 * np.outer(A @ a, a) - 0.5 * A_tau + 0.5 * ((A_tau @ Vmat.T) @ Vmat) * tau[None, :]
+             - A * s[None, :])
+        BA = B @ A.T
+        grads = []
+        for dKuu, dKuf, dkff in _covariance_differences(prior):
+            grads.append(2.0 * np.sum(B * dKuf) - np.sum(BA * dKuu) + s @ dkff)
+        return np.array(grads)
+
+
+def _covariance_differences(prior: SparsePrior, step: float = 1e-6):
+    """(dK_uu, dK_uf, d diag K_ff) / d log theta_j for each kernel hyper-parameter, by central differences."""
+    theta = prior.kernel.log_params()
+    for j in range(theta.size):
+        up, down = theta.copy(), theta.copy()
+        up[j] += step
+        down[j] -= step
+        plus = inducing_covariances(prior.kernel.with_log_params(up), prior.X, prior.Z, prior.inducing_cov)
+        minus = inducing_covariances(prior.kernel.with_log_params(down), prior.X, prior.Z, prior.inducing_cov)
+        yield ((plus.Kuu - minus.Kuu) / (2 * step), (plus.Kuf - minus.Kuf) / (2 * step),
+               (plus.kff_diag - minus.kff_diag) / (2 * step))
+
+
+# -- sequential sweeps --------------------------------------------------------------------------
+@njit(**NUMBA_OPTIONS)
+def sparse_sweep_sites(Wt, cond_var, cov, mean_v, tau, nu, y, order, method, lk, damping, coef, meta, log_z, status,
+                       closed):
+    """Power-EP / QP site updates in ``order`` on (Sigma_v, m_v) (all arrays change in place).
+
+    Site n: s = Sigma_v w_n, Var h_n = w_n^T s, E h_n = w_n^T m_v; the rule
+    (:func:`qpviz.inference.sites.power_site_step`) gives (dtau, dnu), then (R&W eq. 3.70 in v):
+    c = dtau / (1 + dtau Var h_n), Sigma_v -= c s s^T, m_v += (dnu - c (E h_n + Var h_n dnu)) s.
+    """
+    m = cov.shape[0]
+    s = np.empty(m)
+    for pos in range(order.shape[0]):
+        i = order[pos]
+        var_h = 0.0
+        mean_h = 0.0
+        for a in range(m):
+            acc = 0.0
+            for b in range(m):
+                acc += cov[a, b] * Wt[i, b]
+            s[a] = acc
+            var_h += Wt[i, a] * acc
+            mean_h += Wt[i, a] * mean_v[a]
+        var_h = max(var_h, VAR_FLOOR)
+        t_new, n_new, lz, st = power_site_step(method, lk, y[i], mean_h, var_h, tau[i], nu[i], damping, coef, meta,
+                                               closed, cond_var[i])
+        log_z[i] = lz
+        status[i] = st
+        dtau = t_new - tau[i]
+        dnu = n_new - nu[i]
+        tau[i] = t_new
+        nu[i] = n_new
+        if dtau == 0.0 and dnu == 0.0:
+            continue
+        c = dtau / (1.0 + dtau * var_h)
+        shift = dnu - c * (mean_h + var_h * dnu)
+        for a in range(m):
+            mean_v[a] += shift * s[a]
+            cs = c * s[a]
+            for b in range(m):
+                cov[a, b] -= cs * s[b]
+
+
+@njit(**NUMBA_OPTIONS)
+def sparse_sweep_sites_closed(Wt, cond_var, cov, mean_v, tau, nu, y, order, method, lk, damping, coef, meta, log_z,
+                              status):
+    """:func:`sparse_sweep_sites` compiled for EP by closed-form moments."""
+    sparse_sweep_sites(Wt, cond_var, cov, mean_v, tau, nu, y, order, method, lk, damping, coef, meta, log_z, status,
+                       True)
+
+
+@njit(**NUMBA_OPTIONS)
+def sparse_sweep_sites_general(Wt, cond_var, cov, mean_v, tau, nu, y, order, method, lk, damping, coef, meta, log_z,
+                               status):
+    """:func:`sparse_sweep_sites` for every rule (quadrature and tables where needed)."""
+    sparse_sweep_sites(Wt, cond_var, cov, mean_v, tau, nu, y, order, method, lk, damping, coef, meta, log_z, status,
+                       False)
+
+
+def sequential_sweep_reference(Wt, cond_var, cov, mean_v, tau, nu, y, order, rule, log_z, status) -> None:
+    """:func:`sparse_sweep_sites` in NumPy, each site through :meth:`SiteRule.step` (step 3' literally):
+    the tests' reference and the path for likelihoods without numba kernels."""
+    for i in np.asarray(order, np.int64):
+        w = Wt[i]
+        s = cov @ w
+        var_h, mean_h = max(float(w @ s), VAR_FLOOR), float(w @ mean_v)
+        t_new, n_new, lz, st = (a.item() for a in rule.step(y[i], mean_h, var_h, tau[i], nu[i], cond_var=cond_var[i]))
+        log_z[i], status[i] = lz, st
+        dtau, dnu = t_new - tau[i], n_new - nu[i]
+        tau[i], nu[i] = t_new, n_new
+        if dtau == 0.0 and dnu == 0.0:
+            continue
+        c = dtau / (1.0 + dtau * var_h)
+        mean_v += (dnu - c * (mean_h + var_h * dnu)) * s
+        cov -= c * np.outer(s, s)
+
+
+# -- entry point ----------------------------------------------------------------------------------
+def _check_alpha(alpha) -> float:
+    if isinstance(alpha, (bool, np.bool_)):
+        raise ValueError(f"alpha must be a number in (0, 1] (1 = EP / FITC, -> 0 = VFE); got {alpha!r}")
+    try:
+        a = float(alpha)
+    except (TypeError, ValueError):
+        raise ValueError(f"alpha must be a number in (0, 1] (1 = EP / FITC, -> 0 = VFE); got {alpha!r}") from None
+    if not (0.0 < a <= 1.0):
+        raise ValueError(f"alpha must be in (0, 1] (1 = EP / FITC, -> 0 = VFE); got {alpha!r}")
+    return a
+
+
+def fit_power_ep(X, y, likelihood, kernel: Kernel, method: str = "ep", inducing=None, *, alpha: float = 1.0,
+                 inducing_cov=None, jitter: float | None = None, seed: int = 0, **ep_options):
+    """Power EP (``method="ep"``) or its QP variant (``"qp"``) on the sparse prior; a :class:`GPPosterior`.
+
+    ``inducing``: (M, D) pseudo-inputs / VSGP centres, or an int M (K-means centres of X,
+    ``seed``); ``alpha`` in (0, 1]: Power EP's power (1 = EP, FITC-EP; -> 0 = VFE);
+    ``inducing_cov``: VSGP's local covariances ((M,) or (M, D, D); RBF kernel); ``jitter``
+    on K_uu. ``ep_options`` go to :func:`qpviz.inference.ep.run_sites` (``tol``, ``damping``,
+    ``order``, ``parallel``, ``max_sweeps``, ``seed`` of the sweep order is ``sweep_seed`` here,
+    ``use_table``, ``init``, ``warn``, ``refresh``). Non-convergence: ``converged=False`` and a
+    :class:`qpviz.inference.ep.ConvergenceWarning`, as for the dense prior.
+
+    The posterior's ``likelihood`` is the untempered one (predictions are for the model);
+    ``mean`` / ``var`` are h's marginals (module docstring), ``state.f_var`` and
+    ``predict_f(X)`` f's. ``diagnostics``: ``alpha``, ``M``, ``jitter``, the clipped / skipped site
+    counts, ``n_negative_cond_var``, cavities and log Z~_n.
+    """
+    from qpviz.inference.ep import run_sites
+    from qpviz.inference.fit import _as_likelihood
+    from qpviz.inference.posterior import GPPosterior
+
+    a = _check_alpha(alpha)
+    if method not in ("ep", "qp"):
+        raise ValueError(f"method must be 'ep' (Power EP) or 'qp' (its W2 projection), got {method!r}")
+    if inducing is None:
+        raise ValueError("give the inducing inputs: inducing=Z, an (M, D) array, or an int M (K-means centres of X)")
+    lik = _as_likelihood(likelihood)
+    X = as_inputs(X)
+    Z = as_inducing(inducing, X, seed)
+    if not np.all(np.isfinite(Z)):
+        raise ValueError("the inducing inputs contain NaN or infinite values")
+    if "sweep_seed" in ep_options:
+        ep_options["seed"] = ep_options.pop("sweep_seed")
+    prior = SparsePrior(kernel, X, Z, inducing_cov, jitter)
+    y = lik.check_y(y)
+    if y.shape != (prior.n,):
+        raise ValueError(f"y must have one entry per row of X ({prior.n}); got shape {y.shape}")
+    res = run_sites(prior, lik.tempered(a), y, method, **ep_options)
+    diagnostics = dict(alpha=a, M=prior.m, jitter=prior.jitter_used, n_clipped=res.n_clipped,
+                       n_skipped=res.n_skipped, n_negative_cond_var=prior.n_negative_cond_var,
+                       cavity_tau=res.cavity_tau, cavity_nu=res.cavity_nu, log_z=res.log_z, sweep_drift=res.drift)
+    return GPPosterior(method, lik, prior.X, y, res.state, res.log_marginal_likelihood, res.converged,
+                       res.n_sweeps, res.history, diagnostics)
