@@ -25,7 +25,7 @@ from qpviz.inference.mcmc import run_mcmc
 from qpviz.inference.posterior import GPPosterior, SamplePosterior
 from qpviz.inference.dense import DensePrior
 from qpviz.inference.vb import run_vb
-from qpviz.kernels import Kernel
+from qpviz.kernels import Kernel, as_inputs
 from qpviz.likelihoods import Likelihood
 from qpviz.likelihoods import likelihood as make_likelihood
 
@@ -36,8 +36,10 @@ METHODS = ("ep", "qp", "vb", "laplace", "mcmc")
 
 #: options each method accepts (besides ``jitter``, ``prior`` and ``max_opt_iter``)
 OPTIONS = {
-    "ep": ("tol", "damping", "order", "parallel", "max_sweeps", "seed", "use_table", "init", "warn", "refresh"),
-    "qp": ("tol", "damping", "order", "parallel", "max_sweeps", "seed", "use_table", "init", "warn", "refresh"),
+    "ep": ("tol", "damping", "order", "parallel", "max_sweeps", "seed", "use_table", "init", "warn", "refresh",
+           "inducing", "alpha", "inducing_cov"),
+    "qp": ("tol", "damping", "order", "parallel", "max_sweeps", "seed", "use_table", "init", "warn", "refresh",
+           "inducing", "alpha", "inducing_cov"),
     "vb": ("tol", "damping", "max_iter", "warn"),
     "laplace": ("tol", "max_iter", "warn"),
     "mcmc": ("n_samples", "burn_in", "thin", "seed"),
@@ -89,6 +91,29 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
     bounds = options.pop("bounds", None)
     if bounds is not None and not optimise:
         raise TypeError("bounds limit the hyper-parameters that optimise=True fits; pass optimise=True or drop bounds")
+    # Power EP on pseudo-points / VSGP (issue 12): a sparse prior and the tempered likelihood
+    # p(y|f)^alpha run the same engine; predictions use the likelihood itself
+    run_lik, sparse_report = lik, {}
+    inducing = options.pop("inducing", None)
+    alpha = options.pop("alpha", None)
+    inducing_cov = options.pop("inducing_cov", None)
+    if inducing is None and (alpha is not None or inducing_cov is not None):
+        raise TypeError("alpha (Power EP) and inducing_cov (VSGP) belong to a sparse prior: pass inducing=Z "
+                        "(an (M, D) array of inducing inputs, or an int M for K-means centres) too")
+    if inducing is not None:
+        if prior is not None:
+            raise TypeError("give either prior=... or inducing=..., not both")
+        if optimise_likelihood:
+            raise ValueError("optimise_likelihood=True is not available with inducing points yet (its gradient "
+                             "would ignore the prior's conditional variances); fix the likelihood's parameters")
+        from qpviz.inference.inducing import as_inducing  # noqa: PLC0415 - sparse code only when asked for
+        from qpviz.inference.sparse_prior import SparsePrior, check_alpha  # noqa: PLC0415
+
+        run_lik = lik.tempered(check_alpha(1.0 if alpha is None else alpha))
+        prior = SparsePrior(kernel, X, as_inducing(inducing, as_inputs(X), options.get("seed", 0)), inducing_cov,
+                            jitter)
+        sparse_report = dict(alpha=run_lik.alpha, inducing=prior.Z, M=prior.m, jitter=prior.jitter_used,
+                             n_negative_cond_var=prior.n_negative_cond_var)
     if prior is None:
         prior = DensePrior(kernel, X, jitter=jitter)
     y = lik.check_y(y)
@@ -101,17 +126,19 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
         objective = "vb" if method == "vb" else "ep"
         if objective == "vb":
             ep_options = {k: v for k, v in options.items() if k in ("tol", "damping", "max_iter")}
-        prior, lik, report = optimise_hyperparameters(prior, lik, y, max_iter=max_opt_iter, bounds=bounds,
-                                                      optimise_likelihood=optimise_likelihood, objective=objective,
-                                                      **ep_options)
+        prior, run_lik, report = optimise_hyperparameters(prior, run_lik, y, max_iter=max_opt_iter, bounds=bounds,
+                                                          optimise_likelihood=optimise_likelihood,
+                                                          objective=objective, **ep_options)
+        if not sparse_report:
+            lik = run_lik
         diagnostics["optimisation"] = report
         if method in ("ep", "qp", "vb") and "init" not in options:
             options["init"] = report["sites"]
 
     if method in ("ep", "qp"):
-        res = run_sites(prior, lik, y, method, **options)
+        res = run_sites(prior, run_lik, y, method, **options)
         diagnostics.update(n_clipped=res.n_clipped, n_skipped=res.n_skipped, cavity_tau=res.cavity_tau,
-                           cavity_nu=res.cavity_nu, log_z=res.log_z, sweep_drift=res.drift)
+                           cavity_nu=res.cavity_nu, log_z=res.log_z, sweep_drift=res.drift, **sparse_report)
         return GPPosterior(method, lik, prior.X, y, res.state, res.log_marginal_likelihood, res.converged,
                            res.n_sweeps, res.history, diagnostics)
     if method == "vb":

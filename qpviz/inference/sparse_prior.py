@@ -42,7 +42,7 @@ from qpviz.inference.sites import gaussian_power, power_gaussian_moments_numpy, 
 from qpviz.kernels import Kernel, as_inputs
 
 __all__ = ["SparsePrior", "SparseGaussian", "SparseSweep", "fit_power_ep", "sparse_sweep_sites",
-           "sequential_sweep_reference", "VAR_FLOOR"]
+           "sequential_sweep_reference", "VAR_FLOOR", "check_alpha"]
 
 #: Smallest marginal variance of h_n: an input far from every inducing input has w_n = 0 (K_uf
 #: underflows), so h_n = 0 exactly; its floored variance gives a cavity of precision ~1/VAR_FLOOR
@@ -379,7 +379,7 @@ def sequential_sweep_reference(Wt, cond_var, cov, mean_v, tau, nu, y, order, rul
 
 
 # -- entry point ----------------------------------------------------------------------------------
-def _check_alpha(alpha) -> float:
+def check_alpha(alpha) -> float:
     if isinstance(alpha, (bool, np.bool_)):
         raise ValueError(f"alpha must be a number in (0, 1] (1 = EP / FITC, -> 0 = VFE); got {alpha!r}")
     try:
@@ -408,29 +408,15 @@ def fit_power_ep(X, y, likelihood, kernel: Kernel, method: str = "ep", inducing=
     ``predict_f(X)`` f's. ``diagnostics``: ``alpha``, ``M``, ``jitter``, the clipped / skipped site
     counts, ``n_negative_cond_var``, cavities and log Z~_n.
     """
-    from qpviz.inference.ep import run_sites
-    from qpviz.inference.fit import _as_likelihood
-    from qpviz.inference.posterior import GPPosterior
+    from qpviz.inference.fit import fit  # noqa: PLC0415 - fit imports this module lazily too
 
-    a = _check_alpha(alpha)
+    check_alpha(alpha)
     if method not in ("ep", "qp"):
         raise ValueError(f"method must be 'ep' (Power EP) or 'qp' (its W2 projection), got {method!r}")
     if inducing is None:
         raise ValueError("give the inducing inputs: inducing=Z, an (M, D) array, or an int M (K-means centres of X)")
-    lik = _as_likelihood(likelihood)
-    X = as_inputs(X)
-    Z = as_inducing(inducing, X, seed)
-    if not np.all(np.isfinite(Z)):
-        raise ValueError("the inducing inputs contain NaN or infinite values")
     if "sweep_seed" in ep_options:
         ep_options["seed"] = ep_options.pop("sweep_seed")
-    prior = SparsePrior(kernel, X, Z, inducing_cov, jitter)
-    y = lik.check_y(y)
-    if y.shape != (prior.n,):
-        raise ValueError(f"y must have one entry per row of X ({prior.n}); got shape {y.shape}")
-    res = run_sites(prior, lik.tempered(a), y, method, **ep_options)
-    diagnostics = dict(alpha=a, M=prior.m, jitter=prior.jitter_used, n_clipped=res.n_clipped,
-                       n_skipped=res.n_skipped, n_negative_cond_var=prior.n_negative_cond_var,
-                       cavity_tau=res.cavity_tau, cavity_nu=res.cavity_nu, log_z=res.log_z, sweep_drift=res.drift)
-    return GPPosterior(method, lik, prior.X, y, res.state, res.log_marginal_likelihood, res.converged,
-                       res.n_sweeps, res.history, diagnostics)
+    Z = as_inducing(inducing, as_inputs(X), seed)
+    return fit(X, y, likelihood, kernel, method, inducing=Z, alpha=alpha, inducing_cov=inducing_cov, jitter=jitter,
+               **ep_options)
