@@ -68,3 +68,32 @@ def test_a_failed_websocket_write_nobody_awaits_is_not_logged_as_unretrieved(mon
         asyncio.run(scenario())
         gc.collect()
     assert "never retrieved" not in caplog.text
+
+
+def test_a_message_from_a_closed_tab_is_dropped_and_others_are_handled(monkeypatch, caplog):
+    import asyncio  # noqa: PLC0415
+    from types import SimpleNamespace  # noqa: PLC0415
+
+    from bokeh.server.protocol_handler import ProtocolHandler  # noqa: PLC0415
+    from bokeh.server.views.ws import WSHandler  # noqa: PLC0415
+
+    handled, closed = [], []
+
+    async def bokeh_handle(self, message, connection):
+        handled.append(message.msgtype)
+        return "work"
+
+    monkeypatch.setattr(ProtocolHandler, "handle", bokeh_handle)
+    monkeypatch.setattr(WSHandler, "on_close", lambda self: closed.append(self))
+    closed_tabs.enable()
+    message = SimpleNamespace(msgtype="PATCH-DOC")
+    live, lost = SimpleNamespace(_session="session"), SimpleNamespace(_session=None)
+    with caplog.at_level(logging.WARNING, logger="panel.io.document"):
+        assert asyncio.run(ProtocolHandler.handle(None, message, live)) == "work"
+        assert asyncio.run(ProtocolHandler.handle(None, message, lost)) is None
+    assert handled == ["PATCH-DOC"]
+    assert "closed tab" in caplog.text
+    WSHandler.on_close(SimpleNamespace(connection=lost))
+    open_handler = SimpleNamespace(connection=live)
+    WSHandler.on_close(open_handler)
+    assert closed == [open_handler]
