@@ -1,12 +1,12 @@
-"""The Sparse page's Bokeh figures: the fits with their pseudo-inputs (a strip of draggable handles
-below), and the Power-EP evidence over alpha. Nothing here reads widgets: :meth:`SparseFigures.show`
+"""The Sparse page's Bokeh figures: the fits with their pseudo-inputs (draggable handles on a strip
+at the bottom of the plot), and the Power-EP evidence over alpha. Nothing here reads widgets: :meth:`SparseFigures.show`
 draws what a ``SparseModel`` holds.
 """
 from __future__ import annotations
 
 import numpy as np
 from bokeh.core.properties import value
-from bokeh.models import ColumnDataSource, Legend, LegendItem, PointDrawTool, Range1d, ResetTool, Span
+from bokeh.models import BoxAnnotation, ColumnDataSource, Legend, LegendItem, PointDrawTool, Range1d
 from bokeh.plotting import figure
 
 from colours import SPARSE_COLOURS
@@ -17,21 +17,24 @@ __all__ = ["SparseFigures", "EXPLANATIONS", "DATA_COLOUR", "HANDLE_Y", "numbers_
 
 DATA_COLOUR = "#E69F00"
 DASHES = {"exact": "solid", "fitc": "dashed", "vfe": "dotted", "dtc": "dotdash", "pitc": "dashdot", "power_ep": "solid"}
-#: Height of the handles on the strip (its y axis runs from 0 to 1; a drag keeps x only).
-HANDLE_Y = 0.5
+#: The strip of handles: the bottom STRIP_TOP of the fits plot (its own y range "strip", 0 to 1 over
+#: the plot's height), kept free of the fits by the plot's y range; the handles sit at HANDLE_Y.
+STRIP_TOP = 0.1
+HANDLE_Y = 0.05
 
 #: Below each view: one or two sentences and its formula (KaTeX).
 EXPLANATIONS = {
     "fits": (
         "Each method's latent mean with +-2 sd (bands light, lines in the method's colour) on the same pseudo-inputs "
-        "Z, drawn as handles on the strip below: drag one (the fits follow when you let go), tap the strip to add "
-        "one, tap one and press Backspace to remove it. The M slider restarts Z at K-means centres of the data.",
+        "Z, drawn as handles on the grey strip at the bottom: drag one sideways (the fits follow when you let go), tap "
+        "the plot to add one, tap one and press Backspace to remove it. The M slider restarts Z at K-means centres of the data.",
         r"$$q(f_*)=\mathcal N\big(Q_{*f}(Q_{ff}+\Lambda)^{-1}y,\;k_{**}-Q_{*f}(Q_{ff}+\Lambda)^{-1}Q_{f*}\big),"
         r"\;\Lambda_{\mathrm{FITC}}=\mathrm{diag}(K_{ff}-Q_{ff})+\sigma^2I,\;\Lambda_{\mathrm{VFE,DTC}}=\sigma^2I$$",
     ),
     "curve": (
-        "Power EP's log evidence at 15 alphas (same data, kernel and Z; the dot marks the slider's alpha). "
-        "alpha = 0 on the slider means VFE (computed as Power EP at alpha = 1e-6), alpha = 1 is FITC.",
+        "Power EP's log evidence at 15 alphas (same data, kernel and Z; the diamond marks the slider's alpha; dashed: "
+        "the exact GP's). alpha = 0 on the slider means VFE (computed as Power EP at alpha = 1e-6), alpha = 1 is FITC. "
+        "The formula is the Gaussian likelihood's; for classification it is the Power-EP energy.",
         r"$$\log Z_\alpha=\log\mathcal N\big(y;0,Q_{ff}+\alpha D+\sigma^2I\big)-\tfrac{1-\alpha}{2\alpha}"
         r"\sum_n\log\big(1+\alpha d_n/\sigma^2\big),\;D=\mathrm{diag}(K_{ff}-Q_{ff})$$",
     ),
@@ -69,23 +72,21 @@ def numbers_html(fits: dict) -> str:
 
 
 class SparseFigures:
-    """The fits figure, the strip of pseudo-input handles (shares the x range) and the alpha curve."""
+    """The fits figure with the strip of pseudo-input handles, and the alpha curve."""
 
     def __init__(self):
         self.sources = {m: ColumnDataSource(_empty("x", "mean", "lower", "upper")) for m in sparse_demo.METHODS}
         self.data = ColumnDataSource(_empty("x", "y"))
         self.handles = ColumnDataSource({"x": [], "y": []})
-        self.ticks = ColumnDataSource(_empty("x", "y"))
         self.curve = ColumnDataSource(_empty("alpha", "evidence"))
         self.current = ColumnDataSource(_empty("alpha", "evidence"))
+        self.exact = ColumnDataSource(_empty("alpha", "evidence"))  # the exact evidence, a level line
         self.x_range = Range1d(-1.0, 1.0)
+        self.y_range = Range1d(-1.0, 1.0)
         self.figures = {
             "fits": figure(title="Sparse fits: mean +- 2 sd", x_axis_label="x", y_axis_label="latent f(x)",
-                           height=330, sizing_mode="stretch_width", x_range=self.x_range,
-                           tools="pan,wheel_zoom,box_zoom,reset,save"),
-            "strip": figure(title="Pseudo-inputs Z: drag a handle", x_axis_label="x (pseudo-input)",
-                            y_axis_label="Z", height=120, sizing_mode="stretch_width", x_range=self.x_range,
-                            y_range=Range1d(0.0, 1.0), tools=""),
+                           height=430, sizing_mode="stretch_width", x_range=self.x_range, y_range=self.y_range,
+                           extra_y_ranges={"strip": Range1d(0.0, 1.0)}, tools="pan,wheel_zoom,box_zoom,reset,save"),
             "curve": figure(title="Power-EP log evidence over alpha", x_axis_label="alpha (0 = VFE, 1 = FITC)",
                             y_axis_label="log evidence", height=280, sizing_mode="stretch_width",
                             tools="pan,wheel_zoom,reset,save"),
@@ -107,30 +108,28 @@ class SparseFigures:
             self.legend_items[m] = LegendItem(label=value(sparse_demo.LABELS[m]), renderers=renderers)
             items.append(self.legend_items[m])
         data = fits.scatter("x", "y", source=self.data, color=DATA_COLOUR, size=4, line_color="#333333", line_width=0.5)
-        ticks = fits.scatter("x", "y", source=self.ticks, marker="triangle", size=9, color="#444444")
-        items += [LegendItem(label=value("data"), renderers=[data]), LegendItem(label=value("pseudo-inputs Z"),
-                                                                                  renderers=[ticks])]
-        legend = Legend(items=items, location="top_left", click_policy="hide", background_fill_alpha=0.7)
-        fits.add_layout(legend, "right")
-        strip = self.figures["strip"]
-        strip.yaxis.visible = False
-        strip.ygrid.visible = False
-        handle = strip.scatter("x", "y", source=self.handles, size=16, marker="circle", fill_color="#444444",
-                               line_color="#000000", fill_alpha=0.8)
+        fits.add_layout(BoxAnnotation(bottom=0.0, top=STRIP_TOP, y_range_name="strip", fill_color="#999999",
+                                      fill_alpha=0.15, line_alpha=0))
+        handle = fits.scatter("x", "y", source=self.handles, y_range_name="strip", size=15, marker="circle",
+                              fill_color="#444444", line_color="#000000", fill_alpha=0.8)
         draw = PointDrawTool(renderers=[handle], add=True, drag=True, num_objects=sparse_demo.MAX_INDUCING,
                              description="drag a pseudo-input (x only), tap to add, Backspace removes the selected")
-        strip.add_tools(draw, ResetTool())
-        strip.toolbar.active_tap = draw
-        strip.toolbar.active_drag = draw
+        fits.add_tools(draw)
+        fits.toolbar.active_tap = draw
+        fits.toolbar.active_drag = draw  # dragging is the point of the page; pan stays in the toolbar
+        items += [LegendItem(label=value("data"), renderers=[data]),
+                  LegendItem(label=value("pseudo-inputs Z (drag)"), renderers=[handle])]
+        # below the plot, two columns: beside it the labels would squeeze the plot
+        legend = Legend(items=items, click_policy="hide", background_fill_alpha=0.7, ncols=2)
+        fits.add_layout(legend, "below")
         curve = self.figures["curve"]
         colour = SPARSE_COLOURS["power_ep"]
         curve.line("alpha", "evidence", source=self.curve, color=colour, line_width=2.5, legend_label="Power EP")
         curve.scatter("alpha", "evidence", source=self.curve, color=colour, size=6, legend_label="Power EP")
         curve.scatter("alpha", "evidence", source=self.current, color="#000000", size=12, marker="diamond",
                       legend_label="current alpha")
-        self.exact_line = Span(dimension="width", line_color=SPARSE_COLOURS["exact"], line_dash="dashed",
-                               line_width=1.5, location=0.0, visible=False)
-        curve.add_layout(self.exact_line)
+        curve.line("alpha", "evidence", source=self.exact, color=SPARSE_COLOURS["exact"], line_dash="dashed",
+                   line_width=1.5, legend_label="exact GP")
         curve.legend.location = "bottom_right"
         for fig in self.figures.values():
             fig.output_backend = "canvas"
@@ -151,18 +150,21 @@ class SparseFigures:
             self.sources[m].data = {"x": grid, "mean": fit.mean, "lower": fit.mean - 2 * sd, "upper": fit.mean + 2 * sd}
             item.label = value(fit.label)
         Z = model.Z[:, 0]
-        lows = [self.sources[m].data["lower"] for m in sparse_demo.METHODS if len(self.sources[m].data["lower"])]
-        bottom = min([float(np.min(model.y_shown()))] + [float(np.min(low)) for low in lows])
-        self.ticks.data = {"x": Z, "y": [bottom] * Z.size}  # a triangle per pseudo-input at the plot's bottom
+        shown = [m for m in sparse_demo.METHODS if len(self.sources[m].data["lower"])]
+        lo = min([float(np.min(model.y_shown()))] + [float(np.min(self.sources[m].data["lower"])) for m in shown])
+        hi = max([float(np.max(model.y_shown()))] + [float(np.max(self.sources[m].data["upper"])) for m in shown])
+        pad = 0.05 * (hi - lo or 1.0)
+        # the fits in the top (1 - STRIP_TOP) of the plot, the handles' strip below them
+        bottom = lo - pad - STRIP_TOP / (1 - STRIP_TOP) * (hi - lo + 2 * pad)
+        self.y_range.update(start=bottom, end=hi + pad)
         self.show_handles(Z)
-        kind = "probit classification" if model.classification else "regression"
-        self.figures["fits"].title.text = f"Sparse fits ({kind}): N = {X.size}, M = {Z.size}, mean +- 2 sd"
-        self.figures["strip"].title.text = (f"Pseudo-inputs Z (M = {Z.size}): drag a handle; tap to add; "
-                                            "tap one + Backspace to remove")
+        kind = "probit" if model.classification else "regression"
+        self.figures["fits"].title.text = (f"Sparse fits, {kind}: N = {X.size}, M = {Z.size}\n"
+                                           "mean +- 2 sd; drag the handles at the bottom")
         self.show_curve(model)
 
     def show_handles(self, Z) -> None:
-        """The handles at Z on the strip's middle line."""
+        """The handles at Z on the strip's line."""
         self.handles.data = {"x": list(map(float, Z)), "y": [HANDLE_Y] * len(Z)}
 
     def show_curve(self, model) -> None:
@@ -171,21 +173,20 @@ class SparseFigures:
         if curve is None:
             self.curve.data = _empty("alpha", "evidence")
             self.current.data = _empty("alpha", "evidence")
-            self.figures["curve"].title.text = "Power-EP log evidence over alpha: computing ..."
+            self.figures["curve"].title.text = f"Power-EP ({model.projection.upper()}) evidence over alpha\ncomputing ..."
         else:
             self.curve.data = {"alpha": alphas, "evidence": curve}
             current = model.fits.get("power_ep")
             here = current.evidence if current is not None and current.available else float(np.interp(model.alpha, alphas, curve))
             self.current.data = {"alpha": [model.alpha], "evidence": [here]}
-            self.figures["curve"].title.text = (f"Power-EP ({model.projection.upper()}) log evidence over alpha: "
-                                                f"{here:.4f} at alpha = {model.alpha:.2f}")
+            self.figures["curve"].title.text = (f"Power-EP ({model.projection.upper()}) evidence over alpha\n"
+                                                f"log Z = {here:.4f} at alpha = {model.alpha:.2f}")
         exact = model.fits.get("exact")
-        self.exact_line.visible = exact is not None and exact.available
-        if self.exact_line.visible:
-            self.exact_line.location = exact.evidence
+        shown = exact is not None and exact.available
+        self.exact.data = {"alpha": [0.0, 1.0] if shown else [], "evidence": [exact.evidence] * 2 if shown else []}
 
     def style(self, projector: bool) -> None:
-        for name, fig in self.figures.items():
+        for fig in self.figures.values():
             style_figure(fig, projector)
-        self.figures["strip"].height = 160 if projector else 120
+        self.figures["fits"].height = 560 if projector else 430  # its legend is below the plot
         self.figures["curve"].height = 360 if projector else 280

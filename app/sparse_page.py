@@ -281,7 +281,7 @@ class SparsePage(pn.viewable.Viewer):
         self.projection = pn.widgets.RadioButtonGroup(name="projection", options={"EP (KL)": "ep", "QP (W2)": "qp"},
                                                       value=m.projection, css_classes=["qpviz-sp-projection"])
         self.methods = pn.widgets.CheckButtonGroup(name="methods", options={v: k for k, v in sparse_demo.LABELS.items()},
-                                                   value=list(m.methods), css_classes=["qpviz-sp-methods"])
+                                                   value=list(m.methods), css_classes=["qpviz-sp-methods"], width=300)
         self.projector_toggle = pn.widgets.Toggle(name="Projector mode (large fonts)", value=False)
         self.description = pn.pane.Markdown("", sizing_mode="stretch_width", css_classes=["qpviz-sp-description"])
         self.alert = pn.pane.Alert("", alert_type="danger", visible=False, css_classes=["qpviz-error"])
@@ -296,6 +296,7 @@ class SparsePage(pn.viewable.Viewer):
         self._redraw()
         self._layout = self._build_layout()
         self._sync_url()
+        self.poller.ensure()  # the first curve is on its way
         cancel_when_session_ends(self.model.cancel_curve)
 
     # -- wiring ------------------------------------------------------------------------------
@@ -412,7 +413,7 @@ class SparsePage(pn.viewable.Viewer):
         messages = pn.Column(pn.pane.Markdown("#### What the tutorial shows"), self.messages,
                              sizing_mode="stretch_width")
         self._grid = view_grid(
-            self._explained(pn.Column(self._figure("fits"), self._figure("strip"), sizing_mode="stretch_width"), "fits"),
+            self._explained(self._figure("fits"), "fits"),
             self._explained(self._figure("curve"), "curve"),
             self._explained(self.numbers, "numbers"),
             messages,

@@ -245,8 +245,8 @@ class SparseFit:
     note: str = ""
 
 
-def _unavailable(method: str, why: str) -> SparseFit:
-    return SparseFit(method, f"{LABELS[method]}: {why}", False, note=why)
+def _unavailable(method: str, short: str, why: str) -> SparseFit:
+    return SparseFit(method, f"{LABELS[method]}: {short}", False, note=why)
 
 
 def fit_sparse(X, y, likelihood, kernel, method: str, Z, grid, alpha: float = 1.0, projection: str = "ep") -> SparseFit:
@@ -268,9 +268,9 @@ def fit_sparse(X, y, likelihood, kernel, method: str, Z, grid, alpha: float = 1.
         label = "exact GP" if gaussian else "exact GP (dense EP)"
     elif method in ("dtc", "pitc"):
         if not gaussian:
-            return _unavailable(method, "Gaussian likelihood only (no closed form for classification)")
+            return _unavailable(method, "n/a (Gaussian only)", "Gaussian likelihood only (no closed form for classification)")
         if fit_sparse_regression is None:
-            return _unavailable(method, "not available yet (needs qpviz.inference.sparse_regression)")
+            return _unavailable(method, "not available yet", "not available yet (needs qpviz.inference.sparse_regression)")
         posterior = fit_sparse_regression(X, y, likelihood, kernel, method, Z)
         label = LABELS[method]
     else:
@@ -282,7 +282,7 @@ def fit_sparse(X, y, likelihood, kernel, method: str, Z, grid, alpha: float = 1.
         elif gaussian:
             label = LABELS[method]
         else:
-            label = "FITC-EP (Power EP, alpha = 1)" if method == "fitc" else "VFE limit (Power EP, alpha = 1e-6)"
+            label = "FITC-EP (alpha = 1)" if method == "fitc" else "VFE limit (alpha = 1e-6)"
     mean, var = posterior.predict_f(grid)
     return SparseFit(method, label, True, np.asarray(mean), np.maximum(np.asarray(var), 0.0),
                      float(posterior.log_marginal_likelihood), bool(posterior.converged), time.perf_counter() - start)
