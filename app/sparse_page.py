@@ -27,7 +27,7 @@ from sparse_figures import EXPLANATIONS, HANDLE_Y, SparseFigures, numbers_html
 __all__ = ["TITLE", "SparseModel", "SparsePage", "page", "URL_KEYS", "FIT_CACHE", "CURVE_CACHE"]
 
 TITLE = "Sparse"
-DEFAULT_PRESET = "gap in the data"
+DEFAULT_PRESET = "smooth regression (N = 200)"
 #: URL keys of the page's state.
 URL_KEYS = {"preset": "sp_preset", "n_points": "sp_n", "seed": "sp_seed", "kernel": "sp_kernel",
             "variance": "sp_var", "lengthscale": "sp_ls", "noise": "sp_noise", "m": "sp_m", "z_text": "sp_z",
@@ -280,8 +280,10 @@ class SparsePage(pn.viewable.Viewer):
                                             value=m.alpha, css_classes=["qpviz-sp-alpha"])
         self.projection = pn.widgets.RadioButtonGroup(name="projection", options={"EP (KL)": "ep", "QP (W2)": "qp"},
                                                       value=m.projection, css_classes=["qpviz-sp-projection"])
-        self.methods = pn.widgets.CheckButtonGroup(name="methods", options={v: k for k, v in sparse_demo.LABELS.items()},
-                                                   value=list(m.methods), css_classes=["qpviz-sp-methods"], width=300)
+        # check boxes: six buttons would not fit the control column
+        self.methods = pn.widgets.CheckBoxGroup(name="methods", options={v: k for k, v in sparse_demo.LABELS.items()},
+                                                value=list(m.methods), inline=True, css_classes=["qpviz-sp-methods"],
+                                                width=300)
         self.projector_toggle = pn.widgets.Toggle(name="Projector mode (large fonts)", value=False)
         self.description = pn.pane.Markdown("", sizing_mode="stretch_width", css_classes=["qpviz-sp-description"])
         self.alert = pn.pane.Alert("", alert_type="danger", visible=False, css_classes=["qpviz-error"])
