@@ -37,6 +37,8 @@ FIT_CACHE = long_jobs.LRUCache(512)
 CURVE_CACHE = long_jobs.LRUCache(64)
 #: How often a running curve job is polled.
 CURVE_POLL_MS = 100
+#: The curve's job waits this long before it starts (the fits' message leaves the server first).
+CURVE_DELAY_S = 0.08
 
 
 def encode_z(Z) -> str:
@@ -56,6 +58,13 @@ def decode_z(text: str) -> np.ndarray:
     if not np.all(np.isfinite(values)):
         raise ValueError("every pseudo-input must be a finite number (no NaN or infinity)")
     return np.sort(values)[:, None]
+
+
+def _delayed_curve(X, y, lik, kernel, Z, projection, cancel: threading.Event) -> np.ndarray:
+    """:func:`sparse_demo.evidence_curve` after CURVE_DELAY_S (at once NaN if cancelled meanwhile)."""
+    if cancel.wait(CURVE_DELAY_S):
+        return np.full(sparse_demo.ALPHA_GRID.size, np.nan)
+    return sparse_demo.evidence_curve(X, y, lik, kernel, Z, projection, cancel=cancel)
 
 
 class SparseModel(param.Parameterized):
@@ -91,7 +100,7 @@ class SparseModel(param.Parameterized):
         self.classification = False
         self.likelihood_name = "gaussian"
         self._loading = False
-        self._curve_job = None  # (key, future, cancel event)
+        self._curve_job = None  # {key, future, cancel event}
         self.load_preset(reset_n=True)
 
     # -- inputs ------------------------------------------------------------------------------
@@ -208,11 +217,13 @@ class SparseModel(param.Parameterized):
         return True
 
     def _start_curve(self, X, y, lik, kernel, Z, keys) -> None:
-        """The Power-EP evidence over alpha: cached, or computed (in the pool when ``background``)."""
+        """The Power-EP evidence over alpha: cached, or computed (inline, or in the pool when
+        ``background``, after CURVE_DELAY_S, so that its thread does not compete with the message
+        carrying the new fits; :func:`_delayed_curve`)."""
         key = (*keys, Z.tobytes(), self.projection)
         cached = CURVE_CACHE.get_recent(key)
-        if self._curve_job is not None and self._curve_job[0] != key:
-            self._curve_job[2].set()  # a newer curve was asked for: stop the old one between alphas
+        if self._curve_job is not None and self._curve_job["key"] != key:
+            self._curve_job["cancel"].set()  # a newer curve was asked for: stop the old one between alphas
             self._curve_job = None
         if cached is not None:
             self.param.update(curve=cached, curve_version=self.curve_version + 1)
@@ -224,8 +235,8 @@ class SparseModel(param.Parameterized):
             return
         if self._curve_job is None:
             cancel = threading.Event()
-            future = EXECUTOR.submit(sparse_demo.evidence_curve, X, y, lik, kernel, Z, self.projection, cancel=cancel)
-            self._curve_job = (key, future, cancel)
+            future = EXECUTOR.submit(_delayed_curve, X, y, lik, kernel, Z, self.projection, cancel)
+            self._curve_job = {"key": key, "future": future, "cancel": cancel}
         self.param.update(curve=None, curve_version=self.curve_version + 1)
 
     @property
@@ -235,20 +246,20 @@ class SparseModel(param.Parameterized):
     def poll_curve(self) -> None:
         """Take the finished curve from the pool (the page polls while one is pending)."""
         job = self._curve_job
-        if job is None or not job[1].done():
+        if job is None or not job["future"].done():
             return
         self._curve_job = None
         try:
-            curve = job[1].result()
+            curve = job["future"].result()
         except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
             self.message = f"the evidence curve failed: {exc}"
             return
-        CURVE_CACHE.put(job[0], curve)
+        CURVE_CACHE.put(job["key"], curve)
         self.param.update(curve=curve, curve_version=self.curve_version + 1)
 
     def cancel_curve(self) -> None:
         if self._curve_job is not None:
-            self._curve_job[2].set()
+            self._curve_job["cancel"].set()
             self._curve_job = None
 
 
