@@ -53,7 +53,9 @@ ALPHA_GRID = np.linspace(0.0, 1.0, 15)
 #: Most pseudo-inputs the page accepts (the M slider's end; the draw tool stops adding there).
 MAX_INDUCING = 60
 
-#: The tutorial's messages (paper 001), one sentence each.
+#: The tutorial's messages (paper 001: "indirect approximations tend to over-fit", "variational methods
+#: known to underfit"), one sentence each; the noise and pseudo-input behaviour as Bauer, van der Wilk
+#: and Rasmussen (2016) found it.
 MESSAGES = (
     "VFE under-fits: its bound pays tr(K_ff - Q)/(2 sigma^2) for everything the pseudo-inputs do not explain, "
     "so it over-estimates the noise, and maximising it spreads the pseudo-inputs evenly over the data.",
