@@ -1,0 +1,465 @@
+"""The "Sparse" page: pseudo-inputs you drag, an alpha you slide (paper 001's tutorial; issue 12).
+
+:class:`SparseModel` holds the inputs and the last good fits (tests drive it without a browser);
+:class:`SparsePage` wires widgets to it and draws with :class:`sparse_figures.SparseFigures`. All the
+computation is :mod:`qpviz.gpdemo.sparse_demo`. Every fit is cached in :data:`FIT_CACHE` by (method,
+data, likelihood, kernel, Z, alpha, projection), so flipping back is instant; the Power-EP evidence
+curve over alpha (15 fits) runs in the job pool (:data:`long_jobs.EXECUTOR`) after the fits are
+drawn, so a drag or an alpha step redraws the fits without waiting for it.
+"""
+from __future__ import annotations
+
+import hashlib
+import threading
+
+import numpy as np
+import panel as pn
+import param
+
+import long_jobs
+from explorer_figures import NumbersPane
+from figure_export import export_buttons
+from layout import enlarge, formula as formula_pane, set_projector, view_grid
+from long_jobs import EXECUTOR, JobPoller, cancel_when_session_ends
+from qpviz.gpdemo import oned, sparse_demo
+from sparse_figures import EXPLANATIONS, HANDLE_Y, SparseFigures, numbers_html
+
+__all__ = ["TITLE", "SparseModel", "SparsePage", "page", "URL_KEYS", "FIT_CACHE", "CURVE_CACHE"]
+
+TITLE = "Sparse"
+DEFAULT_PRESET = "smooth regression (N = 200)"
+#: URL keys of the page's state.
+URL_KEYS = {"preset": "sp_preset", "n_points": "sp_n", "seed": "sp_seed", "kernel": "sp_kernel",
+            "variance": "sp_var", "lengthscale": "sp_ls", "noise": "sp_noise", "m": "sp_m", "z_text": "sp_z",
+            "alpha": "sp_alpha", "projection": "sp_proj", "methods": "sp_methods"}
+#: Fits and curves kept (shared by every session: equal keys are equal fits).
+FIT_CACHE = long_jobs.LRUCache(512)
+CURVE_CACHE = long_jobs.LRUCache(64)
+#: How often a running curve job is polled.
+CURVE_POLL_MS = 100
+#: The curve's job waits this long before it starts (the fits' message leaves the server first).
+CURVE_DELAY_S = 0.08
+
+
+def encode_z(Z) -> str:
+    """'z1, z2, ...' with 6 significant digits (the pseudo-input text box and the URL)."""
+    return ", ".join(f"{z:.6g}" for z in np.ravel(Z))
+
+
+def decode_z(text: str) -> np.ndarray:
+    """The inverse of :func:`encode_z`; ValueError saying what is wrong."""
+    parts = [p.strip() for p in str(text).replace(";", ",").split(",") if p.strip()]
+    if not parts:
+        raise ValueError("give at least one pseudo-input, e.g. -2, 0, 2")
+    try:
+        values = np.array([float(p) for p in parts])
+    except ValueError:
+        raise ValueError("the pseudo-inputs must be numbers separated by commas, e.g. -2, 0, 2") from None
+    if not np.all(np.isfinite(values)):
+        raise ValueError("every pseudo-input must be a finite number (no NaN or infinity)")
+    return np.sort(values)[:, None]
+
+
+def _delayed_curve(X, y, lik, kernel, Z, projection, cancel: threading.Event) -> np.ndarray:
+    """:func:`sparse_demo.evidence_curve` after CURVE_DELAY_S (at once NaN if cancelled meanwhile)."""
+    if cancel.wait(CURVE_DELAY_S):
+        return np.full(sparse_demo.ALPHA_GRID.size, np.nan)
+    return sparse_demo.evidence_curve(X, y, lik, kernel, Z, projection, cancel=cancel)
+
+
+class SparseModel(param.Parameterized):
+    """Inputs, data, pseudo-inputs and the last good fits of the Sparse page."""
+
+    preset = param.Selector(default=DEFAULT_PRESET, objects=list(sparse_demo.PRESETS))
+    n_points = param.Integer(default=100)
+    seed = param.Integer(default=0)
+    kernel = param.Selector(default="RBF", objects=list(oned.KERNELS))
+    variance = param.Number(default=1.0)
+    lengthscale = param.Number(default=1.0)
+    noise = param.Parameter(default=0.04, doc="Gaussian noise variance (> 0); text is refused with a message.")
+    m = param.Integer(default=8, doc="Number of pseudo-inputs; a change restarts Z at K-means centres.")
+    alpha = param.Number(default=0.5, doc="Power EP's alpha on the slider, 0 (VFE) to 1 (FITC).")
+    projection = param.Selector(default="ep", objects=["ep", "qp"])
+    methods = param.ListSelector(default=list(sparse_demo.METHODS), objects=list(sparse_demo.METHODS))
+    z_text = param.String(default="", doc="The pseudo-inputs as 'z1, z2, ...' (edited, dragged or from a link).")
+
+    message = param.String(default="")
+    note = param.String(default="")
+    fits = param.Dict(default={})
+    curve = param.Parameter(default=None, doc="Power-EP evidence at sparse_demo.ALPHA_GRID, None while computing.")
+    version = param.Integer(default=0)
+    curve_version = param.Integer(default=0)
+
+    def __init__(self, background: bool = True, **params):
+        super().__init__(**params)
+        self.background = background  # the curve in the job pool (the page) or inline (tests)
+        self.X = np.zeros((0, 1))
+        self.y = np.zeros(0)
+        self.Z = np.zeros((0, 1))
+        self.grid = None
+        self.classification = False
+        self.likelihood_name = "gaussian"
+        self._loading = False
+        self._curve_job = None  # {key, future, cancel event}
+        self.load_preset(reset_n=True)
+
+    # -- inputs ------------------------------------------------------------------------------
+    @param.depends("preset", watch=True)
+    def _preset_changed(self) -> None:
+        self.load_preset(reset_n=True)
+
+    @param.depends("n_points", "seed", watch=True)
+    def _data_changed(self) -> None:
+        if not self._loading:
+            self.load_preset(reset_n=False)
+
+    def load_preset(self, reset_n: bool) -> bool:
+        """The preset's data and suggested model; Z at the preset's start (or K-means)."""
+        try:
+            data = sparse_demo.make_preset(self.preset, None if reset_n else self.n_points, self.seed)
+            Z = data.Z if data.Z is not None else sparse_demo.initial_inducing(data.X, min(data.m, data.X.shape[0]))
+        except ValueError as exc:
+            self.message = f"Not refitted, the plots show the last good fit: {exc}"
+            return False
+        self.X, self.y, self.Z = data.X, data.y, Z
+        self.likelihood_name, self.classification = data.likelihood, data.classification
+        self._loading = True
+        try:
+            self.param.update(n_points=data.X.shape[0], variance=data.variance, lengthscale=data.lengthscale,
+                              noise=data.noise if not data.classification else self.noise, m=Z.shape[0],
+                              z_text=encode_z(Z), note=data.description)
+        finally:
+            self._loading = False
+        return self.refit()
+
+    @param.depends("m", watch=True)
+    def _m_changed(self) -> None:
+        if self._loading:
+            return
+        try:
+            Z = sparse_demo.initial_inducing(self.X, self.m)
+        except ValueError as exc:
+            self.message = f"Not refitted, the plots show the last good fit: {exc}"
+            return
+        self.set_inducing(Z)
+
+    @param.depends("z_text", watch=True)
+    def _z_text_changed(self) -> None:
+        if self._loading:
+            return
+        try:
+            Z = decode_z(self.z_text)
+        except ValueError as exc:
+            self.message = f"Pseudo-inputs not used, the plots show the last good fit: {exc}"
+            return
+        self.set_inducing(Z)
+
+    def set_inducing(self, Z) -> bool:
+        """New pseudo-inputs (a drag, an added or removed handle, typed text, the M slider)."""
+        Z = np.sort(np.asarray(Z, float).reshape(-1, 1), axis=0)
+        try:
+            sparse_demo.check_inputs(self.X, self.y, self.likelihood(), Z)
+        except ValueError as exc:
+            self.message = f"Not refitted, the plots show the last good fit: {exc}"
+            return False
+        self.Z = Z
+        self._loading = True
+        try:
+            self.param.update(m=Z.shape[0], z_text=encode_z(Z))
+        finally:
+            self._loading = False
+        return self.refit()
+
+    @param.depends("kernel", "variance", "lengthscale", "noise", "alpha", "projection", "methods", watch=True)
+    def _model_changed(self) -> None:
+        if not self._loading:
+            self.refit()
+
+    def likelihood(self):
+        return sparse_demo.make_likelihood(self.likelihood_name, self.noise)
+
+    def y_shown(self) -> np.ndarray:
+        """y as drawn on the latent plot (labels -1 / +1 as they are)."""
+        return self.y
+
+    def _keys(self, lik, kernel) -> tuple:
+        digest = hashlib.sha1(self.X.tobytes() + b"|" + self.y.tobytes()).hexdigest()
+        return (digest, (lik.name, tuple(sorted(lik.params.items()))),
+                (type(kernel).__name__, tuple(sorted(kernel.params.items()))))
+
+    # -- fitting -----------------------------------------------------------------------------
+    def refit(self) -> bool:
+        """Fit the chosen methods; on bad input keep the last fits and say what to change."""
+        try:
+            lik = self.likelihood()
+            kernel = oned.make_kernel(self.kernel, self.variance, self.lengthscale)
+            sparse_demo.power_of(self.alpha)
+            X, y, Z = sparse_demo.check_inputs(self.X, self.y, lik, self.Z)
+            grid = oned.make_grid(X)
+            keys = self._keys(lik, kernel)
+            fits = {}
+            for method in sparse_demo.METHODS:
+                if method not in self.methods:
+                    continue
+                key = (method, *keys, None if method == "exact" else Z.tobytes(),
+                       (self.alpha, self.projection) if method == "power_ep" else None)
+                fit = FIT_CACHE.get_recent(key)
+                if fit is None:
+                    fit = sparse_demo.fit_sparse(X, y, lik, kernel, method, Z, grid, self.alpha, self.projection)
+                    FIT_CACHE.put(key, fit)
+                fits[method] = fit
+        except (ValueError, TypeError, ArithmeticError, np.linalg.LinAlgError) as exc:
+            self.message = f"Not refitted, the plots show the last good fit: {exc}"
+            return False
+        self.grid = grid
+        self.param.update(fits=fits, message="", version=self.version + 1)
+        self._start_curve(X, y, lik, kernel, Z, keys)
+        return True
+
+    def _start_curve(self, X, y, lik, kernel, Z, keys) -> None:
+        """The Power-EP evidence over alpha: cached, or computed (inline, or in the pool when
+        ``background``, after CURVE_DELAY_S, so that its thread does not compete with the message
+        carrying the new fits; :func:`_delayed_curve`)."""
+        key = (*keys, Z.tobytes(), self.projection)
+        cached = CURVE_CACHE.get_recent(key)
+        if self._curve_job is not None and self._curve_job["key"] != key:
+            self._curve_job["cancel"].set()  # a newer curve was asked for: stop the old one between alphas
+            self._curve_job = None
+        if cached is not None:
+            self.param.update(curve=cached, curve_version=self.curve_version + 1)
+            return
+        if not self.background:
+            curve = sparse_demo.evidence_curve(X, y, lik, kernel, Z, self.projection)
+            CURVE_CACHE.put(key, curve)
+            self.param.update(curve=curve, curve_version=self.curve_version + 1)
+            return
+        if self._curve_job is None:
+            cancel = threading.Event()
+            future = EXECUTOR.submit(_delayed_curve, X, y, lik, kernel, Z, self.projection, cancel)
+            self._curve_job = {"key": key, "future": future, "cancel": cancel}
+        self.param.update(curve=None, curve_version=self.curve_version + 1)
+
+    @property
+    def curve_pending(self) -> bool:
+        return self._curve_job is not None
+
+    def poll_curve(self) -> None:
+        """Take the finished curve from the pool (the page polls while one is pending)."""
+        job = self._curve_job
+        if job is None or not job["future"].done():
+            return
+        self._curve_job = None
+        try:
+            curve = job["future"].result()
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+            self.message = f"the evidence curve failed: {exc}"
+            return
+        CURVE_CACHE.put(job["key"], curve)
+        self.param.update(curve=curve, curve_version=self.curve_version + 1)
+
+    def cancel_curve(self) -> None:
+        if self._curve_job is not None:
+            self._curve_job["cancel"].set()
+            self._curve_job = None
+
+
+class SparsePage(pn.viewable.Viewer):
+    """Controls on the left; the fits with their handles, the alpha curve, the numbers and the messages."""
+
+    projector = param.Boolean(default=False)
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.model = m = SparseModel()
+        self.preset = pn.widgets.Select(name="data preset", options=list(sparse_demo.PRESETS), value=m.preset,
+                                        css_classes=["qpviz-sp-preset"])
+        self.n_points = pn.widgets.IntInput(name=f"number of points ({sparse_demo.MIN_POINTS}-{sparse_demo.MAX_POINTS})",
+                                            value=m.n_points, css_classes=["qpviz-sp-n"])
+        self.seed = pn.widgets.IntInput(name="seed (whole number >= 0)", value=m.seed, css_classes=["qpviz-sp-seed"])
+        self.kernel = pn.widgets.Select(name="kernel", options=list(oned.KERNELS), value=m.kernel)
+        self.variance = pn.widgets.EditableFloatSlider(name="kernel variance (> 0)", start=0.05, end=20.0, step=0.05,
+                                                       value=m.variance, css_classes=["qpviz-sp-variance"])
+        self.lengthscale = pn.widgets.EditableFloatSlider(name="lengthscale (> 0)", start=0.05, end=10.0, step=0.05,
+                                                          value=m.lengthscale, css_classes=["qpviz-sp-lengthscale"])
+        self.noise = pn.widgets.TextInput(name="noise variance sigma^2 (> 0; regression)", value=f"{m.noise:g}",
+                                          css_classes=["qpviz-sp-noise"])
+        self.m_slider = pn.widgets.IntSlider(name="M pseudo-inputs (restarts Z by K-means)", start=1,
+                                             end=sparse_demo.MAX_INDUCING, value=m.m, css_classes=["qpviz-sp-m"])
+        self.z_text = pn.widgets.TextInput(name="pseudo-inputs Z (comma-separated)", value=m.z_text,
+                                           css_classes=["qpviz-sp-z"])
+        self.alpha = pn.widgets.FloatSlider(name="Power EP alpha (0 = VFE, 1 = FITC)", start=0.0, end=1.0, step=0.05,
+                                            value=m.alpha, css_classes=["qpviz-sp-alpha"])
+        self.projection = pn.widgets.RadioButtonGroup(name="projection", options={"EP (KL)": "ep", "QP (W2)": "qp"},
+                                                      value=m.projection, css_classes=["qpviz-sp-projection"])
+        # check boxes: six buttons would not fit the control column
+        self.methods = pn.widgets.CheckBoxGroup(name="methods", options={v: k for k, v in sparse_demo.LABELS.items()},
+                                                value=list(m.methods), inline=True, css_classes=["qpviz-sp-methods"],
+                                                width=300)
+        self.projector_toggle = pn.widgets.Toggle(name="Projector mode (large fonts)", value=False)
+        self.description = pn.pane.Markdown("", sizing_mode="stretch_width", css_classes=["qpviz-sp-description"])
+        self.alert = pn.pane.Alert("", alert_type="danger", visible=False, css_classes=["qpviz-error"])
+        self.numbers = NumbersPane("", css_classes=["qpviz-sp-numbers"], sizing_mode="stretch_width")
+        self.messages = pn.pane.Markdown("\n".join(f"- {s}" for s in sparse_demo.MESSAGES), sizing_mode="stretch_width",
+                                         css_classes=["qpviz-sp-messages"])
+        self.views = SparseFigures()
+        self._syncing = False
+        self.poller = JobPoller(self._poll_curve, lambda: self.model.curve_pending, period_ms=CURVE_POLL_MS)
+        self._wire()
+        self._refresh_widgets()
+        self._redraw()
+        self._layout = self._build_layout()
+        self._sync_url()
+        self.poller.ensure()  # the first curve is on its way
+        cancel_when_session_ends(self.model.cancel_curve)
+
+    # -- wiring ------------------------------------------------------------------------------
+    def _wire(self) -> None:
+        forward = {self.preset: "preset", self.n_points: "n_points", self.seed: "seed", self.kernel: "kernel",
+                   self.variance: "variance", self.lengthscale: "lengthscale", self.noise: "noise",
+                   self.m_slider: "m", self.z_text: "z_text", self.alpha: "alpha", self.projection: "projection",
+                   self.methods: "methods"}
+        for widget, name in forward.items():
+            widget.param.watch(lambda event, name=name: self._apply(**{name: event.new}), "value")
+        self.projector_toggle.link(self, value="projector")
+        self.views.handles.on_change("data", self._on_handles)
+        self.model.param.watch(self._redraw, ["version"])
+        self.model.param.watch(lambda *e: self.views.show_curve(self.model), ["curve_version"])
+        self.model.param.watch(self._show_messages, ["message", "note"])
+
+    def _apply(self, **changes) -> None:
+        if self._syncing:
+            return
+        self._run(self.model.param.update, **changes)
+
+    def _run(self, function, *args, **kwargs) -> None:
+        """Call the model; an unexpected error becomes a message, never a browser console error."""
+        with pn.io.hold():
+            try:
+                function(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 (a page callback must not raise)
+                self.model.message = f"unexpected error: {exc}"
+            self._refresh_widgets()
+            self.poller.ensure()
+
+    def _on_handles(self, attr, old, new) -> None:
+        """The point-draw tool moved, added or removed a handle: refit on the handles' x."""
+        if self._syncing:
+            return
+        xs = np.asarray(new.get("x", []), float)
+        unchanged = np.array_equal(np.sort(xs), np.ravel(self.model.Z)) and all(y == HANDLE_Y for y in new.get("y", []))
+        if not unchanged:  # (our own redraw of the handles comes back unchanged)
+            self._run(self._take_handles, xs)
+
+    def _take_handles(self, xs) -> None:
+        if not self.model.set_inducing(xs):
+            self._show_handles()  # refused: the handles go back to the last good Z
+        elif self.model.Z.size == xs.size:
+            self._show_handles()  # a drag moves x only: back onto the strip's line
+
+    def _show_handles(self) -> None:
+        self._syncing = True
+        try:
+            self.views.show_handles(np.ravel(self.model.Z))
+        finally:
+            self._syncing = False
+
+    def _poll_curve(self) -> None:
+        with pn.io.hold():
+            try:
+                self.model.poll_curve()
+            except Exception as exc:  # noqa: BLE001
+                self.model.message = f"unexpected error: {exc}"
+
+    def _refresh_widgets(self) -> None:
+        m = self.model
+        self._syncing = True
+        try:
+            self.preset.value = m.preset
+            self.n_points.value = m.n_points
+            self.seed.value = m.seed
+            self.kernel.value = m.kernel
+            self.variance.value = m.variance
+            self.lengthscale.value = m.lengthscale
+            self.noise.value = str(m.noise)
+            self.noise.disabled = m.classification
+            self.m_slider.value = min(max(m.m, 1), sparse_demo.MAX_INDUCING)
+            self.z_text.value = m.z_text
+            self.alpha.value = m.alpha
+            self.projection.value = m.projection
+            self.methods.value = list(m.methods)
+        finally:
+            self._syncing = False
+
+    # -- views -------------------------------------------------------------------------------
+    def _redraw(self, *events) -> None:
+        self._syncing = True  # the handles' source is rewritten: not a drag
+        try:
+            with pn.io.hold():
+                self.views.show(self.model)
+                self.numbers.object = numbers_html(self.model.fits)
+        finally:
+            self._syncing = False
+
+    def _show_messages(self, *events) -> None:
+        self.alert.object, self.alert.visible = self.model.message, bool(self.model.message)
+        self.description.object = f"*{self.model.note}*"
+
+    def _explained(self, view, key: str) -> pn.Column:
+        sentence, formula = EXPLANATIONS[key]
+        text = pn.pane.Markdown(sentence, sizing_mode="stretch_width", margin=(0, 10))
+        latex = formula_pane(formula, margin=(0, 10))
+        self._texts += [text, latex]
+        return pn.Column(view, text, latex, sizing_mode="stretch_width")
+
+    def _figure(self, name: str) -> pn.pane.Bokeh:
+        return pn.pane.Bokeh(self.views.figures[name], sizing_mode="stretch_width", css_classes=[f"qpviz-sp-{name}"])
+
+    def _build_layout(self) -> pn.Row:
+        self._texts = [self.numbers, self.messages, self.description]
+        self._controls = pn.Column(
+            pn.pane.Markdown("### Data"), self.preset, self.description, self.n_points, self.seed,
+            pn.pane.Markdown("### Model"), self.kernel, self.variance, self.lengthscale, self.noise,
+            pn.pane.Markdown("### Pseudo-inputs and Power EP"), self.m_slider, self.z_text, self.alpha, self.projection,
+            self.methods, pn.pane.Markdown("### Share"), export_buttons("sparse"), self.projector_toggle,
+            width=320,
+        )
+        messages = pn.Column(pn.pane.Markdown("#### What the tutorial shows"), self.messages,
+                             sizing_mode="stretch_width")
+        self._grid = view_grid(
+            self._explained(self._figure("fits"), "fits"),
+            self._explained(self._figure("curve"), "curve"),
+            self._explained(self.numbers, "numbers"),
+            messages,
+            projector=self.projector,
+        )
+        self._show_messages()
+        self.views.style(False)
+        return pn.Row(self._controls, pn.Column(self.alert, self._grid, sizing_mode="stretch_width"),
+                      sizing_mode="stretch_width")
+
+    @param.depends("projector", watch=True)
+    def _apply_projector_mode(self) -> None:
+        enlarge(self.projector, self._texts, self._controls.objects)
+        self.views.style(self.projector)
+        set_projector(self._grid, self.projector)
+
+    def _sync_url(self) -> None:
+        """Every input in the URL (the preset first: it resets the others; Z after M)."""
+        location = pn.state.location
+        if location is None:
+            return
+        widgets = {"preset": self.preset, "n_points": self.n_points, "seed": self.seed, "kernel": self.kernel,
+                   "variance": self.variance, "lengthscale": self.lengthscale, "noise": self.noise,
+                   "m": self.m_slider, "z_text": self.z_text, "alpha": self.alpha, "projection": self.projection,
+                   "methods": self.methods}
+        for name, widget in widgets.items():
+            location.sync(widget, {"value": URL_KEYS[name]})
+        location.sync(self.projector_toggle, {"value": "sp_projector"})
+
+    def __panel__(self):
+        return self._layout
+
+
+def page() -> tuple[str, pn.viewable.Viewable]:
+    """(tab title, page) for app/dashboard.py."""
+    return TITLE, SparsePage()

@@ -1,0 +1,132 @@
+"""Browser latency of the Sparse page (issue 12), printed, not asserted.
+
+Serves the real app (`python -m panel serve app`) and drives Debian's Chromium (Playwright) on the
+smooth regression preset at N = 500, M = 20, every method shown (the dense exact GP does not depend
+on Z or alpha: cached after the first fit):
+
+* **alpha key press**: one step right on the alpha slider (0.05; a new Power-EP fit each time);
+* **handle drag**: a mouse drag of one pseudo-input by half a unit (a new Z each time: FITC,
+  VFE and Power EP refit).
+
+Two times per action, from the key press or from the mouse release that ends the drag: **fits drawn** (the numbers table, sent in the same
+message as the fits' new data, has changed in the browser) and **last change** (the documents
+quiet for 400 ms: after a drag this includes the Power-EP evidence curve over 15 alphas, computed
+in the job pool after the fits are drawn). Goal (issue 12): fits drawn within 250 ms.
+
+Usage: .venv/bin/python benchmarks/bench_sparse_latency.py [--presses 15]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+from urllib.parse import quote
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "browser"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from browser_measure import ARM_JS, QUIET_MS, TIMEOUT_MS, WAIT_JS, percentile, settle, wait_for_bokeh  # noqa: E402
+from pagetools import CHROMIUM_ARGS, chromium_path, serve_app, stop  # noqa: E402
+from test_sparse_page import HANDLE_JS  # noqa: E402
+
+URL = "?page=sparse&sp_preset=" + quote("smooth regression (N = 200)") + "&sp_n=500&sp_m=20&sp_alpha=0"
+
+#: The numbers table's text (its HTML model), read before the action.
+NUMBERS_JS = """() => { for (const m of Bokeh.documents[0].all_models)
+    if ((m.css_classes || []).includes('qpviz-sp-numbers')) return m.text; return null; }"""
+#: ms from the arming to the moment the numbers table differs from ``before``.
+FITS_DRAWN_JS = """([before, timeoutMs]) => new Promise((resolve, reject) => {
+    const t0 = window.__qpvizT0;
+    const tick = () => {
+        const now = performance.now();
+        if ((""" + NUMBERS_JS + """)() !== before) { resolve(now - t0); return; }
+        if (now - t0 > timeoutMs) { reject(new Error('the numbers did not change')); return; }
+        requestAnimationFrame(tick);
+    };
+    tick();
+})"""
+
+
+def alpha_step(page) -> None:
+    handle = page.locator(".qpviz-sp-alpha .noUi-handle").first
+    handle.focus()
+    handle.press("ArrowRight")
+
+
+def drag_handle():
+    state = {"k": 0}
+
+    def act(page) -> None:
+        state["k"] += 1
+        index = (3 * state["k"]) % 20
+        start = page.evaluate(HANDLE_JS, [index])
+        # half a unit (about 20 px: a shorter move is a tap, which selects the handle), never the same Z twice
+        dx = (0.5 if state["k"] % 2 else -0.4) * start["step"]
+        page.mouse.move(start["x"], start["y"])
+        page.mouse.down()
+        page.mouse.move(start["x"] + dx / 2, start["y"], steps=2)
+        page.mouse.move(start["x"] + dx, start["y"], steps=2)
+    return act
+
+
+def release(page) -> None:
+    """The end of a drag: the pseudo-input is sent and the fits follow."""
+    page.mouse.up()
+
+
+def measure_both(page, action) -> tuple[float, float]:
+    """(fits drawn, last change) in ms after a key press, or after the release ending a drag (the
+    drag's moves happen before the clock starts: the page refits when a drag ends)."""
+    before = page.evaluate(NUMBERS_JS)
+    if action is not alpha_step:
+        action(page)  # press and move
+        action = release
+    page.evaluate(ARM_JS)
+    action(page)
+    drawn = float(page.evaluate(FITS_DRAWN_JS, [before, TIMEOUT_MS]))
+    last = float(page.evaluate(WAIT_JS, [QUIET_MS, TIMEOUT_MS]))
+    return drawn, last
+
+
+def report(name, pairs) -> None:
+    for label, times in (("fits drawn", [p[0] for p in pairs]), ("last change", [p[1] for p in pairs])):
+        print(f"{name + ', ' + label:52s} median {percentile(times, 50):6.0f} ms  p90 {percentile(times, 90):6.0f} ms  "
+              f"max {max(times):6.0f} ms  (goal 250 ms for fits drawn, n={len(times)}, load {os.getloadavg()[0]:.2f})",
+              flush=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--presses", type=int, default=15)
+    args = ap.parse_args()
+    process, url = serve_app(Path(tempfile.mkdtemp()) / "serve.log")
+    try:
+        from playwright.sync_api import sync_playwright  # noqa: PLC0415
+
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+            page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+            for name, action in (("Sparse, N=500, M=20, alpha key", alpha_step),
+                                 ("Sparse, N=500, M=20, handle drag", drag_handle())):
+                page.goto(url + URL)
+                wait_for_bokeh(page)
+                settle(page, 1500)
+                pairs = []
+                try:
+                    for _ in range(args.presses):
+                        pairs.append(measure_both(page, action))
+                        page.wait_for_timeout(150)
+                    report(name, pairs)
+                except Exception as err:  # noqa: BLE001 - one failed case is printed, the other still runs
+                    print(f"{name:52s} FAILED: {str(err).splitlines()[0]}", flush=True)
+            browser.close()
+    finally:
+        stop(process)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

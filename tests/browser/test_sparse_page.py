@@ -1,0 +1,109 @@
+"""The Sparse page in a real Chromium, served by `python -m panel serve app`."""
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from pagetools import wait_for_new_text
+from test_explorer_page import ALERT_JS, console_errors, wait_for_title  # noqa: F401  (the fixture fails on console errors)
+
+pytestmark = pytest.mark.browser
+
+TIMEOUT_MS = 60_000
+#: Power EP and FITC only (no dense exact GP): quick fits, and the numbers change only with alpha or Z.
+QUERY = "page=sparse&sp_preset=gap+in+the+data&sp_alpha=0.5&sp_methods=%5B%22fitc%22%2C%22power_ep%22%5D"
+
+#: Screen position of handle ``index`` on the fits plot's strip (the Bokeh view maps data to canvas
+#: pixels; the strip's own y range runs from 0 to 1 over the plot's height), and the pixels per unit of x.
+HANDLE_JS = """([index]) => {
+    const views = [];
+    const walk = v => { if (!v) return; views.push(v); for (const c of (v.child_views || [])) walk(c); };
+    for (const v of Object.values(Bokeh.index)) walk(v);
+    const plot = views.find(v => v.frame && v.model.title && (v.model.title.text || '').startsWith('Sparse fits'));
+    const source = [...Bokeh.documents[0].all_models].find(m => m.data && m.data.x && m.data.y
+        && m.data.y.length > 0 && Array.from(m.data.y).every(y => y === 0.05));
+    const x = source.data.x[index];
+    plot.el.scrollIntoView({block: 'center'});  // a mouse action lands in the viewport only
+    const box = plot.canvas_view.el.getBoundingClientRect(), frame = plot.frame.bbox;
+    return {x: box.left + plot.frame.x_scale.compute(x), y: box.top + frame.bottom - 0.05 * frame.height,
+            step: Math.abs(plot.frame.x_scale.compute(x + 1) - plot.frame.x_scale.compute(x)), value: x};
+}"""
+
+
+@pytest.fixture
+def sparse(page: Page, app_url: str, console_errors) -> Page:  # noqa: F811
+    page.set_viewport_size({"width": 1500, "height": 1200})
+    page.goto(f"{app_url}?{QUERY}")
+    expect(page.locator(".qpviz-sp-numbers table").first.locator("tr")).to_have_count(3, timeout=TIMEOUT_MS)
+    wait_for_title(page, "Power-EP (EP) evidence over alpha\nlog Z = ")  # the curve has arrived
+    return page
+
+
+def numbers(page: Page) -> str:
+    return page.locator(".qpviz-sp-numbers table").first.inner_text()
+
+
+def row(table: str, method: str) -> str:
+    """The table's line of ``method`` (cells separated by tabs; a colour swatch first)."""
+    return next(line for line in table.splitlines() if method in line)
+
+
+def test_the_tab_shows_fits_handles_curve_numbers_and_messages(sparse: Page):
+    wait_for_title(sparse, "Sparse fits, regression: N = 100, M = 8\n")
+    text = numbers(sparse)
+    assert "FITC" in text and "Power EP (alpha = 0.50)" in text
+    expect(sparse.locator(".qpviz-sp-messages").first).to_contain_text("VFE under-fits")
+    expect(sparse.locator(".qpviz-sp-messages").first).to_contain_text("Z = X")
+
+
+def test_the_alpha_slider_changes_the_power_ep_number_and_the_url(sparse: Page):
+    before = numbers(sparse)
+    handle = sparse.locator(".qpviz-sp-alpha .noUi-handle").first
+    handle.focus()
+    handle.press("ArrowRight")
+    after = wait_for_new_text(sparse.locator(".qpviz-sp-numbers table").first, before)
+    assert "Power EP (alpha = 0.55)" in after
+    assert row(before, "Power EP").split("\t")[1] != row(after, "Power EP").split("\t")[1]  # another evidence
+    assert row(before, "FITC") == row(after, "FITC")  # cached, unchanged
+    wait_for_title(sparse, "Power-EP (EP) evidence over alpha\nlog Z = ")
+    sparse.wait_for_function("() => window.location.search.includes('sp_alpha=0.55')", timeout=TIMEOUT_MS)
+
+
+def test_dragging_a_handle_moves_a_pseudo_input_and_refits(sparse: Page):
+    z_field = sparse.locator(".qpviz-sp-z input").first
+    z_before = z_field.input_value()
+    before = numbers(sparse)
+    start = sparse.evaluate(HANDLE_JS, [0])
+    sparse.mouse.move(start["x"], start["y"])
+    sparse.mouse.down()
+    sparse.mouse.move(start["x"] + 0.5 * start["step"], start["y"] + 5, steps=4)
+    sparse.mouse.move(start["x"] + start["step"], start["y"] + 10, steps=4)  # one unit right (and a little down)
+    sparse.mouse.up()
+    after = wait_for_new_text(sparse.locator(".qpviz-sp-numbers table").first, before)
+    assert after != before
+    expect(z_field).not_to_have_value(z_before, timeout=TIMEOUT_MS)
+    moved = [float(z) for z in z_field.input_value().split(",")]
+    assert len(moved) == 8
+    assert any(abs(z - (start["value"] + 1.0)) < 0.2 for z in moved), (start, moved)
+    # the handle went back onto the strip's line: only x changed
+    sparse.wait_for_function("""() => [...Bokeh.documents[0].all_models].some(m => m.data && m.data.y
+        && m.data.y.length === 8 && Array.from(m.data.y).every(y => y === 0.05))""", timeout=TIMEOUT_MS)
+
+
+def test_bad_pseudo_inputs_keep_the_last_fit_and_say_what_to_change(sparse: Page):
+    before = numbers(sparse)
+    field = sparse.locator(".qpviz-sp-noise input").first
+    field.fill("-1")
+    field.press("Enter")
+    sparse.wait_for_function(f"() => ({ALERT_JS})().includes('noise variance must be')", timeout=TIMEOUT_MS)
+    assert numbers(sparse) == before
+
+
+def test_a_link_reopens_the_same_pseudo_inputs_alpha_and_projection(page: Page, app_url: str, console_errors):  # noqa: F811
+    query = ("page=sparse&sp_preset=smooth+regression+%28N+%3D+200%29&sp_alpha=0.3&sp_proj=qp"
+             "&sp_z=-4%2C+-1%2C+1%2C+4&sp_methods=%5B%22power_ep%22%5D")
+    page.set_viewport_size({"width": 1500, "height": 1200})
+    page.goto(f"{app_url}?{query}")
+    wait_for_title(page, "Sparse fits, regression: N = 200, M = 4\n")
+    expect(page.locator(".qpviz-sp-z input").first).to_have_value("-4, -1, 1, 4")
+    expect(page.locator(".qpviz-sp-numbers table").first).to_contain_text("Power QP (alpha = 0.30)", timeout=TIMEOUT_MS)

@@ -1,0 +1,156 @@
+"""The Sparse page's computation (qpviz.gpdemo.sparse_demo) and its model (app/sparse_page.SparseModel)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from qpviz.gpdemo import oned, sparse_demo
+
+
+def regression(n=30, seed=1):
+    data = sparse_demo.make_preset("smooth regression (N = 200)", n, seed)
+    lik = sparse_demo.make_likelihood("gaussian", data.noise)
+    kernel = oned.make_kernel("RBF", data.variance, 1.5)
+    return data.X, data.y, lik, kernel, oned.make_grid(data.X)
+
+
+def test_fitc_vfe_and_power_ep_equal_the_exact_gp_at_z_equal_x():
+    X, y, lik, kernel, grid = regression()
+    exact = sparse_demo.fit_sparse(X, y, lik, kernel, "exact", X, grid)
+    for method in ("fitc", "vfe", "power_ep"):
+        fit = sparse_demo.fit_sparse(X, y, lik, kernel, method, X, grid, alpha=0.3)
+        # K_uu = K_ff with the package's jitter: equal up to that jitter
+        assert fit.evidence == pytest.approx(exact.evidence, abs=1e-5), method
+        np.testing.assert_allclose(fit.mean, exact.mean, atol=1e-3)
+        np.testing.assert_allclose(fit.var, exact.var, atol=1e-4)
+
+
+def test_power_ep_at_the_ends_of_the_slider_is_vfe_and_fitc():
+    X, y, lik, kernel, grid = regression()
+    Z = sparse_demo.initial_inducing(X, 4)
+    fits = {m: sparse_demo.fit_sparse(X, y, lik, kernel, m, Z, grid) for m in ("fitc", "vfe")}
+    at_one = sparse_demo.fit_sparse(X, y, lik, kernel, "power_ep", Z, grid, alpha=1.0)
+    at_zero = sparse_demo.fit_sparse(X, y, lik, kernel, "power_ep", Z, grid, alpha=0.0)
+    assert at_one.evidence == pytest.approx(fits["fitc"].evidence, abs=1e-8)
+    assert at_zero.evidence == pytest.approx(fits["vfe"].evidence, abs=1e-8)
+    assert fits["fitc"].evidence != pytest.approx(fits["vfe"].evidence, abs=1e-3)  # M = 4 is far from exact
+
+
+def test_evidence_curve_ends_are_vfe_and_fitc_and_vfe_is_a_lower_bound():
+    """Facts with a proof: the curve's ends are the VFE bound and FITC's evidence (sparse_demo's
+    mapping), VFE's bound is at most the exact log evidence (Titsias 2009), and with Z = X every
+    alpha gives the exact evidence (the curve is flat)."""
+    X, y, lik, kernel, grid = regression()
+    Z = sparse_demo.initial_inducing(X, 4)
+    curve = sparse_demo.evidence_curve(X, y, lik, kernel, Z)
+    exact = sparse_demo.fit_sparse(X, y, lik, kernel, "exact", Z, grid).evidence
+    vfe = sparse_demo.fit_sparse(X, y, lik, kernel, "vfe", Z, grid).evidence
+    fitc = sparse_demo.fit_sparse(X, y, lik, kernel, "fitc", Z, grid).evidence
+    assert curve.shape == sparse_demo.ALPHA_GRID.shape and np.all(np.isfinite(curve))
+    assert curve[0] == pytest.approx(vfe, abs=1e-8) and curve[-1] == pytest.approx(fitc, abs=1e-8)
+    assert vfe <= exact + 1e-9
+    flat = sparse_demo.evidence_curve(X, y, lik, kernel, X, alphas=[0.0, 0.5, 1.0])
+    np.testing.assert_allclose(flat, exact, atol=1e-5)
+
+
+def test_dtc_and_pitc_are_not_faked():
+    X, y, lik, kernel, grid = regression()
+    Z = sparse_demo.initial_inducing(X, 4)
+    for method in ("dtc", "pitc"):
+        fit = sparse_demo.fit_sparse(X, y, lik, kernel, method, Z, grid)
+        if sparse_demo.closed_forms_available():
+            assert fit.available and np.isfinite(fit.evidence)
+        else:
+            assert not fit.available and fit.mean is None and np.isnan(fit.evidence)
+            assert "not available yet" in fit.label
+
+
+def test_classification_uses_dense_ep_and_power_ep_and_says_dtc_does_not_apply():
+    data = sparse_demo.make_preset("probit step", 40, 0)
+    lik = sparse_demo.make_likelihood("probit", None)
+    kernel = oned.make_kernel("RBF", data.variance, data.lengthscale)
+    grid = oned.make_grid(data.X)
+    Z = sparse_demo.initial_inducing(data.X, 6)
+    exact = sparse_demo.fit_sparse(data.X, data.y, lik, kernel, "exact", Z, grid)
+    fitc = sparse_demo.fit_sparse(data.X, data.y, lik, kernel, "fitc", Z, grid)
+    dtc = sparse_demo.fit_sparse(data.X, data.y, lik, kernel, "dtc", Z, grid)
+    assert "dense EP" in exact.label and "FITC-EP" in fitc.label
+    assert not dtc.available and "Gaussian only" in dtc.label and "Gaussian likelihood only" in dtc.note
+    assert np.isfinite(exact.evidence) and np.isfinite(fitc.evidence)
+
+
+def test_presets_are_seeded_and_have_their_shapes():
+    a = sparse_demo.make_preset("gap in the data", None, 3)
+    b = sparse_demo.make_preset("gap in the data", None, 3)
+    np.testing.assert_array_equal(a.y, b.y)
+    assert not np.any((a.X > -1.5) & (a.X < 1.5))  # the gap
+    assert sparse_demo.make_preset("pseudo-inputs too few (M = 3)").m == 3
+    piled = sparse_demo.make_preset("pseudo-inputs piled up")
+    assert np.ptp(piled.Z) < 0.15 * np.ptp(piled.X)  # 1.2 of 10
+    assert sparse_demo.make_preset("smooth regression (N = 200)").X.shape == (200, 1)
+    assert sparse_demo.make_preset("sine boundary").classification
+
+
+@pytest.mark.parametrize("noise, text", [(0.0, "must be > 0"), (-1, "must be > 0"), ("abc", "must be a number"),
+                                         (float("nan"), "finite")])
+def test_bad_noise_says_what_to_change(noise, text):
+    with pytest.raises(ValueError, match=text):
+        sparse_demo.make_likelihood("gaussian", noise)
+
+
+def test_bad_inputs_say_what_to_change():
+    X, y, lik, kernel, grid = regression(n=10)
+    with pytest.raises(ValueError, match="M <= 10"):
+        sparse_demo.check_inputs(X, y, lik, np.linspace(0, 1, 11))
+    with pytest.raises(ValueError, match="finite"):
+        sparse_demo.check_inputs(X, y, lik, [0.0, np.nan])
+    with pytest.raises(ValueError, match="M <= 10"):
+        sparse_demo.initial_inducing(X, 11)
+    with pytest.raises(ValueError, match="alpha must be between 0"):
+        sparse_demo.power_of(1.5)
+    y_bad = y.copy()
+    y_bad[0] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        sparse_demo.fit_sparse(X, y_bad, lik, kernel, "fitc", X[:3], grid)
+
+
+# -- the page's model (no browser) ------------------------------------------------------------
+@pytest.fixture
+def model():
+    import sparse_page
+
+    return sparse_page.SparseModel(background=False)
+
+
+def test_model_keeps_the_last_good_fit_on_bad_input(model):
+    fits, z = model.fits, model.Z.copy()
+    model.noise = "0"
+    assert "noise variance must be > 0" in model.message and model.fits is fits
+    model.noise = 0.05
+    assert model.message == "" and model.fits is not fits
+    fits = model.fits
+    model.z_text = "1, two"
+    assert "numbers separated by commas" in model.message and model.fits is fits
+    np.testing.assert_array_equal(model.Z, z)
+    model.m = model.X.shape[0] + 1
+    assert f"M <= {model.X.shape[0]}" in model.message and model.fits is fits
+
+
+def test_model_alpha_changes_power_ep_only_and_cached_fits_come_back(model):
+    before = model.fits
+    model.alpha = 0.9
+    after = model.fits
+    assert after["power_ep"].evidence != before["power_ep"].evidence
+    assert after["fitc"] is before["fitc"]  # cached: same key
+    model.alpha = 0.5
+    assert model.fits["power_ep"] is before["power_ep"]  # flipping back is a cache hit
+    assert model.curve is not None and model.curve.shape == sparse_demo.ALPHA_GRID.shape
+
+
+def test_model_new_pseudo_inputs_refit_and_m_follows(model):
+    before = model.fits["fitc"].evidence
+    assert model.set_inducing([-4.0, -2.0, 2.0, 4.0])
+    assert model.m == 4 and model.z_text == "-4, -2, 2, 4"
+    assert model.fits["fitc"].evidence != before
+    model.m = 6  # K-means restart
+    assert model.Z.shape == (6, 1) and model.message == ""
