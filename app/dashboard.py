@@ -21,10 +21,11 @@ import gp_2d
 import paper_results
 import projection_explorer
 import variance_effects
+import vsgp_page
 
 from qpviz import tables
 
-PAGES = [projection_explorer, gp_1d, gp_2d, variance_effects, paper_results]
+PAGES = [projection_explorer, gp_1d, gp_2d, variance_effects, paper_results, vsgp_page]
 
 #: Seconds after a page has loaded before every other QP table's fast form is derived in the
 #: background (deriving the Poisson families takes 1-2 s of CPU each): the first page's numbers and
