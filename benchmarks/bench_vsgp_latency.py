@@ -81,31 +81,35 @@ def report(name, times, unchanged, goal_ms):
           f"load {os.getloadavg()[0]:.2f})", flush=True)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--presses", type=int, default=15)
-    args = ap.parse_args()
-    process, url = serve_app(Path(tempfile.mkdtemp()) / "serve.log")
-    try:
-        from playwright.sync_api import sync_playwright  # noqa: PLC0415
+def measure_cases(page, url: str, presses: int) -> None:
+    """Run and print every case (a failed case is printed, the others still run)."""
+    prepare, release = drag_centre()
+    for name, before, action in (
+        ("VSGP, circle N=500 M=20, blur key (VSGP refit)", None, nudge(".qpviz-vsgp-blur")),
+        ("VSGP, circle N=500 M=20, length-scale key (both)", None, nudge(".qpviz-vsgp-lengthscale")),
+        ("VSGP, circle N=500 M=20, centre drag (both)", prepare, release),
+    ):
+        try:
+            report(name, *run_case(page, url + QUERY, before, action, presses), 250)
+        except Exception as err:  # noqa: BLE001
+            print(f"{name:52s} FAILED: {str(err).splitlines()[0]}", flush=True)
 
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-            page = browser.new_context(viewport={"width": 1500, "height": 1200}).new_page()
-            prepare, release = drag_centre()
-            cases = [
-                ("VSGP, circle N=500 M=20, blur key (VSGP refit)", None, nudge(".qpviz-vsgp-blur")),
-                ("VSGP, circle N=500 M=20, length-scale key (both)", None, nudge(".qpviz-vsgp-lengthscale")),
-                ("VSGP, circle N=500 M=20, centre drag (both)", prepare, release),
-            ]
-            for name, before, action in cases:
-                try:
-                    report(name, *run_case(page, url + QUERY, before, action, args.presses), 250)
-                except Exception as err:  # noqa: BLE001 - one failed case is printed, the others still run
-                    print(f"{name:52s} FAILED: {str(err).splitlines()[0]}", flush=True)
-            browser.close()
-    finally:
-        stop(process)
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--presses", type=int, default=15, help="actions per case")
+    presses = parser.parse_args(argv).presses
+    from playwright.sync_api import sync_playwright  # noqa: PLC0415
+
+    with tempfile.TemporaryDirectory() as folder:
+        process, url = serve_app(Path(folder) / "serve.log")
+        try:
+            with sync_playwright() as pw:
+                chromium = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+                measure_cases(chromium.new_page(viewport={"width": 1500, "height": 1200}), url, presses)
+                chromium.close()
+        finally:
+            stop(process)
     return 0
 
 
