@@ -132,6 +132,7 @@ class VSGPPage(pn.viewable.Viewer):
         self.description = ""  # what the last good fits were fitted to (plot titles)
         self._link_note = ""
         self._drawing_tab = False
+        self._kmeans: dict = {}  # (X, M) -> K-means centres, the last one
         self._drawing = False  # True while draw() sets the centres' source (its change is no drag)
         self._texts: list = []
         self.views: pn.Column | None = None
@@ -141,20 +142,6 @@ class VSGPPage(pn.viewable.Viewer):
             pn.state.location.sync(self, dict(URL_KEYS))
 
     # -- computation -----------------------------------------------------------------------
-    def kernel_object(self) -> RBF:
-        """The RBF kernel of the inputs (VSGP's blur has a closed form for it only)."""
-        problems = out_of_range({"variance": self.variance, "lengthscale": self.lengthscale})
-        if problems:
-            raise ValueError("; ".join(problems))
-        return RBF(variance=float(self.variance), lengthscale=float(self.lengthscale))
-
-    def data(self) -> tuple[np.ndarray, np.ndarray]:
-        """Training X, y of the preset (ValueError naming a bad input)."""
-        problems = out_of_range({"n": self.n, "seed": self.seed})
-        if problems:
-            raise ValueError("; ".join(problems))
-        return vsgp_demo.make_preset(self.preset, int(self.n), int(self.seed))
-
     def centres_array(self, X) -> np.ndarray:
         """The dragged centres, or M K-means centres of X."""
         if self.centres:
@@ -168,7 +155,10 @@ class VSGPPage(pn.viewable.Viewer):
         m = int(self.m)
         if m > len(X):
             raise ValueError(f"M = {m} basis points need at least as many training points: lower M or raise n")
-        return vsgp_demo.kmeans_centres(X, m)
+        key = (X.tobytes(), m)
+        if key not in self._kmeans:  # K-means costs ~10 ms at N = 500: once per data and M
+            self._kmeans = {key: vsgp_demo.kmeans_centres(X, m)}
+        return self._kmeans[key]
 
     def compute(self) -> dict:
         """Both fits of the current inputs (cached), and what they were fitted to; ValueError naming
@@ -176,8 +166,8 @@ class VSGPPage(pn.viewable.Viewer):
         problems = out_of_range({name: getattr(self, name) for name in RANGES})
         if problems:
             raise ValueError("; ".join(problems))
-        kernel = self.kernel_object()
-        X, y = twod.check_data(*self.data())
+        kernel = RBF(variance=float(self.variance), lengthscale=float(self.lengthscale))  # VSGP's blur: RBF only
+        X, y = twod.check_data(*vsgp_demo.make_preset(self.preset, int(self.n), int(self.seed)))
         Z = self.centres_array(X)
         C = vsgp_demo.local_covariances(X, Z, float(self.blur), self.shape)
         X_test, y_test = vsgp_demo.held_out_set(self.preset)
@@ -262,6 +252,7 @@ class VSGPPage(pn.viewable.Viewer):
         centres = fig.scatter("x", "y", source=self.centre_source, marker="diamond", size=16, fill_color="white",
                               line_color=colour if kind == "vsgp" else "black", line_width=2.5,
                               legend_label="centre b_j (drag)")
+        fig.legend[0].nrows = 2  # five or six entries: one row ran past the plot's left edge
         draw_tool = PointDrawTool(renderers=[centres], add=False, description="Drag a centre")
         fig.add_tools(draw_tool)
         fig.toolbar.active_drag = draw_tool
