@@ -111,7 +111,7 @@ def server_side(presses: int) -> None:
     """The three changes on the page object in-process (refit and draw into the figures' sources)."""
     import time  # noqa: PLC0415
 
-    sys.path.insert(0, str(ROOT / "app"))
+    sys.path[:0] = [str(ROOT), str(ROOT / "app")]  # this checkout's qpviz and app, not an installed one
     import vsgp_page  # noqa: PLC0415
 
     page = vsgp_page.VSGPPage(preset="circle", n=500, m=20, blur=0.5, shape="full")
