@@ -28,6 +28,7 @@ PAGES = {
     "gp-1-d": "&g1_methods=%5B%22ep%22%2C%22qp%22%5D",
     "gp-2-d": "",
     "sparse": "",
+    "vsgp": "",
     "variance-effects": "",
     "paper-results": "",
 }

@@ -1,0 +1,141 @@
+"""The VSGP page in a real Chromium, served by `python -m panel serve app`."""
+from __future__ import annotations
+
+import json
+import re
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from pagetools import wait_for_new_text
+from test_explorer_page import console_errors  # noqa: F401  (the fixture: fail on console errors)
+from test_gp2d_page import wait_for_title
+
+pytestmark = pytest.mark.browser
+
+TIMEOUT_MS = 60_000
+#: The page's error message ('' if none), read from the Bokeh model of its alert pane.
+ALERT_JS = """() => [...Bokeh.documents[0].all_models]
+    .filter(m => (m.css_classes || []).includes('qpviz-vsgp-error') && m.visible).map(m => m.text).join(' ')"""
+#: The page (window) coordinates of the centres drawn on the map whose title starts with ``prefix``,
+#: from the figure's own scales (glyphs are drawn on a canvas).
+CENTRES_JS = """prefix => {
+    const seen = new Set();
+    let found = null;
+    const walk = view => {
+        if (!view || seen.has(view) || found) return;
+        seen.add(view);
+        if (view.frame !== undefined && view.model.title && view.model.title.text.startsWith(prefix)) {
+            for (const r of view.model.renderers) {
+                const data = r.data_source && r.data_source.data;
+                if (!data || !data.x || data.width || data.image || r.glyph.constructor.__name__ !== 'Scatter') continue;
+                if (r.glyph.marker.value !== 'diamond') continue;
+                const box = view.el.getBoundingClientRect();
+                found = [...data.x].map((x, i) => ({x, y: data.y[i],
+                    px: box.left + view.frame.x_scale.compute(x), py: box.top + view.frame.y_scale.compute(data.y[i])}));
+            }
+            return;
+        }
+        for (const child of (view.child_views || [])) walk(child);
+    };
+    for (const view of Object.values(Bokeh.index)) walk(view);
+    return found;
+}"""
+
+
+def vsgp_row(page: Page) -> str:
+    return page.locator(".qpviz-vsgp-table tbody tr").first.inner_text()
+
+
+@pytest.fixture
+def vsgp(page: Page, app_url: str, console_errors) -> Page:  # noqa: F811
+    page.set_viewport_size({"width": 1500, "height": 1200})
+    page.goto(app_url + "?page=vsgp&vs_preset=two_gaussians&vs_n=150&vs_m=5")
+    wait_for_title(page, "VSGP: p(y=+1|x),\ntwo_gaussians N=150, M=5, EP, blur=1 full")
+    wait_for_title(page, "FITC: p(y=+1|x),\ntwo_gaussians N=150, M=5")
+    expect(page.locator(".qpviz-vsgp-table tbody tr")).to_have_count(2, timeout=TIMEOUT_MS)
+    return page
+
+
+def test_link_opens_the_page_with_its_numbers_and_explanations(vsgp: Page):
+    rows = vsgp.locator(".qpviz-vsgp-table tbody tr")
+    assert rows.nth(0).inner_text().startswith("■ VSGP") and rows.nth(1).inner_text().startswith("■ FITC")
+    error, ntll = (float(v) for v in vsgp_row(vsgp).split("\t")[1:3])
+    assert 0 <= error < 0.2 and 0 < ntll < 0.7  # two Gaussians: a few percent of errors
+    expect(vsgp.locator(".qpviz-vsgp-map-vsgp .katex").first).to_be_visible()
+    expect(vsgp.locator(".qpviz-vsgp-map-fitc .katex").first).to_be_visible()
+    assert vsgp.evaluate(ALERT_JS) == ""
+
+
+def test_blur_slider_changes_the_vsgp_numbers_only(vsgp: Page):
+    before_vsgp = vsgp_row(vsgp)
+    before_fitc = vsgp.locator(".qpviz-vsgp-table tbody tr").nth(1).inner_text()
+    handle = vsgp.locator(".qpviz-vsgp-blur .noUi-handle")
+    handle.focus()
+    handle.press("ArrowLeft")  # blur 1 -> 0.9
+    wait_for_title(vsgp, "VSGP: p(y=+1|x),\ntwo_gaussians N=150, M=5, EP, blur=0.9 full")
+    after = wait_for_new_text(vsgp.locator(".qpviz-vsgp-table tbody tr").first, before_vsgp, TIMEOUT_MS)
+    # the log evidence moved (FITC's row: the same fit from the cache, apart from its timing column)
+    assert after.split("\t")[3] != before_vsgp.split("\t")[3]
+    fitc = vsgp.locator(".qpviz-vsgp-table tbody tr").nth(1).inner_text()
+    assert fitc.split("\t")[:5] == before_fitc.split("\t")[:5]
+    vsgp.wait_for_url(re.compile(r"[?&]vs_blur=0\.9"), timeout=TIMEOUT_MS)
+
+
+def test_dragging_a_centre_refits_and_goes_into_the_link(vsgp: Page):
+    centres = vsgp.evaluate(CENTRES_JS, "VSGP: p(y=+1|x)")
+    assert centres is not None and len(centres) == 5
+    before = vsgp_row(vsgp)
+    start = centres[0]
+    vsgp.mouse.move(start["px"], start["py"])
+    vsgp.mouse.down()
+    vsgp.mouse.move(start["px"] + 25, start["py"] - 20, steps=6)
+    vsgp.mouse.move(start["px"] + 50, start["py"] - 40, steps=6)
+    vsgp.mouse.up()
+    after = wait_for_new_text(vsgp.locator(".qpviz-vsgp-table tbody tr").first, before, TIMEOUT_MS)
+    assert after.split("\t")[3] != before.split("\t")[3]  # a new fit: its log evidence moved
+    vsgp.wait_for_url(re.compile(r"[?&]vs_centres="), timeout=TIMEOUT_MS)
+    linked = json.loads(parse_qs(urlparse(vsgp.url).query)["vs_centres"][0])
+    assert len(linked) == 5
+    moved = [c for c in linked if (c[0], c[1]) not in {(round(p["x"], 3), round(p["y"], 3)) for p in centres}]
+    assert len(moved) == 1 and moved[0][0] > start["x"] and moved[0][1] > start["y"]  # right and up
+    # both maps show the moved centre
+    for prefix in ("VSGP: p(y=+1|x)", "FITC: p(y=+1|x)"):
+        shown = vsgp.evaluate(CENTRES_JS, prefix)
+        assert any(abs(c["x"] - moved[0][0]) < 1e-6 and abs(c["y"] - moved[0][1]) < 1e-6 for c in shown), prefix
+    # the link reopens the moved centre
+    vsgp.goto(vsgp.url)
+    wait_for_title(vsgp, "VSGP: p(y=+1|x),\ntwo_gaussians N=150, M=5")
+    expect(vsgp.locator(".qpviz-vsgp-table tbody tr").first).to_have_text(re.compile(re.escape(after.split("\t")[3])),
+                                                                          timeout=TIMEOUT_MS)
+    assert vsgp.evaluate(ALERT_JS) == ""
+
+
+def test_bad_input_keeps_the_last_fit_and_says_what_to_change(page: Page, app_url: str, console_errors):  # noqa: F811
+    page.set_viewport_size({"width": 1500, "height": 1200})
+    page.goto(app_url + "?page=vsgp&vs_blur=-1&vs_ls=nan")
+    wait_for_title(page, "VSGP: p(y=+1|x),\ncircle N=200, M=6, EP, blur=1 full, σ_f²=4 ℓ=0.8")
+    alert = page.locator(".qpviz-vsgp-error")
+    # both bad inputs named: replaced before the first fit, or refused after it (the link's values can
+    # arrive after the tab was first drawn); either way the maps show blur 1, ℓ 0.8
+    expect(alert).to_contain_text(re.compile(r"blur (= -1\.0 \(valid: 0 to 3\)|must be a number in \[0, 3\]; got -1)"),
+                                  timeout=TIMEOUT_MS)
+    expect(alert).to_contain_text(re.compile(r"lengthscale (= nan \(valid: 0\.1 to 5\)|must be a number in "
+                                             r"\[0\.1, 5\]; got nan)"))
+    seed = page.locator(".qpviz-vsgp-seed input")
+    seed.fill("-3")
+    seed.press("Enter")
+    expect(alert).to_contain_text("seed must be a number in [0, 10000]; got -3", timeout=TIMEOUT_MS)
+    wait_for_title(page, "VSGP: p(y=+1|x),\ncircle N=200, M=6, EP, blur=1 full")  # the last good fit stays
+
+
+def test_qp_switch_and_projector_mode(vsgp: Page):
+    vsgp.locator(".qpviz-vsgp-method .bk-btn", has_text="QP").click()
+    wait_for_title(vsgp, "VSGP: p(y=+1|x),\ntwo_gaussians N=150, M=5, QP")
+    wait_for_title(vsgp, "FITC: p(y=+1|x),\ntwo_gaussians N=150, M=5, QP")
+    vsgp.wait_for_url(re.compile(r"vs_method=qp"), timeout=TIMEOUT_MS)
+    vsgp.locator(".bk-btn", has_text="Projector mode (large fonts)").last.click()
+    vsgp.wait_for_function(
+        """() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title'
+                 && m.text.startsWith('VSGP: p(y=+1|x)') && m.text_font_size === '22px')""", timeout=TIMEOUT_MS)
