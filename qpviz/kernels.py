@@ -211,7 +211,10 @@ class _Stationary(Kernel):
         """r^2 = |a|^2 - 2 a.b + |b|^2 on length-scaled inputs, clipped at 0: O(N M) memory, no
         (N, M, D) tensor. K(X, X) (X2 is X) is made exactly symmetric with a zero diagonal."""
         A, B = self._scaled_pair(X, X2)
-        r2 = np.einsum("id,id->i", A, A)[:, None] - 2.0 * (A @ B.T) + np.einsum("jd,jd->j", B, B)[None, :]
+        r2 = A @ B.T  # in place from here on: one (N, M) array
+        r2 *= -2.0
+        r2 += np.einsum("id,id->i", A, A)[:, None]
+        r2 += np.einsum("jd,jd->j", B, B)[None, :]
         np.maximum(r2, 0.0, out=r2)
         if X2 is X:
             r2 = 0.5 * (r2 + r2.T)
@@ -219,14 +222,18 @@ class _Stationary(Kernel):
         return r2
 
     def _K(self, X, X2):
-        return self.variance * self._shape(self._sq_dist(X, X2))
+        K = self._shape(self._sq_dist(X, X2), inplace=True)
+        K *= self.variance
+        return K
 
     def _cross_vjp(self, X1, X2, G):
         # k = v s(r^2), r^2 = sum_d (a_d - b_d)^2 with a = x1 / l, b = x2 / l:
         #   dk/d log v = k;  dk/d log l_d = -2 v s'(r^2) (a_d - b_d)^2;  dk/d x1_d = 2 v s'(r^2) (a_d - b_d) / l_d
         r2 = self._sq_dist(X1, X2)
-        weighted = G * (self.variance * self._dshape_dr2(r2))  # H_ij = G_ij dk_ij / d r^2_ij
-        d_log_variance = float(np.sum(G * (self.variance * self._shape(r2))))
+        d_log_variance = self.variance * float(np.einsum("ij,ij->", G, self._shape(r2)))
+        weighted = self._dshape_dr2(r2, inplace=True)  # becomes H_ij = G_ij dk_ij / d r^2_ij
+        weighted *= G
+        weighted *= self.variance
         A, B = self._scaled_pair(X1, X2)
         rows, cols = weighted.sum(axis=1), weighted.sum(axis=0)
         HB = weighted @ B
@@ -257,10 +264,12 @@ class _Stationary(Kernel):
             return [K] + [-2.0 * dk_dr2 * sq[:, :, d] for d in range(sq.shape[2])]
         return [K, -2.0 * dk_dr2 * r2]
 
-    def _shape(self, r2):
+    def _shape(self, r2, inplace=False):
+        """k / v as a function of r^2 (``inplace``: overwrite r2 with it)."""
         raise NotImplementedError
 
-    def _dshape_dr2(self, r2):
+    def _dshape_dr2(self, r2, inplace=False):
+        """d(k / v) / d r^2 (``inplace``: overwrite r2 with it)."""
         raise NotImplementedError
 
     def __repr__(self):
@@ -270,36 +279,66 @@ class _Stationary(Kernel):
 class RBF(_Stationary):
     """Squared exponential k = v exp(-r^2 / 2) (R&W eq. 4.9; ARD as in the QP paper, sec. 6)."""
 
-    def _shape(self, r2):
-        return np.exp(-0.5 * r2)
+    def _shape(self, r2, inplace=False):
+        out = np.multiply(r2, -0.5, out=r2 if inplace else None)
+        return np.exp(out, out=out)
 
-    def _dshape_dr2(self, r2):
-        return -0.5 * np.exp(-0.5 * r2)
+    def _dshape_dr2(self, r2, inplace=False):
+        out = self._shape(r2, inplace)
+        out *= -0.5
+        return out
+
+
+def _scaled_root(r2, factor: float, inplace: bool) -> np.ndarray:
+    """sqrt(factor r^2), in r2's memory if ``inplace``."""
+    s = np.multiply(r2, factor, out=r2 if inplace else None)
+    return np.sqrt(s, out=s)
+
+
+def _exp_minus(s: np.ndarray) -> np.ndarray:
+    e = np.negative(s)
+    return np.exp(e, out=e)
 
 
 class Matern32(_Stationary):
     """Matern nu = 3/2: k = v (1 + sqrt(3) r) exp(-sqrt(3) r) (R&W eq. 4.17)."""
 
-    def _shape(self, r2):
-        s = np.sqrt(3.0 * r2)
-        return (1.0 + s) * np.exp(-s)
+    def _shape(self, r2, inplace=False):
+        s = _scaled_root(r2, 3.0, inplace)
+        e = _exp_minus(s)
+        s += 1.0
+        s *= e
+        return s
 
-    def _dshape_dr2(self, r2):
+    def _dshape_dr2(self, r2, inplace=False):
         # d/dr [(1 + sqrt3 r) e^{-sqrt3 r}] = -3 r e^{-sqrt3 r};  d/dr^2 = that / (2 r)
-        return -1.5 * np.exp(-np.sqrt(3.0 * r2))
+        s = _scaled_root(r2, 3.0, inplace)
+        np.negative(s, out=s)
+        np.exp(s, out=s)
+        s *= -1.5
+        return s
 
 
 class Matern52(_Stationary):
     """Matern nu = 5/2: k = v (1 + sqrt(5) r + 5 r^2 / 3) exp(-sqrt(5) r) (R&W eq. 4.17)."""
 
-    def _shape(self, r2):
-        s = np.sqrt(5.0 * r2)
-        return (1.0 + s + s * s / 3.0) * np.exp(-s)
+    def _shape(self, r2, inplace=False):
+        s = _scaled_root(r2, 5.0, inplace)
+        out = s * s
+        out /= 3.0
+        out += s
+        out += 1.0
+        out *= _exp_minus(s)
+        return out
 
-    def _dshape_dr2(self, r2):
+    def _dshape_dr2(self, r2, inplace=False):
         # d/dr = -(5/3) r (1 + sqrt5 r) e^{-sqrt5 r};  d/dr^2 = that / (2 r)
-        s = np.sqrt(5.0 * r2)
-        return -(5.0 / 6.0) * (1.0 + s) * np.exp(-s)
+        s = _scaled_root(r2, 5.0, inplace)
+        e = _exp_minus(s)
+        s += 1.0
+        s *= e
+        s *= -5.0 / 6.0
+        return s
 
 
 class Periodic(Kernel):

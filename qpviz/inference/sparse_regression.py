@@ -67,8 +67,11 @@ POWER_EP_METHODS = ("ep", "qp")
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
-def _solve_lower(L, B, trans: bool = False):
-    return linalg.solve_triangular(L, B, lower=True, trans=1 if trans else 0, check_finite=False)
+def _solve_lower(L, B, trans: bool = False, overwrite: bool = False):
+    """L^-1 B (or L^-T B); ``overwrite`` reuses B's memory when B is Fortran-ordered (the (M, N)
+    arrays here are: they are transposes of C-ordered (N, M) ones or LAPACK's own output)."""
+    return linalg.solve_triangular(L, B, lower=True, trans=1 if trans else 0, overwrite_b=overwrite,
+                                   check_finite=False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -96,6 +99,11 @@ class _DiagonalNoise:
 
     def solve(self, V: np.ndarray) -> np.ndarray:
         return V / (self.lam if V.ndim == 1 else self.lam[:, None])
+
+    def scale_columns(self, V: np.ndarray) -> np.ndarray:
+        """V Lambda^-1 for an (M, N) array, in place."""
+        V /= self.lam
+        return V
 
     def extra(self) -> float:
         if self.method == "vfe":
@@ -154,6 +162,12 @@ class _BlockNoise:
             out[idx] = linalg.cho_solve((Lb, True), V[idx], check_finite=False)
         return out
 
+    def scale_columns(self, V: np.ndarray) -> np.ndarray:
+        """V Lambda^-1 for an (M, N) array, in place (block by block)."""
+        for idx, Lb in zip(self.blocks, self.chol):
+            V[:, idx] = linalg.cho_solve((Lb, True), V[:, idx].T, check_finite=False).T
+        return V
+
     @staticmethod
     def extra() -> float:
         return 0.0
@@ -210,9 +224,7 @@ def _evidence(kernel, X, y, Z, s2, method, alpha, blocks, jitter, gradients: boo
     """
     n, m = X.shape[0], Z.shape[0]
     L, used_jitter = cholesky_kuu(kernel(Z), jitter)
-    Kuf = kernel(Z, X)
-    W = _solve_lower(L, Kuf)
-    del Kuf
+    W = _solve_lower(L, kernel(X, Z).T, overwrite=True)  # K_uf as a Fortran-ordered view: solved in place
     d = kernel.diag(X) - np.einsum("mn,mn->n", W, W)
     noise = _BlockNoise(kernel, X, W, blocks, s2) if method == "pitc" else _DiagonalNoise(method, alpha, d, s2)
     U = noise.whiten(W.T)  # Lambda^-1/2 W^T, (N, M)
@@ -230,19 +242,24 @@ def _evidence(kernel, X, y, Z, s2, method, alpha, blocks, jitter, gradients: boo
     if not gradients:
         return out
     a = noise.solve(y - W.T @ h)  # (Q + Lambda)^-1 y
-    VL = noise.solve(_solve_lower(LB, W).T).T  # L_B^-1 W Lambda^-1, (M, N)
+    VL = noise.scale_columns(_solve_lower(LB, W))  # L_B^-1 W Lambda^-1, (M, N)
     R, d_kff, d_s2 = noise.noise_gradients(a, VL)
     Wa = W @ a
     WR = noise.right_mul(W, R)
-    inner_uf = np.outer(Wa, a)
-    inner_uf -= _solve_lower(LB, VL, trans=True)
-    inner_uf -= 2.0 * WR
-    del VL
-    d_Kuf = _solve_lower(L, inner_uf, trans=True)
-    del inner_uf
     LB_inv = _solve_lower(LB, np.eye(m))
     inner_uu = -0.5 * np.outer(Wa, Wa) + 0.5 * (np.eye(m) - LB_inv.T @ LB_inv) + WR @ W.T
     inner_uu = 0.5 * (inner_uu + inner_uu.T)
+    del W
+    # inner_uf = (W a) a^T - L_B^-T VL - 2 W R, built in VL's memory (one (M, N) array at a time)
+    inner_uf = _solve_lower(LB, VL, trans=True, overwrite=True)
+    del VL
+    WR *= 2.0
+    inner_uf += WR
+    del WR
+    inner_uf *= -1.0
+    inner_uf = linalg.blas.dger(1.0, Wa, a, a=inner_uf, overwrite_a=True)  # + (W a) a^T, in place
+    d_Kuf = _solve_lower(L, inner_uf, trans=True, overwrite=True)
+    del inner_uf
     d_Kuu = _solve_lower(L, _solve_lower(L, inner_uu, trans=True).T, trans=True)
     out.grads = {"Kuf": d_Kuf, "Kuu": 0.5 * (d_Kuu + d_Kuu.T), "kff": d_kff, "s2": d_s2}
     return out
@@ -463,23 +480,26 @@ def fit_sparse_regression(X, y, likelihood, kernel, method, inducing, *, blocks=
         raise ValueError(f"blocks are PITC's partition; method={method!r} takes none (use method='pitc')")
     if bounds is not None and not optimise:
         raise TypeError("bounds limit the hyper-parameters that optimise=True fits; pass optimise=True or drop bounds")
-    if optimise or optimise_inducing:
-        missing = type(kernel).__name__ not in VJP_KERNELS
-        if missing:
-            raise NotImplementedError(f"learning with analytic gradients needs one of the kernels {', '.join(VJP_KERNELS)}; "
-                                      f"got {kernel!r}")
     diagnostics: dict = {}
     if optimise or optimise_inducing:
+        if type(kernel).__name__ not in VJP_KERNELS:
+            raise NotImplementedError(f"learning with analytic gradients needs one of the kernels "
+                                      f"{', '.join(VJP_KERNELS)}; got {kernel!r}")
         kernel, lik, Z, report = _optimise(X, y, lik, kernel, Z, method, alpha, blocks, jitter, optimise,
                                            optimise and optimise_likelihood, optimise_inducing, bounds, max_opt_iter)
         diagnostics["optimisation"] = report
     fitted = _evidence(kernel, X, y, Z, lik.variance, method, alpha, blocks, jitter, gradients=False)
-    diagnostics.update(jitter=fitted.jitter, n_inducing=Z.shape[0], alpha=alpha,
+    diagnostics.update(jitter=fitted.jitter, n_inducing=Z.shape[0], alpha=_power(method, alpha),
                        min_diag_correction=float(np.min(fitted.d)))
     if method == "pitc":
         diagnostics["block_sizes"] = [int(b.size) for b in blocks]
-    return SparseGaussianPosterior(method, lik, kernel, X, y, Z, fitted, alpha=alpha if method in POWER_EP_METHODS + ("fitc",) else None,
-                                   blocks=blocks, diagnostics=diagnostics)
+    return SparseGaussianPosterior(method, lik, kernel, X, y, Z, fitted, alpha=_power(method, alpha), blocks=blocks,
+                                   diagnostics=diagnostics)
+
+
+def _power(method: str, alpha: float) -> float | None:
+    """Power EP's alpha of a method (FITC is alpha = 1; DTC, VFE and PITC have none)."""
+    return alpha if method in POWER_EP_METHODS + ("fitc",) else None
 
 
 def _optimise(X, y, lik, kernel0, Z0, method, alpha, blocks, jitter, fit_kernel, fit_noise, fit_Z, bounds, max_iter):
