@@ -348,3 +348,15 @@ def test_posterior_surface(rng):
     assert "method='ep'" in repr(post)
     with pytest.raises(ValueError, match="predict_proba needs a binary likelihood"):
         post.predict_proba(X)
+
+
+def test_posterior_pickles(rng):
+    import pickle
+
+    X, y, Z = regression_problem(rng, n=30, m=5)
+    post = fit_sparse_regression(X, y, "gaussian", kernels.Matern32(), "pitc", Z)
+    again = pickle.loads(pickle.dumps(post))
+    X_new = rng.normal(size=(4, 2))
+    for got, want in zip(again.predict_f(X_new), post.predict_f(X_new)):
+        np.testing.assert_array_equal(got, want)
+    assert again.log_marginal_likelihood == post.log_marginal_likelihood
