@@ -9,7 +9,11 @@ Every kernel is a small immutable object with
   ``with_log_params(theta)`` (a new kernel), ``param_names`` and
   ``grad_log_params(X)`` = [dK/d log theta_j] (analytic; tests check them against finite
   differences);
-* ``k1 + k2`` and ``k1 * k2`` build sums and products.
+* ``k1 + k2`` and ``k1 * k2`` build sums and products;
+* vector-Jacobian products for gradients through large cross-covariances (sparse GPs), O(N M)
+  memory: ``kernel.cross_vjp(X1, X2, G)`` = (sum_ij G_ij dk(x1_i, x2_j)/d log theta,
+  sum_j G_ij dk(x1_i, x2_j)/d x1_i) and ``kernel.diag_vjp(X, g)`` the same for k(x_i, x_i)
+  (RBF, Matern32 and Matern52; see :data:`VJP_KERNELS`).
 
 Kernels:
 
@@ -28,7 +32,10 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Kernel", "RBF", "Matern32", "Matern52", "Periodic", "Linear", "Sum", "Product", "as_inputs"]
+__all__ = ["Kernel", "RBF", "Matern32", "Matern52", "Periodic", "Linear", "Sum", "Product", "as_inputs", "VJP_KERNELS"]
+
+#: The kernels with :meth:`Kernel.cross_vjp` / :meth:`Kernel.diag_vjp` (sparse-GP gradients).
+VJP_KERNELS = ("RBF", "Matern32", "Matern52")
 
 
 def as_inputs(X, name: str = "X") -> np.ndarray:
@@ -97,6 +104,40 @@ class Kernel:
         self._check_dim(X)
         return self._grads(X)
 
+    def cross_vjp(self, X1, X2, G) -> tuple[np.ndarray, np.ndarray]:
+        """Vector-Jacobian product of K(X1, X2) with G (shape (N1, N2)): returns
+        (sum_ij G_ij dk(x1_i, x2_j) / d log theta  (one entry per :attr:`param_names`),
+         sum_j G_ij dk(x1_i, x2_j) / d x1_i          (shape (N1, D))),
+        without building dK/d theta or an (N1, N2, D) array (O(N1 N2) memory)."""
+        X1 = as_inputs(X1, "X1")
+        X2 = as_inputs(X2, "X2")
+        self._check_dim(X1)
+        self._check_dim(X2)
+        G = np.asarray(G, dtype=np.float64)
+        if G.shape != (X1.shape[0], X2.shape[0]):
+            raise ValueError(f"G must have shape ({X1.shape[0]}, {X2.shape[0]}) (one entry per pair); got {G.shape}")
+        return self._cross_vjp(X1, X2, G)
+
+    def diag_vjp(self, X, g) -> tuple[np.ndarray, np.ndarray]:
+        """(sum_i g_i dk(x_i, x_i) / d log theta, g_i dk(x_i, x_i) / d x_i) for the diagonal."""
+        X = as_inputs(X)
+        self._check_dim(X)
+        g = np.asarray(g, dtype=np.float64)
+        if g.shape != (X.shape[0],):
+            raise ValueError(f"g must have shape ({X.shape[0]},) (one entry per row of X); got {g.shape}")
+        return self._diag_vjp(X, g)
+
+    def _no_vjp(self):
+        return NotImplementedError(
+            f"{type(self).__name__} has no vector-Jacobian products (cross_vjp / diag_vjp), which sparse-GP "
+            f"gradients need; the kernels that have them are {', '.join(VJP_KERNELS)}")
+
+    def _cross_vjp(self, X1, X2, G):
+        raise self._no_vjp()
+
+    def _diag_vjp(self, X, g):
+        raise self._no_vjp()
+
     def _check_dim(self, X: np.ndarray) -> None:
         pass
 
@@ -159,9 +200,56 @@ class _Stationary(Kernel):
         diff = (X[:, None, :] - X2[None, :, :]) / ls
         return diff * diff
 
+    def _scaled_pair(self, X, X2) -> tuple[np.ndarray, np.ndarray]:
+        """The inputs divided by the length scales, both shifted by the mean of X2 (r is shift
+        invariant; centring keeps |a|^2 small, which bounds the rounding of the expansion below)."""
+        ls = np.broadcast_to(np.atleast_1d(self.lengthscale), (X.shape[1],))
+        shift = X2.mean(axis=0)
+        return (X - shift) / ls, (X2 - shift) / ls
+
+    def _sq_dist(self, X, X2) -> np.ndarray:
+        """r^2 = |a|^2 - 2 a.b + |b|^2 on length-scaled inputs, clipped at 0: O(N M) memory, no
+        (N, M, D) tensor. K(X, X) (X2 is X) is made exactly symmetric with a zero diagonal."""
+        A, B = self._scaled_pair(X, X2)
+        r2 = A @ B.T  # in place from here on: one (N, M) array
+        r2 *= -2.0
+        r2 += np.einsum("id,id->i", A, A)[:, None]
+        r2 += np.einsum("jd,jd->j", B, B)[None, :]
+        np.maximum(r2, 0.0, out=r2)
+        if X2 is X:
+            r2 = 0.5 * (r2 + r2.T)
+            np.fill_diagonal(r2, 0.0)
+        return r2
+
     def _K(self, X, X2):
-        r2 = self._scaled_sq_diffs(X, X2).sum(-1)
-        return self.variance * self._shape(r2)
+        K = self._shape(self._sq_dist(X, X2), inplace=True)
+        K *= self.variance
+        return K
+
+    def _cross_vjp(self, X1, X2, G):
+        # k = v s(r^2), r^2 = sum_d (a_d - b_d)^2 with a = x1 / l, b = x2 / l:
+        #   dk/d log v = k;  dk/d log l_d = -2 v s'(r^2) (a_d - b_d)^2;  dk/d x1_d = 2 v s'(r^2) (a_d - b_d) / l_d
+        r2 = self._sq_dist(X1, X2)
+        d_log_variance = self.variance * float(np.einsum("ij,ij->", G, self._shape(r2)))
+        weighted = self._dshape_dr2(r2, inplace=True)  # becomes H_ij = G_ij dk_ij / d r^2_ij
+        weighted *= G
+        weighted *= self.variance
+        A, B = self._scaled_pair(X1, X2)
+        rows, cols = weighted.sum(axis=1), weighted.sum(axis=0)
+        HB = weighted @ B
+        # sum_ij H_ij (a_id - b_jd)^2 expanded, so that no (N1, N2, D) array is formed
+        sq_sums = rows @ (A * A) - 2.0 * np.einsum("id,id->d", A, HB) + cols @ (B * B)
+        d_log_ls = -2.0 * sq_sums
+        ls = np.broadcast_to(np.atleast_1d(self.lengthscale), (X1.shape[1],))
+        grad_X1 = 2.0 * (A * rows[:, None] - HB) / ls
+        d_ls = d_log_ls if self.ard else np.array([d_log_ls.sum()])
+        return np.concatenate([[d_log_variance], d_ls]), grad_X1
+
+    def _diag_vjp(self, X, g):
+        # k(x, x) = v: only the variance matters
+        grad = np.zeros(len(self.param_names))
+        grad[0] = self.variance * float(np.sum(g))
+        return grad, np.zeros_like(X)
 
     def _diag(self, X):
         return np.full(X.shape[0], self.variance)
@@ -176,10 +264,12 @@ class _Stationary(Kernel):
             return [K] + [-2.0 * dk_dr2 * sq[:, :, d] for d in range(sq.shape[2])]
         return [K, -2.0 * dk_dr2 * r2]
 
-    def _shape(self, r2):
+    def _shape(self, r2, inplace=False):
+        """k / v as a function of r^2 (``inplace``: overwrite r2 with it)."""
         raise NotImplementedError
 
-    def _dshape_dr2(self, r2):
+    def _dshape_dr2(self, r2, inplace=False):
+        """d(k / v) / d r^2 (``inplace``: overwrite r2 with it)."""
         raise NotImplementedError
 
     def __repr__(self):
@@ -189,36 +279,66 @@ class _Stationary(Kernel):
 class RBF(_Stationary):
     """Squared exponential k = v exp(-r^2 / 2) (R&W eq. 4.9; ARD as in the QP paper, sec. 6)."""
 
-    def _shape(self, r2):
-        return np.exp(-0.5 * r2)
+    def _shape(self, r2, inplace=False):
+        out = np.multiply(r2, -0.5, out=r2 if inplace else None)
+        return np.exp(out, out=out)
 
-    def _dshape_dr2(self, r2):
-        return -0.5 * np.exp(-0.5 * r2)
+    def _dshape_dr2(self, r2, inplace=False):
+        out = self._shape(r2, inplace)
+        out *= -0.5
+        return out
+
+
+def _scaled_root(r2, factor: float, inplace: bool) -> np.ndarray:
+    """sqrt(factor r^2), in r2's memory if ``inplace``."""
+    s = np.multiply(r2, factor, out=r2 if inplace else None)
+    return np.sqrt(s, out=s)
+
+
+def _exp_minus(s: np.ndarray) -> np.ndarray:
+    e = np.negative(s)
+    return np.exp(e, out=e)
 
 
 class Matern32(_Stationary):
     """Matern nu = 3/2: k = v (1 + sqrt(3) r) exp(-sqrt(3) r) (R&W eq. 4.17)."""
 
-    def _shape(self, r2):
-        s = np.sqrt(3.0 * r2)
-        return (1.0 + s) * np.exp(-s)
+    def _shape(self, r2, inplace=False):
+        s = _scaled_root(r2, 3.0, inplace)
+        e = _exp_minus(s)
+        s += 1.0
+        s *= e
+        return s
 
-    def _dshape_dr2(self, r2):
+    def _dshape_dr2(self, r2, inplace=False):
         # d/dr [(1 + sqrt3 r) e^{-sqrt3 r}] = -3 r e^{-sqrt3 r};  d/dr^2 = that / (2 r)
-        return -1.5 * np.exp(-np.sqrt(3.0 * r2))
+        s = _scaled_root(r2, 3.0, inplace)
+        np.negative(s, out=s)
+        np.exp(s, out=s)
+        s *= -1.5
+        return s
 
 
 class Matern52(_Stationary):
     """Matern nu = 5/2: k = v (1 + sqrt(5) r + 5 r^2 / 3) exp(-sqrt(5) r) (R&W eq. 4.17)."""
 
-    def _shape(self, r2):
-        s = np.sqrt(5.0 * r2)
-        return (1.0 + s + s * s / 3.0) * np.exp(-s)
+    def _shape(self, r2, inplace=False):
+        s = _scaled_root(r2, 5.0, inplace)
+        out = s * s
+        out /= 3.0
+        out += s
+        out += 1.0
+        out *= _exp_minus(s)
+        return out
 
-    def _dshape_dr2(self, r2):
+    def _dshape_dr2(self, r2, inplace=False):
         # d/dr = -(5/3) r (1 + sqrt5 r) e^{-sqrt5 r};  d/dr^2 = that / (2 r)
-        s = np.sqrt(5.0 * r2)
-        return -(5.0 / 6.0) * (1.0 + s) * np.exp(-s)
+        s = _scaled_root(r2, 5.0, inplace)
+        e = _exp_minus(s)
+        s += 1.0
+        s *= e
+        s *= -5.0 / 6.0
+        return s
 
 
 class Periodic(Kernel):

@@ -83,3 +83,64 @@ def test_bad_input_messages():
         kernels.RBF()(np.array([0.0, np.nan]))
     with pytest.raises(TypeError, match="combine"):
         kernels.RBF() + 3.0
+
+
+VJP_KERNELS = {
+    "rbf": kernels.RBF(variance=1.7, lengthscale=0.6),
+    "rbf_ard": kernels.RBF(variance=0.8, lengthscale=[0.5, 1.3]),
+    "matern32_ard": kernels.Matern32(variance=1.2, lengthscale=[0.7, 0.9]),
+    "matern52": kernels.Matern52(variance=0.9, lengthscale=1.1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VJP_KERNELS))
+def test_cross_and_diag_vjp_match_finite_differences(name, rng):
+    k = VJP_KERNELS[name]
+    X1, X2 = rng.normal(size=(6, 2)), rng.normal(size=(4, 2))
+    G, g = rng.normal(size=(6, 4)), rng.normal(size=6)
+    grad_theta, grad_X1 = k.cross_vjp(X1, X2, G)
+    diag_theta, diag_X = k.diag_vjp(X1, g)
+    theta, h = k.log_params(), 1e-6
+    for j in range(len(theta)):
+        up, down = theta.copy(), theta.copy()
+        up[j] += h
+        down[j] -= h
+        k_up, k_down = k.with_log_params(up), k.with_log_params(down)
+        fd = np.sum(G * (k_up(X1, X2) - k_down(X1, X2))) / (2 * h)
+        assert grad_theta[j] == pytest.approx(fd, rel=1e-6, abs=1e-8), k.param_names[j]
+        fd_diag = np.sum(g * (k_up.diag(X1) - k_down.diag(X1))) / (2 * h)
+        assert diag_theta[j] == pytest.approx(fd_diag, rel=1e-6, abs=1e-8), k.param_names[j]
+    fd_X1 = np.empty_like(X1)
+    for i in range(X1.shape[0]):
+        for d in range(X1.shape[1]):
+            up, down = X1.copy(), X1.copy()
+            up[i, d] += h
+            down[i, d] -= h
+            fd_X1[i, d] = np.sum(G * (k(up, X2) - k(down, X2))) / (2 * h)
+    np.testing.assert_allclose(grad_X1, fd_X1, rtol=1e-6, atol=1e-8)
+    np.testing.assert_array_equal(diag_X, 0.0)  # k(x, x) = variance for a stationary kernel
+
+
+@pytest.mark.parametrize("name", ["periodic", "linear", "sum", "product"])
+def test_vjp_of_other_kernels_names_the_supported_ones(name, X):
+    with pytest.raises(NotImplementedError, match="RBF, Matern32, Matern52"):
+        KERNELS[name].cross_vjp(X, X, np.ones((7, 7)))
+    with pytest.raises(NotImplementedError, match="RBF, Matern32, Matern52"):
+        KERNELS[name].diag_vjp(X, np.ones(7))
+
+
+@pytest.mark.parametrize("cls", [kernels.RBF, kernels.Matern32, kernels.Matern52])
+def test_cross_covariance_expansion_matches_differences(cls, rng):
+    """K(X, Z) from |a|^2 - 2 a.b + |b|^2 (O(N M) memory) equals the direct sum of squared
+    differences to 1e-12 relative, also for inputs far from the origin (D = 8)."""
+    ls = rng.uniform(0.5, 2.0, size=8)
+    k = cls(1.3, ls)
+    for offset in (0.0, 40.0):
+        X = offset + rng.normal(size=(50, 8)) * 1.5
+        Z = offset + rng.normal(size=(12, 8)) * 1.5
+        r2 = (((X[:, None, :] - Z[None, :, :]) / ls) ** 2).sum(-1)
+        direct = k.variance * k._shape(r2)
+        got = k(X, Z)
+        np.testing.assert_allclose(got, direct, rtol=1e-12, atol=0)
+        np.testing.assert_allclose(k(X), k.variance * k._shape((((X[:, None] - X[None]) / ls) ** 2).sum(-1)),
+                                   rtol=1e-12, atol=0)
