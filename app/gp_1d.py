@@ -21,7 +21,7 @@ from csv_upload import CsvUpload
 from gp_1d_model import MAX_UPLOAD_BYTES, GP1DModel
 from long_jobs import JobPoller, cancel_when_session_ends
 from figure_export import export_buttons
-from layout import HandOff, enlarge, formula as formula_pane, set_projector, view_grid
+from layout import HandOff, enlarge, explained, set_projector, view_grid
 from qpviz import explorer
 from qpviz.gpdemo import oned, presets
 
@@ -260,11 +260,7 @@ class GP1DPage(pn.viewable.Viewer):
         return io.StringIO(self.model.export_csv())
 
     def _explained(self, view, key: str) -> pn.Column:
-        sentence, formula = EXPLANATIONS[key]
-        text = pn.pane.Markdown(sentence, sizing_mode="stretch_width", margin=(0, 10))
-        latex = formula_pane(formula, margin=(0, 10))
-        self._texts += [text, latex]
-        return pn.Column(view, text, latex, sizing_mode="stretch_width")
+        return explained(view, EXPLANATIONS[key], self._texts)
 
     def _figure(self, name: str) -> pn.pane.Bokeh:
         return pn.pane.Bokeh(self.views.figures[name], sizing_mode="stretch_width", css_classes=[f"qpviz-gp1d-{name}"])

@@ -39,7 +39,7 @@ from bokeh.plotting.contour import contour_data
 import long_jobs
 from explorer_figures import NumbersPane, style_figure
 from figure_export import export_buttons
-from layout import HandOff, enlarge, formula as formula_pane, set_projector, view_row
+from layout import HandOff, enlarge, explained, formula as formula_pane, set_projector, view_row
 from long_jobs import JobPoller, cancel_when_session_ends
 from qpviz import kernels
 from qpviz.gpdemo import oned, twod
@@ -522,12 +522,8 @@ class GP2DPage(pn.viewable.Viewer):
             grid_figure.style(self.projector)
 
     def _explained(self, figure: GridFigure, key: str, css: str) -> pn.Column:
-        sentence, formula = EXPLANATIONS[key]
-        text = pn.pane.Markdown(sentence, sizing_mode="stretch_width", margin=(0, 10))
-        latex = formula_pane(formula, margin=(0, 10))
-        self._texts += [text, latex]
         view = pn.pane.Bokeh(figure.figure, sizing_mode="stretch_width")
-        return pn.Column(view, text, latex, sizing_mode="stretch_width", css_classes=[css])
+        return explained(view, EXPLANATIONS[key], self._texts, css)
 
     def _build_views(self) -> pn.Column:
         """The figures, built (and the first fit run) when the tab is first drawn."""

@@ -54,6 +54,17 @@ def formula(text: str, **params) -> pn.pane.LaTeX:
     return pn.pane.LaTeX(text, styles=dict(FORMULA_STYLES), sizing_mode="stretch_width", **params)
 
 
+def explained(view, explanation: tuple[str, str], texts: list, css: str | None = None) -> pn.Column:
+    """``view`` above its explanation: a sentence or two and the formula (``explanation`` =
+    (sentence, LaTeX)); both are appended to ``texts``, the page's texts that projector mode
+    enlarges."""
+    sentence, latex = explanation
+    text = pn.pane.Markdown(sentence, sizing_mode="stretch_width", margin=(0, 10))
+    shown = formula(latex, margin=(0, 10))
+    texts += [text, shown]
+    return pn.Column(view, text, shown, sizing_mode="stretch_width", css_classes=[css] if css else [])
+
+
 def enlarge(on: bool, texts, widgets) -> None:
     """Projector mode on or off: texts at 150% (their other styles, e.g. a formula's scrolling,
     kept), and every widget's own stylesheet at PROJECTOR_WIDGET_CSS (a widget draws in its own

@@ -20,7 +20,7 @@ import panel as pn
 import param
 
 from figure_export import export_buttons
-from layout import enlarge, formula
+from layout import enlarge, explained
 from qpviz.reproduce import live as live_runs
 from qpviz.reproduce.datasets import DATASETS, PREPROCESSINGS
 from qpviz.reproduce.paper_table import PAPER_NAMES, PAPER_TABLE1, compare, compare_stars
@@ -358,11 +358,7 @@ class PaperResults(pn.viewable.Viewer):
         return notes
 
     def _explained(self, view, explanation) -> pn.Column:
-        sentence, formula_text = explanation
-        text = pn.pane.Markdown(sentence, sizing_mode="stretch_width", margin=(0, 10))
-        latex = formula(formula_text, margin=(0, 10))
-        self._texts += [text, latex]
-        return pn.Column(view, text, latex, sizing_mode="stretch_width")
+        return explained(view, explanation, self._texts)
 
     def _build_layout(self) -> pn.Column:
         self._texts += [self.table, self.legend, self.live_table, self.live_status, self.message, self.figure_message,

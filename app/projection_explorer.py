@@ -42,7 +42,7 @@ import param
 from explorer_figures import ExplorerFigures, NumbersPane, numbers_html, style_figure
 from explorer_widgets import PROJECTOR_WIDGET_CSS, ParameterInputs, PromptFloatSlider, PromptIntSlider, UrlState
 from figure_export import export_buttons
-from layout import CONTROLS_WIDTH, enlarge, formula, set_projector, view_grid
+from layout import CONTROLS_WIDTH, enlarge, explained, set_projector, view_grid
 from qpviz import explorer
 from qpviz.explorer import ExplorerState
 
@@ -370,11 +370,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
         return pn.pane.HoloViews(image, sizing_mode="stretch_width", css_classes=["qpviz-map"])
 
     def _explained(self, view, key: str) -> pn.Column:
-        sentence, latex = EXPLANATIONS[key]
-        text = pn.pane.Markdown(sentence, sizing_mode="stretch_width", margin=(0, 10))
-        shown = formula(latex, margin=(0, 10))
-        self._texts += [text, shown]
-        return pn.Column(view, text, shown, sizing_mode="stretch_width")
+        return explained(view, EXPLANATIONS[key], self._texts)
 
     def _build_views(self) -> pn.FlexBox:
         self.why = pn.pane.Markdown(WHY_QP_IS_NARROWER, sizing_mode="stretch_width", css_classes=["qpviz-why"])

@@ -19,7 +19,7 @@ import param
 import long_jobs
 from explorer_figures import NumbersPane
 from figure_export import export_buttons
-from layout import enlarge, formula as formula_pane, set_projector, view_grid
+from layout import enlarge, explained, set_projector, view_grid
 from long_jobs import EXECUTOR, JobPoller, cancel_when_session_ends
 from qpviz.gpdemo import oned, sparse_demo
 from sparse_figures import EXPLANATIONS, HANDLE_Y, SparseFigures, numbers_html
@@ -405,11 +405,7 @@ class SparsePage(pn.viewable.Viewer):
         self.description.object = f"*{self.model.note}*"
 
     def _explained(self, view, key: str) -> pn.Column:
-        sentence, formula = EXPLANATIONS[key]
-        text = pn.pane.Markdown(sentence, sizing_mode="stretch_width", margin=(0, 10))
-        latex = formula_pane(formula, margin=(0, 10))
-        self._texts += [text, latex]
-        return pn.Column(view, text, latex, sizing_mode="stretch_width")
+        return explained(view, EXPLANATIONS[key], self._texts)
 
     def _figure(self, name: str) -> pn.pane.Bokeh:
         return pn.pane.Bokeh(self.views.figures[name], sizing_mode="stretch_width", css_classes=[f"qpviz-sp-{name}"])

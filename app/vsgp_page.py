@@ -25,7 +25,7 @@ from colours import METHOD_COLOURS
 from explorer_figures import NumbersPane, _table as html_table
 from figure_export import export_buttons
 from gp_2d import PROBA_PALETTE, GridFigure
-from layout import enlarge, formula as formula_pane, set_projector, view_row
+from layout import enlarge, explained, set_projector, view_row
 from qpviz.gpdemo import twod, vsgp_demo
 from qpviz.kernels import RBF
 
@@ -187,7 +187,7 @@ class VSGPPage(pn.viewable.Viewer):
         self.fits = result["fits"]
         self.shown = (result["X"], result["y"], result["Z"], result["C"])
         self.description = (f"{self.preset} N={len(result['y'])}, M={len(result['Z'])}, {METHOD_LABELS[self.method]}, "
-                            f"blur={self.blur:g} {self.shape}, σ_f²={self.variance:g} ℓ={self.lengthscale:g}")
+                            f"blur={self.blur:g} {self.shape}")  # the kernel is in the widgets: the title fits 1024 px
         notes = [note for fit in self.fits.values() for note in fit.notes]
         self.message = "; ".join(filter(None, [self._link_note, *notes]))
         return True
@@ -266,11 +266,7 @@ class VSGPPage(pn.viewable.Viewer):
             self.message = f"that move could not be used: {exc}"
 
     def _explained(self, view, key: str, css: str) -> pn.Column:
-        sentence, formula = EXPLANATIONS[key]
-        text = pn.pane.Markdown(sentence, sizing_mode="stretch_width", margin=(0, 10))
-        latex = formula_pane(formula, margin=(0, 10))
-        self._texts += [text, latex]
-        return pn.Column(view, text, latex, sizing_mode="stretch_width", css_classes=[css])
+        return explained(view, EXPLANATIONS[key], self._texts, css)
 
     def _build_views(self) -> pn.Column:
         """The figures, built (and the first fit run) when the tab is first drawn."""

@@ -1,12 +1,33 @@
 """app/closed_tabs.py: a message to a tab that closed mid-write is dropped with a warning."""
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 
 import closed_tabs  # app/ is on the path (pyproject: pythonpath = ["app"])
 import pytest
 from panel.io import document
 from tornado.websocket import WebSocketClosedError
+
+
+def run_in_own_loop(coroutine):
+    """asyncio.run(coroutine) in a thread of its own: the browser tests leave an event loop
+    running in the main thread, where asyncio.run refuses to start."""
+    outcome = {}
+
+    def target():
+        try:
+            outcome["value"] = asyncio.run(coroutine)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
 
 
 def test_a_write_to_a_closed_socket_is_dropped_with_panels_warning(monkeypatch, caplog):
@@ -42,7 +63,6 @@ def test_other_errors_still_raise_and_enable_wraps_once(monkeypatch):
 
 
 def test_a_failed_websocket_write_nobody_awaits_is_not_logged_as_unretrieved(monkeypatch, caplog):
-    import asyncio  # noqa: PLC0415
     import gc  # noqa: PLC0415
 
     from tornado.websocket import WebSocketHandler  # noqa: PLC0415
@@ -65,13 +85,12 @@ def test_a_failed_websocket_write_nobody_awaits_is_not_logged_as_unretrieved(mon
         assert orphan.done()
 
     with caplog.at_level(logging.ERROR, logger="asyncio"):
-        asyncio.run(scenario())
+        run_in_own_loop(scenario())
         gc.collect()
     assert "never retrieved" not in caplog.text
 
 
 def test_a_message_from_a_closed_tab_is_dropped_and_others_are_handled(monkeypatch, caplog):
-    import asyncio  # noqa: PLC0415
     from types import SimpleNamespace  # noqa: PLC0415
 
     from bokeh.server.protocol_handler import ProtocolHandler  # noqa: PLC0415
@@ -89,8 +108,8 @@ def test_a_message_from_a_closed_tab_is_dropped_and_others_are_handled(monkeypat
     message = SimpleNamespace(msgtype="PATCH-DOC")
     live, lost = SimpleNamespace(_session="session"), SimpleNamespace(_session=None)
     with caplog.at_level(logging.WARNING, logger="panel.io.document"):
-        assert asyncio.run(ProtocolHandler.handle(None, message, live)) == "work"
-        assert asyncio.run(ProtocolHandler.handle(None, message, lost)) is None
+        assert run_in_own_loop(ProtocolHandler.handle(None, message, live)) == "work"
+        assert run_in_own_loop(ProtocolHandler.handle(None, message, lost)) is None
     assert handled == ["PATCH-DOC"]
     assert "closed tab" in caplog.text
     WSHandler.on_close(SimpleNamespace(connection=lost))

@@ -58,3 +58,54 @@ def test_fit_refuses_likelihood_optimisation_with_inducing_points():
     with pytest.raises(ValueError, match="optimise_likelihood"):
         qpviz.fit(X, y[:, None].ravel() * 0.3, "gaussian", qpviz.kernels.RBF(), method="ep", inducing=5,
                   optimise=True, optimise_likelihood=True)
+
+
+def _regression(n=120, seed=2):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-3, 3, (n, 1))
+    return X, np.sin(2 * X[:, 0]) + 0.2 * rng.normal(size=n)
+
+
+@pytest.mark.parametrize("method", ["fitc", "pitc", "dtc", "vfe"])
+def test_fit_reaches_the_closed_form_sparse_regression_methods(method):
+    from qpviz.inference.sparse_regression import fit_sparse_regression
+
+    X, y = _regression()
+    Z = np.linspace(-3, 3, 10)[:, None]
+    kernel = qpviz.kernels.RBF(variance=1.0, lengthscale=0.6)
+    lik = qpviz.likelihood("gaussian", variance=0.05)
+    post = qpviz.fit(X, y, lik, kernel, method=method, inducing=Z)
+    same = fit_sparse_regression(X, y, lik, kernel, method, Z)
+    assert post.log_marginal_likelihood == same.log_marginal_likelihood
+    X_new = np.linspace(-3.5, 3.5, 9)[:, None]
+    np.testing.assert_array_equal(post.predict_f(X_new)[1], same.predict_f(X_new)[1])
+
+
+def test_fitc_closed_form_equals_power_ep_sweeps_at_alpha_one():
+    X, y = _regression()
+    Z = np.linspace(-3, 3, 10)[:, None]
+    kernel = qpviz.kernels.RBF(variance=1.0, lengthscale=0.6)
+    lik = qpviz.likelihood("gaussian", variance=0.05)
+    closed = qpviz.fit(X, y, lik, kernel, method="fitc", inducing=Z)
+    swept = qpviz.fit(X, y, lik, kernel, method="ep", inducing=Z, alpha=1.0)
+    assert abs(closed.log_marginal_likelihood - swept.log_marginal_likelihood) < 1e-8
+    X_new = np.linspace(-3.5, 3.5, 9)[:, None]
+    for a, b in zip(closed.predict_f(X_new), swept.predict_f(X_new)):
+        np.testing.assert_allclose(a, b, atol=1e-8)
+
+
+def test_fit_learns_inducing_inputs_for_a_gaussian_likelihood_and_says_where_it_cannot():
+    X, y = _regression(n=80)
+    Z = np.full((5, 1), -2.5) + 0.1 * np.arange(5)[:, None]  # piled up at one end
+    kernel = qpviz.kernels.RBF(variance=1.0, lengthscale=0.6)
+    lik = qpviz.likelihood("gaussian", variance=0.05)
+    start = qpviz.fit(X, y, lik, kernel, method="vfe", inducing=Z)
+    moved = qpviz.fit(X, y, lik, kernel, method="vfe", inducing=Z, optimise_inducing=True)
+    assert moved.log_marginal_likelihood > start.log_marginal_likelihood + 1.0
+    assert np.ptp(moved.inducing) > np.ptp(Z)
+    with pytest.raises(ValueError, match="Gaussian likelihood"):
+        qpviz.fit(X, np.sign(y), "probit", kernel, method="fitc", inducing=Z)
+    with pytest.raises(ValueError, match="optimise_inducing"):
+        qpviz.fit(X, np.sign(y), "probit", kernel, method="ep", inducing=Z, optimise_inducing=True)
+    with pytest.raises(TypeError, match="needs inducing"):
+        qpviz.fit(X, y, lik, kernel, method="dtc")

@@ -32,17 +32,23 @@ from qpviz.likelihoods import likelihood as make_likelihood
 __all__ = ["fit", "optimise_hyperparameters", "likelihood_log_param_grad", "METHODS", "OPTIONS",
            "likelihood_scale_params", "OptimiserBoundWarning", "resolve_bounds"]
 
-METHODS = ("ep", "qp", "vb", "laplace", "mcmc")
+#: Sparse GP regression in closed form (Gaussian likelihood; :mod:`.sparse_regression`, issue 12)
+SPARSE_REGRESSION = ("fitc", "pitc", "dtc", "vfe")
+METHODS = ("ep", "qp", "vb", "laplace", "mcmc") + SPARSE_REGRESSION
 
 #: options each method accepts (besides ``jitter``, ``prior`` and ``max_opt_iter``)
 OPTIONS = {
     "ep": ("tol", "damping", "order", "parallel", "max_sweeps", "seed", "use_table", "init", "warn", "refresh",
-           "inducing", "alpha", "inducing_cov"),
+           "inducing", "alpha", "inducing_cov", "optimise_inducing"),
     "qp": ("tol", "damping", "order", "parallel", "max_sweeps", "seed", "use_table", "init", "warn", "refresh",
-           "inducing", "alpha", "inducing_cov"),
+           "inducing", "alpha", "inducing_cov", "optimise_inducing"),
     "vb": ("tol", "damping", "max_iter", "warn"),
     "laplace": ("tol", "max_iter", "warn"),
     "mcmc": ("n_samples", "burn_in", "thin", "seed"),
+    "fitc": ("inducing", "optimise_inducing", "seed"),
+    "pitc": ("inducing", "blocks", "optimise_inducing", "seed"),
+    "dtc": ("inducing", "optimise_inducing", "seed"),
+    "vfe": ("inducing", "optimise_inducing", "seed"),
 }
 _COMMON = ("jitter", "prior", "max_opt_iter", "optimise_likelihood", "bounds")
 
@@ -76,6 +82,12 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
     :data:`qpviz.config.HYPER_BOUNDS`; a fitted value on a bound raises an
     :class:`OptimiserBoundWarning` and is listed in ``diagnostics["optimisation"]["at_bound"]``.
     The fitted values are ``post.hyperparameters``.
+
+    Sparse GPs (issue 12): ``inducing=Z`` ((M, D) array, or an int M: K-means centres of X) makes
+    ``"ep"`` / ``"qp"`` Power EP on pseudo-points (``alpha`` in (0, 1], default 1) or VSGP
+    (``inducing_cov``) for any likelihood (:mod:`.sparse_prior`); ``"fitc"``, ``"pitc"``
+    (``blocks``), ``"dtc"`` and ``"vfe"`` are the closed forms for the Gaussian likelihood
+    (:mod:`.sparse_regression`), where ``optimise_inducing=True`` also learns Z (for EP / QP too).
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -91,6 +103,10 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
     bounds = options.pop("bounds", None)
     if bounds is not None and not optimise:
         raise TypeError("bounds limit the hyper-parameters that optimise=True fits; pass optimise=True or drop bounds")
+    optimise_inducing = options.pop("optimise_inducing", False)
+    if method in SPARSE_REGRESSION or (optimise_inducing and method in ("ep", "qp")):
+        return _fit_sparse_closed_form(X, y, lik, kernel, method, optimise, optimise_inducing, optimise_likelihood,
+                                       prior, jitter, max_opt_iter, bounds, options)
     # Power EP on pseudo-points / VSGP (issue 12): a sparse prior and the tempered likelihood
     # p(y|f)^alpha run the same engine; predictions use the likelihood itself
     run_lik, sparse_report = lik, {}
@@ -150,6 +166,33 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
     samples, info = run_mcmc(prior, lik, y, **options)
     diagnostics.update(info)
     return SamplePosterior(prior, lik, y, samples, diagnostics)
+
+
+def _fit_sparse_closed_form(X, y, lik, kernel, method, optimise, optimise_inducing, optimise_likelihood, prior,
+                            jitter, max_opt_iter, bounds, options):
+    """FITC / PITC / DTC / VFE, or Power EP with a Gaussian likelihood whose inducing inputs are
+    learnt too: the closed forms of :mod:`.sparse_regression` (analytic gradients in Z)."""
+    from qpviz.inference.sparse_regression import fit_sparse_regression  # noqa: PLC0415 - sparse code on demand
+
+    if prior is not None:
+        raise TypeError(f"method={method!r} builds its own sparse prior from inducing=Z; drop prior=...")
+    if lik.name != "gaussian":
+        what = ("learning the inducing inputs (optimise_inducing=True)" if method in ("ep", "qp")
+                else f"method={method!r}")
+        raise ValueError(f"{what} needs the Gaussian likelihood (closed forms) for now; for the {lik.name} "
+                         "likelihood use method='ep' or 'qp' with inducing=Z (fixed inducing inputs)")
+    if options.get("inducing") is None:
+        raise TypeError(f"method={method!r} needs inducing=Z (an (M, D) array of inducing inputs, or an int M "
+                        "for K-means centres)")
+    if options.get("inducing_cov") is not None:
+        raise ValueError("learning VSGP's centres (inducing_cov with optimise_inducing=True) is not available yet")
+    unused = sorted(set(options) - {"inducing", "alpha", "blocks", "seed", "inducing_cov"})
+    if unused and method in ("ep", "qp"):
+        raise TypeError(f"option(s) {unused} do not apply to the closed-form Power EP of a Gaussian likelihood")
+    return fit_sparse_regression(X, y, lik, kernel, method, options["inducing"], blocks=options.get("blocks"),
+                                 alpha=1.0 if options.get("alpha") is None else options["alpha"], optimise=optimise,
+                                 optimise_inducing=optimise_inducing, optimise_likelihood=optimise_likelihood,
+                                 bounds=bounds, max_opt_iter=max_opt_iter, seed=options.get("seed", 0), jitter=jitter)
 
 
 def likelihood_scale_params(likelihood) -> tuple[str, ...]:

@@ -115,7 +115,7 @@ def test_dragging_a_centre_refits_and_goes_into_the_link(vsgp: Page):
 def test_bad_input_keeps_the_last_fit_and_says_what_to_change(page: Page, app_url: str, console_errors):  # noqa: F811
     page.set_viewport_size({"width": 1500, "height": 1200})
     page.goto(app_url + "?page=vsgp&vs_blur=-1&vs_ls=nan")
-    wait_for_title(page, "VSGP: p(y=+1|x),\ncircle N=200, M=6, EP, blur=1 full, σ_f²=4 ℓ=0.8")
+    wait_for_title(page, "VSGP: p(y=+1|x),\ncircle N=200, M=6, EP, blur=1 full")
     alert = page.locator(".qpviz-vsgp-error")
     # both bad inputs named: replaced before the first fit, or refused after it (the link's values can
     # arrive after the tab was first drawn); either way the maps show blur 1, ℓ 0.8
