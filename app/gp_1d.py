@@ -19,7 +19,7 @@ from gp_1d_figures import EXPLANATIONS, GP1DFigures, table_html
 from explorer_figures import NumbersPane
 from csv_upload import CsvUpload
 from gp_1d_model import MAX_UPLOAD_BYTES, GP1DModel
-from long_jobs import JobPoller, cancel_when_session_ends
+from long_jobs import GuardedModelCalls, JobPoller, cancel_when_session_ends
 from figure_export import export_buttons
 from layout import HandOff, enlarge, explained, set_projector, view_grid
 from qpviz import explorer
@@ -66,7 +66,7 @@ class StepKeys(JSComponent):
     """
 
 
-class GP1DPage(pn.viewable.Viewer):
+class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
     """Controls on the left; latent, predictive, sites, convergence, table and step-through views."""
 
     projector = param.Boolean(default=False, doc="Large fonts for a projector.")
@@ -176,16 +176,6 @@ class GP1DPage(pn.viewable.Viewer):
             self.model.message = f"likelihood parameters not applied: {exc} (write e.g. eps=0.1)"
             return
         self._run(self.model.param.update, likelihood_params=params)
-
-    def _run(self, function, *args, **kwargs) -> None:
-        """Call the model; any unexpected error becomes a message, never a browser console error."""
-        with pn.io.hold():
-            try:
-                function(*args, **kwargs)
-            except Exception as exc:  # noqa: BLE001 (a page callback must not raise)
-                self.model.message = f"unexpected error: {exc}"
-            self._refresh_widgets()
-            self.poller.ensure()
 
     def _on_upload(self, file: dict) -> None:
         """A file chosen in the upload: the browser sent its content, or only its size (too large)."""

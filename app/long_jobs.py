@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import panel as pn
 
-__all__ = ["EXECUTOR", "RUNNING", "LRUCache", "start_or_join", "release", "outcome", "wait_until", "elapsed", "chain_status",
+__all__ = ["EXECUTOR", "RUNNING", "LRUCache", "GuardedModelCalls", "start_or_join", "release", "outcome", "wait_until", "elapsed", "chain_status",
            "JobPoller", "cancel_when_session_ends"]
 
 #: Long jobs of every session and page share this pool (2 cores on the classroom server).
@@ -140,3 +140,18 @@ def cancel_when_session_ends(cancel) -> None:
     """A closed browser tab calls ``cancel()`` (which leaves the job to other sessions sharing it)."""
     if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
         pn.state.on_session_destroyed(lambda context: cancel())
+
+
+class GuardedModelCalls:
+    """Mixin of pages whose widgets call a model (``self.model``, ``self._refresh_widgets()``,
+    ``self.poller``): :meth:`_run` calls it so that an unexpected error becomes the model's
+    message, never a browser console error, then shows the model and polls any job it started."""
+
+    def _run(self, function, *args, **kwargs) -> None:
+        with pn.io.hold():
+            try:
+                function(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 (a page callback must not raise)
+                self.model.message = f"unexpected error: {exc}"
+            self._refresh_widgets()
+            self.poller.ensure()

@@ -20,7 +20,7 @@ import long_jobs
 from explorer_figures import NumbersPane
 from figure_export import export_buttons
 from layout import enlarge, explained, set_projector, view_grid
-from long_jobs import EXECUTOR, JobPoller, cancel_when_session_ends
+from long_jobs import EXECUTOR, GuardedModelCalls, JobPoller, cancel_when_session_ends
 from qpviz.gpdemo import oned, sparse_demo
 from sparse_figures import EXPLANATIONS, HANDLE_Y, SparseFigures, numbers_html
 
@@ -263,7 +263,7 @@ class SparseModel(param.Parameterized):
             self._curve_job = None
 
 
-class SparsePage(pn.viewable.Viewer):
+class SparsePage(GuardedModelCalls, pn.viewable.Viewer):
     """Controls on the left; the fits with their handles, the alpha curve, the numbers and the messages."""
 
     projector = param.Boolean(default=False)
@@ -330,16 +330,6 @@ class SparsePage(pn.viewable.Viewer):
         if self._syncing:
             return
         self._run(self.model.param.update, **changes)
-
-    def _run(self, function, *args, **kwargs) -> None:
-        """Call the model; an unexpected error becomes a message, never a browser console error."""
-        with pn.io.hold():
-            try:
-                function(*args, **kwargs)
-            except Exception as exc:  # noqa: BLE001 (a page callback must not raise)
-                self.model.message = f"unexpected error: {exc}"
-            self._refresh_widgets()
-            self.poller.ensure()
 
     def _on_handles(self, attr, old, new) -> None:
         """The point-draw tool moved, added or removed a handle: refit on the handles' x."""
