@@ -34,7 +34,7 @@ from qpviz import config
 from qpviz.kernels import RBF, Kernel, as_inputs
 
 __all__ = ["kmeans_inducing", "as_inducing", "as_inducing_cov", "InducingCovariances", "inducing_covariances",
-           "cholesky_kuu", "JitterWarning", "KMEANS_ITERATIONS"]
+           "cholesky_kuu", "covariance_vjp", "JitterWarning", "KMEANS_ITERATIONS"]
 
 #: Lloyd iterations of :func:`kmeans_inducing` (it stops earlier once no centre moves).
 KMEANS_ITERATIONS = 100
@@ -159,6 +159,33 @@ def inducing_covariances(kernel: Kernel, X, Z, inducing_cov=None) -> InducingCov
     Kuf = _blurred_rbf(kernel, Z, C, X, None)
     Kuu = _blurred_rbf(kernel, Z, C, Z, C)
     return InducingCovariances(0.5 * (Kuu + Kuu.T), Kuf, kernel.diag(X))
+
+
+def covariance_vjp(kernel: Kernel, X, Z, inducing_cov, G_uf, G_uu, g_ff):
+    """Chain an objective's gradients in the three covariances back to the parameters.
+
+    Given dL/dK_uf (M, N), dL/dK_uu (M, M, symmetric) and dL/d diag K_ff (N,), returns
+    (dL/d log theta (one per ``kernel.param_names``), dL/dZ (M, D), dL/dC (M, D, D) or None):
+
+        dL/dp = sum(G_uf o dK_uf/dp) + sum(G_uu o dK_uu/dp) + g_ff . d diag K_ff/dp.
+
+    Pseudo-points use the kernel's vector-Jacobian products (:meth:`Kernel.cross_vjp`): Z enters
+    both arguments of K_uu = k(Z, Z) and G_uu is symmetric, so dL/dZ doubles the first-argument
+    product. VSGP's blurred covariances (``inducing_cov``) also give dL/dC_j, one symmetric D x D
+    matrix per centre.
+    """
+    X = as_inputs(X)
+    Z = as_inputs(Z, "inducing")
+    if inducing_cov is not None:
+        return _blurred_rbf_vjp(kernel, X, Z, as_inducing_cov(inducing_cov, Z.shape[0], Z.shape[1]),
+                                np.asarray(G_uf, float), np.asarray(G_uu, float), np.asarray(g_ff, float))
+    g_theta, gZ_uf = kernel.cross_vjp(Z, X, G_uf)
+    g_uu, gZ_uu = kernel.cross_vjp(Z, Z, G_uu)
+    return g_theta + g_uu + kernel.diag_vjp(X, g_ff)[0], gZ_uf + 2.0 * gZ_uu, None
+
+
+def _blurred_rbf_vjp(kernel, X, Z, C, G_uf, G_uu, g_ff):
+    raise NotImplementedError("gradients of VSGP's blurred covariances are not available yet")
 
 
 def cholesky_kuu(Kuu: np.ndarray, jitter: float | None = None) -> tuple[np.ndarray, float]:

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import linalg, optimize
 
-from qpviz.inference.inducing import as_inducing, cholesky_kuu, kmeans_inducing
+from qpviz.inference.inducing import as_inducing, cholesky_kuu, covariance_vjp, kmeans_inducing
 from qpviz.inference.posterior import _Predictions
 from qpviz.kernels import VJP_KERNELS, Kernel, as_inputs
 
@@ -269,17 +269,13 @@ def _evidence(kernel, X, y, Z, s2, method, alpha, blocks, jitter, gradients: boo
 
 def _chain_kernel(kernel, X, Z, grads, blocks, want_Z: bool):
     """dL/d log theta (and dL/dZ) from the covariance gradients through the kernel's VJPs."""
-    g_theta, gZ_uf = kernel.cross_vjp(Z, X, grads["Kuf"])
-    # K_uu = k(Z, Z): Z enters both arguments, and dL/dK_uu is symmetric, so dL/dZ doubles the
-    # first-argument product
-    g_uu, gZ_uu = kernel.cross_vjp(Z, Z, grads["Kuu"])
-    g_theta = g_theta + g_uu
     if isinstance(grads["kff"], list):  # PITC: dL/dK_bb per block
+        g_theta, gZ, _ = covariance_vjp(kernel, X, Z, None, grads["Kuf"], grads["Kuu"], np.zeros(X.shape[0]))
         for idx, G in zip(blocks, grads["kff"]):
             g_theta = g_theta + kernel.cross_vjp(X[idx], X[idx], G)[0]
     else:
-        g_theta = g_theta + kernel.diag_vjp(X, grads["kff"])[0]
-    return g_theta, (gZ_uf + 2.0 * gZ_uu) if want_Z else None
+        g_theta, gZ, _ = covariance_vjp(kernel, X, Z, None, grads["Kuf"], grads["Kuu"], grads["kff"])
+    return g_theta, gZ if want_Z else None
 
 
 def sparse_log_evidence(X, y, kernel, Z, noise_variance, method, *, alpha=1.0, blocks=None, jitter=None,
