@@ -34,7 +34,7 @@ __all__ = ["fit", "optimise_hyperparameters", "likelihood_log_param_grad", "METH
 
 #: Sparse GP regression in closed form (Gaussian likelihood; :mod:`.sparse_regression`, issue 12)
 SPARSE_REGRESSION = ("fitc", "pitc", "dtc", "vfe")
-METHODS = ("ep", "qp", "vb", "laplace", "mcmc") + SPARSE_REGRESSION
+METHODS = ("ep", "qp", "vb", "laplace", "mcmc") + SPARSE_REGRESSION + ("sep",)
 
 #: options each method accepts (besides ``jitter``, ``prior`` and ``max_opt_iter``)
 OPTIONS = {
@@ -49,6 +49,9 @@ OPTIONS = {
     "pitc": ("inducing", "blocks", "optimise_inducing", "seed"),
     "dtc": ("inducing", "optimise_inducing", "seed"),
     "vfe": ("inducing", "optimise_inducing", "seed"),
+    # scalable EP (paper 003; :mod:`.sep`)
+    "sep": ("inducing", "minibatch", "epochs", "seed", "validation", "client", "projection", "progress", "stop",
+            "callback", "damping", "tol", "use_table", "record_every", "n_shards"),
 }
 _COMMON = ("jitter", "prior", "max_opt_iter", "optimise_likelihood", "bounds")
 
@@ -88,6 +91,10 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
     (``inducing_cov``) for any likelihood (:mod:`.sparse_prior`); ``"fitc"``, ``"pitc"``
     (``blocks``), ``"dtc"`` and ``"vfe"`` are the closed forms for the Gaussian likelihood
     (:mod:`.sparse_regression`), where ``optimise_inducing=True`` also learns Z (for EP / QP too).
+
+    Scalable EP (issue 13, paper 003): ``method="sep"`` trains q(u) and, with ``optimise=True``,
+    the kernel and Z by Adadelta on minibatches (``inducing``, ``minibatch``, ``epochs``,
+    ``validation``, ``client`` for Dask, ``projection="ep"|"qp"``; :func:`qpviz.inference.sep.fit_sep`).
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -96,6 +103,8 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
     if unknown:
         raise TypeError(f"method {method!r} does not take option(s) {unknown}; it accepts {sorted(allowed)}")
     lik = _as_likelihood(likelihood)
+    if method == "sep":
+        return _fit_sep(X, y, lik, kernel, optimise, options)
     prior = options.pop("prior", None)
     jitter = options.pop("jitter", None)
     max_opt_iter = options.pop("max_opt_iter", 100)
@@ -166,6 +175,17 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
     samples, info = run_mcmc(prior, lik, y, **options)
     diagnostics.update(info)
     return SamplePosterior(prior, lik, y, samples, diagnostics)
+
+
+def _fit_sep(X, y, lik, kernel, optimise, options):
+    """Scalable EP (:func:`qpviz.inference.sep.fit_sep`): learns (log theta, Z) itself by Adadelta."""
+    from qpviz.inference.sep import fit_sep  # noqa: PLC0415 - SEP code only when asked for
+
+    unsupported = sorted(set(options) & {"prior", "max_opt_iter", "optimise_likelihood", "bounds"})
+    if unsupported:
+        raise TypeError(f"method='sep' does not take option(s) {unsupported}: it builds its own inducing-point "
+                        "model and learns the kernel and Z by Adadelta (optimise=True)")
+    return fit_sep(X, y, lik, kernel, optimise=optimise, **options)
 
 
 def _fit_sparse_closed_form(X, y, lik, kernel, method, optimise, optimise_inducing, optimise_likelihood, prior,
