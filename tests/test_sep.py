@@ -111,6 +111,16 @@ def test_sep_matches_gfitc_test_error_on_2000_points():
     assert not np.allclose(post.diagnostics["inducing"], Z)  # SEP learnt Z too
 
 
+def test_batch_mode_learning_raises_the_evidence_with_the_sign_rule():
+    X, y = _data(300, seed=8)
+    post = qpviz.fit(X, y, "probit", qpviz.kernels.RBF(), method="sep", inducing=10, minibatch=300, epochs=60,
+                     optimise=True)
+    assert post.diagnostics["step_rule"] == "sign" and post.diagnostics["damping"] == sep.BATCH_DAMPING
+    evidence = [h["objective"] for h in post.history]
+    assert evidence[-1] > evidence[5] + 1.0  # the hyper-parameters and Z were learnt
+    assert post.log_marginal_likelihood == pytest.approx(evidence[-1], abs=0.5)
+
+
 def test_history_stop_and_option_errors():
     X, y = _data(300, seed=6)
     X_val, y_val = _data(100, seed=7)
@@ -150,6 +160,8 @@ def test_history_stop_and_option_errors():
         fit(epochs=0)
     with pytest.raises(ValueError, match="projection"):
         fit(projection="kl")
+    with pytest.raises(ValueError, match="step_rule"):
+        fit(step_rule="sgd")
     with pytest.raises(TypeError, match="does not take option"):
         fit(alpha=0.5)
     with pytest.raises(TypeError, match="does not take option"):

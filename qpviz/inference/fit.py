@@ -51,7 +51,7 @@ OPTIONS = {
     "vfe": ("inducing", "optimise_inducing", "seed"),
     # scalable EP (paper 003; :mod:`.sep`)
     "sep": ("inducing", "minibatch", "epochs", "seed", "validation", "client", "projection", "progress", "stop",
-            "callback", "damping", "tol", "use_table", "record_every", "n_shards"),
+            "callback", "damping", "tol", "use_table", "record_every", "n_shards", "step_rule"),
 }
 _COMMON = ("jitter", "prior", "max_opt_iter", "optimise_likelihood", "bounds")
 
