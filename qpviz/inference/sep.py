@@ -92,7 +92,7 @@ from scipy import linalg
 from qpviz.inference import metrics
 from qpviz.inference.inducing import as_inducing, cholesky_kuu, covariance_vjp
 from qpviz.inference.posterior import GPPosterior
-from qpviz.inference.sites import CLIPPED, OK, SKIPPED_CAVITY, SiteRule
+from qpviz.inference.sites import CLIPPED, OK, SKIPPED_CAVITY, SKIPPED_PROJECTION, SiteRule
 from qpviz.inference.stochastic import Adadelta, TrainingRecord, minibatches
 from qpviz.kernels import Kernel, as_inputs
 
@@ -166,7 +166,7 @@ def refine_sites(X, y, tau, nu, A_old, rule: SiteRule, bc: Broadcast):
     tau_new, nu_new, log_z, status = dataclasses.replace(rule, cond_var=d).update_all(
         np.ascontiguousarray(y, dtype=np.float64), post_mean, post_var, tau, nu)
     improper = ~cav["proper"]
-    keep = improper | (status == SKIPPED_CAVITY)
+    keep = improper | (status == SKIPPED_CAVITY) | (status == SKIPPED_PROJECTION)
     tau_new = np.where(improper, tau, tau_new)
     nu_new = np.where(improper, nu, nu_new)
     status = np.where(improper, SKIPPED_CAVITY, status)
@@ -221,24 +221,25 @@ class SEPShard:
         self.rule = rule
         self.tau = np.zeros(n)
         self.nu = np.zeros(n)
-        self.A = np.zeros((M, n))  # column j: the direction a_j site j was last fitted on
+        # row j: the direction a_j site j was last fitted on (rows: a minibatch's gather is contiguous)
+        self.At = np.zeros((n, M))
         self.status = np.full(n, OK, dtype=np.int64)
 
     def refine(self, idx, bc: Broadcast) -> dict:
         idx = np.asarray(idx, dtype=np.int64)
-        out = refine_sites(self.X[idx], self.y[idx], self.tau[idx], self.nu[idx], self.A[:, idx], self.rule, bc)
-        self.tau[idx], self.nu[idx], self.A[:, idx], self.status[idx] = out["tau"], out["nu"], out["A"], out["status"]
+        out = refine_sites(self.X[idx], self.y[idx], self.tau[idx], self.nu[idx], self.At[idx].T, self.rule, bc)
+        self.tau[idx], self.nu[idx], self.At[idx], self.status[idx] = out["tau"], out["nu"], out["A"].T, out["status"]
         del out["tau"], out["nu"], out["A"], out["status"]
         return out
 
     def gradient(self, idx, bc: Broadcast):
         idx = np.asarray(idx, dtype=np.int64)
-        return site_gradient(self.X[idx], self.y[idx], self.tau[idx], self.nu[idx], self.A[:, idx],
+        return site_gradient(self.X[idx], self.y[idx], self.tau[idx], self.nu[idx], self.At[idx].T,
                              self.rule.likelihood, bc)
 
     def aggregates(self):
         """(sum tau_j a_j a_j^T, sum nu_j a_j) over the shard: the exact re-sum of Lambda and b."""
-        return (self.A * self.tau) @ self.A.T, self.A @ self.nu
+        return self.At.T @ (self.At * self.tau[:, None]), self.At.T @ self.nu
 
     def evidence(self, bc: Broadcast, chunk: int = 4096) -> float:
         """sum_j log Z~_j over the shard at q (no refinement)."""
@@ -246,7 +247,7 @@ class SEPShard:
         for start in range(0, self.X.shape[0], chunk):
             sl = slice(start, start + chunk)
             A, d, _ = _columns(bc, self.X[sl])
-            cav = _cavity(A, self.A[:, sl], self.tau[sl], self.nu[sl], bc)
+            cav = _cavity(A, self.At[sl].T, self.tau[sl], self.nu[sl], bc)
             log_z = self.rule.likelihood.tilted_moments(self.y[sl], cav["mean"], cav["var"] + d).log_z
             total += float(np.sum(np.where(cav["proper"], log_z + cav["log_norm_diff"], np.nan)))
         return total
@@ -298,8 +299,10 @@ class DaskExecutor:
         if not workers:
             raise ValueError("the Dask cluster has no workers")
         self.bounds = _shard_bounds(X.shape[0], len(workers))
-        futures = [client.submit(SEPShard, X[lo:hi], y[lo:hi], M, rule, os.getpid(), actor=True, workers=[w],
-                                 pure=False) for (lo, hi), w in zip(self.bounds, workers)]
+        # each shard's data go to its worker once (scatter), where the actor holding them is made
+        futures = [client.submit(SEPShard, client.scatter(X[lo:hi], workers=[w]), client.scatter(y[lo:hi], workers=[w]),
+                                 M, rule, os.getpid(), actor=True, workers=[w], pure=False)
+                   for (lo, hi), w in zip(self.bounds, workers)]
         self.shards = [f.result() for f in futures]
 
     @property
@@ -491,7 +494,8 @@ def fit_sep(X, y, likelihood, kernel: Kernel, *, inducing=200, minibatch: int = 
     test problem oscillated after ~70 steps: log Z_q -407 -> -463, test error 8.5% -> 10.7%;
     with the sign rule it rose from -430 to -400.0 in 200 steps, with dips of at most 4 nats while
     inducing points drew close; GFITC with Z fixed: -401.3). A run stops early when no site moves
-    more than ``tol`` in a batch-mode step without hyper-parameter learning (``converged=True``).
+    more than ``tol`` in a batch-mode step without hyper-parameter learning (``converged=True``;
+    runs with minibatches or ``optimise=True`` report ``converged=False``: they stop after ``epochs``).
     """
     from qpviz.inference.fit import _as_likelihood  # noqa: PLC0415 - fit imports this module lazily
 
