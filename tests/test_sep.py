@@ -37,6 +37,18 @@ def test_batch_sep_without_learning_is_gfitc_ep(projection):
     np.testing.assert_allclose(post.var, ref.predict_f(X)[1], atol=1e-6)
 
 
+def test_minibatch_sep_without_learning_reaches_the_same_fixed_point():
+    # minibatches of 50 (damping 0.99, running updates of Lambda and b, re-summed each epoch)
+    X, y = _data(400)
+    Z = X[:12].copy()
+    kernel = qpviz.kernels.RBF(1.5, [1.0, 0.8])
+    ref = qpviz.fit(X, y, "probit", kernel, method="ep", inducing=Z, tol=1e-11, max_sweeps=2000)
+    post = qpviz.fit(X, y, "probit", kernel, method="sep", inducing=Z, minibatch=50, epochs=20, optimise=False)
+    assert post.diagnostics["stochastic"] and post.diagnostics["damping"] == sep.STOCHASTIC_DAMPING
+    assert post.log_marginal_likelihood == pytest.approx(ref.log_marginal_likelihood, abs=1e-8)
+    np.testing.assert_allclose(post.predict_f(X)[0], ref.predict_f(X)[0], atol=1e-8)
+
+
 def _converged_shard(X, y, kernel, Z):
     M = Z.shape[0]
     executor = sep.LocalExecutor([sep.SEPShard(X, y, M, SiteRule.build("ep", qpviz.likelihood("probit"), 0.5))])
