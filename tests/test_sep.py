@@ -96,8 +96,8 @@ def test_dask_two_workers_equals_in_process_with_the_same_seed():
     kernel = qpviz.kernels.RBF(1.0, 1.0)
     options = dict(inducing=10, minibatch=80, epochs=2, optimise=True, seed=4)
     local = qpviz.fit(X, y, "probit", kernel, method="sep", **options)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster, \
-            distributed.Client(cluster) as client:
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0")
+    with cluster, distributed.Client(cluster) as client:
         remote = qpviz.fit(X, y, "probit", kernel, method="sep", client=client, **options)
     assert len(local.history) == len(remote.history) == 10
     assert remote.log_marginal_likelihood == pytest.approx(local.log_marginal_likelihood, abs=1e-8)

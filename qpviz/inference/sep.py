@@ -97,8 +97,9 @@ from qpviz.inference.sites import CLIPPED, OK, SKIPPED_CAVITY, SKIPPED_PROJECTIO
 from qpviz.inference.stochastic import Adadelta, TrainingRecord, minibatches
 from qpviz.kernels import Kernel, as_inputs
 
-__all__ = ["fit_sep", "SEPState", "SEPModel", "SEPShard", "Broadcast", "refine_sites", "site_gradient", "log_evidence", "sep_gradient",
-           "STOCHASTIC_DAMPING", "BATCH_DAMPING", "SignAdaptiveSteps", "STEP_RULES", "LocalExecutor", "DaskExecutor"]
+__all__ = ["fit_sep", "SEPState", "SEPModel", "SEPShard", "Broadcast", "refine_sites", "site_gradient",
+           "log_evidence", "sep_gradient", "STOCHASTIC_DAMPING", "BATCH_DAMPING", "SignAdaptiveSteps", "STEP_RULES",
+           "LocalExecutor", "DaskExecutor", "SHARD_CHUNK"]
 
 #: supplement A.4: damping of the site parameters with minibatches (q is rebuilt after each)
 STOCHASTIC_DAMPING = 0.99
@@ -121,11 +122,11 @@ class Broadcast:
 
 
 def _columns(bc: Broadcast, X):
-    """(a = K_uu^-1 K_uX (M, B), d = diag K_XX - diag K_Xu K_uu^-1 K_uX clipped at 0, K_uX)."""
+    """(a = K_uu^-1 K_uX (M, B), d = diag K_XX - diag K_Xu K_uu^-1 K_uX clipped at 0)."""
     Kux = bc.kernel(bc.Z, X)
     A = linalg.cho_solve((bc.chol_kuu, True), Kux, check_finite=False)
     d = bc.kernel.diag(X) - np.einsum("ij,ij->j", Kux, A)
-    return A, np.maximum(d, 0.0), Kux
+    return A, np.maximum(d, 0.0)
 
 
 def _cavity(A, A_old, tau, nu, bc: Broadcast):
@@ -161,7 +162,7 @@ def refine_sites(X, y, tau, nu, A_old, rule: SiteRule, bc: Broadcast):
     the replaced factors; ``evidence`` = sum of log Z~_n at the state before refining; and the
     largest site change ``change``.
     """
-    A, d, _ = _columns(bc, X)
+    A, d = _columns(bc, X)
     cav = _cavity(A, A_old, tau, nu, bc)
     # the rule removes (tau, nu) from the marginal it is given: give it cavity x site on a_n
     post_var = 1.0 / (1.0 / cav["var"] + tau)
@@ -186,7 +187,7 @@ def site_gradient(X, y, tau, nu, A_old, likelihood, bc: Broadcast):
 
     Returns (d/d log theta (the kernel's, K_uf and diag K_ff parts), d/dZ (M, D) (K_uf part),
     dL/dK_uu contribution (M, M, symmetric)), all sums over the points (not scaled by N/B)."""
-    A, d, _ = _columns(bc, X)
+    A, d = _columns(bc, X)
     cav = _cavity(A, A_old, tau, nu, bc)
     ok = cav["proper"]
     V = cav["var"] + d
@@ -249,7 +250,8 @@ class SEPShard:
         and directions are stored, the sums returned."""
         total = None
         for part in self._chunks(idx):
-            out = refine_sites(self.X[part], self.y[part], self.tau[part], self.nu[part], self.At[part].T, self.rule, bc)
+            out = refine_sites(self.X[part], self.y[part], self.tau[part], self.nu[part], self.At[part].T, self.rule,
+                               bc)
             self.tau[part], self.nu[part], self.At[part], self.status[part] = (out.pop("tau"), out.pop("nu"),
                                                                                 out.pop("A").T, out.pop("status"))
             if total is None:
@@ -285,7 +287,7 @@ class SEPShard:
         total = 0.0
         for start in range(0, self.X.shape[0], SHARD_CHUNK):
             sl = slice(start, start + SHARD_CHUNK)
-            A, d, _ = _columns(bc, self.X[sl])
+            A, d = _columns(bc, self.X[sl])
             cav = _cavity(A, self.At[sl].T, self.tau[sl], self.nu[sl], bc)
             log_z = self.rule.likelihood.tilted_moments(self.y[sl], cav["mean"], cav["var"] + d).log_z
             total += float(np.sum(np.where(cav["proper"], log_z + cav["log_norm_diff"], np.nan)))
@@ -441,7 +443,8 @@ def _rebuild(kernel, Z, prec, lin, jitter):
 
 
 def _prior_gradient_matrix(bc: Broadcast):
-    """dL/dK_uu of Phi(q) - Phi(p) at fixed factors: -1/2 (K^-1 - K^-1 (Sigma + mu mu^T) K^-1) (supplement eq. 34-35)."""
+    """dL/dK_uu of Phi(q) - Phi(p) at fixed factors: -1/2 (K^-1 - K^-1 (Sigma + mu mu^T) K^-1)
+    (supplement eqs. 34-35)."""
     M = bc.Z.shape[0]
     Kinv = linalg.cho_solve((bc.chol_kuu, True), np.eye(M), check_finite=False)
     second = bc.cov_u + np.outer(bc.mean_u, bc.mean_u)
