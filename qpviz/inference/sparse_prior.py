@@ -36,7 +36,8 @@ from scipy.linalg import blas
 
 from qpviz._blas import small_problem_threads, syrk_update_lower
 from qpviz.config import NUMBA_OPTIONS
-from qpviz.inference.inducing import as_inducing, as_inducing_cov, cholesky_kuu, inducing_covariances
+from qpviz.inference.inducing import (as_inducing, as_inducing_cov, cholesky_kuu, covariance_vjp,
+                                      inducing_covariances)
 from qpviz.inference.prior import IndefinitePosterior
 from qpviz.inference.sites import gaussian_power, power_gaussian_moments_numpy, power_site_step
 from qpviz.kernels import Kernel, as_inputs
@@ -107,6 +108,17 @@ class SparsePrior:
 
     def with_kernel(self, kernel: Kernel) -> "SparsePrior":
         return SparsePrior(kernel, self.X, self.Z, self.inducing_cov, self.jitter)
+
+    def inducing_params(self) -> np.ndarray:
+        """The inducing inputs as one vector (row-major Z): what ``optimise_inducing=True`` fits."""
+        if self.inducing_cov is not None:
+            raise NotImplementedError("learning VSGP's centres and local covariances is not available yet")
+        return self.Z.ravel().copy()
+
+    def with_inducing_params(self, kernel: Kernel, params) -> "SparsePrior":
+        """The same prior with ``kernel`` and the inducing inputs of :meth:`inducing_params` ``params``."""
+        return SparsePrior(kernel, self.X, np.asarray(params, float)[:self.Z.size].reshape(self.Z.shape),
+                           self.inducing_cov, self.jitter)
 
     def cross_weights(self, X_new) -> tuple[np.ndarray, np.ndarray]:
         """(W_* = L_uu^-1 K_u*, diag k_**) at new inputs (VSGP: the blurred K~(x, b_j), eq. 14)."""
@@ -243,20 +255,44 @@ class SparseGaussian:
 
     def grad_log_marginal(self) -> np.ndarray:
         """Explicit gradient of the Power-EP energy (:mod:`.ep`) in the kernel's log hyper-parameters
-        at a fixed point of the sites (where the energy is stationary in them: the tilted and q's
-        moments of h_n agree, so the site terms' dependence through q's marginals vanishes).
+        at a fixed point of the sites (:meth:`covariance_gradients`, chained through the kernel's
+        vector-Jacobian products; central differences of the kernel matrices, step 1e-6, for a kernel
+        without them)."""
+        G_uf, G_uu, g_ff = self.covariance_gradients()
+        prior = self.prior
+        try:
+            return covariance_vjp(prior.kernel, prior.X, prior.Z, prior.inducing_cov, G_uf, G_uu, g_ff)[0]
+        except NotImplementedError:
+            return np.array([np.sum(G_uf * dKuf) + np.sum(G_uu * dKuu) + g_ff @ dkff
+                             for dKuu, dKuf, dkff in _covariance_differences(prior)])
 
-        The energy depends on theta through Q = K_fu K_uu^-1 K_uf and d = diag K_ff - diag Q:
+    def grad_inducing(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """(dF/dZ (M, D), dF/dC (M, D, D) for VSGP's local covariances, else None): the same
+        energy's gradient in the inducing inputs, at a fixed point of the sites."""
+        prior = self.prior
+        _, grad_Z, grad_C = covariance_vjp(prior.kernel, prior.X, prior.Z, prior.inducing_cov,
+                                           *self.covariance_gradients())
+        return grad_Z, grad_C
+
+    def grad_inducing_params(self) -> np.ndarray:
+        """:meth:`grad_inducing` as one vector, in the order of :meth:`SparsePrior.inducing_params`."""
+        return self.grad_inducing()[0].ravel()
+
+    def covariance_gradients(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(dF/dK_uf (M, N), dF/dK_uu (M, M), dF/d diag K_ff (N,)) of the Power-EP energy F at a fixed
+        point of the sites (where F is stationary in them: the tilted and q's moments of h_n agree,
+        so the site terms' dependence through q's marginals vanishes).
+
+        F depends on the covariances through Q = K_fu K_uu^-1 K_uf and d = diag K_ff - diag Q:
 
             dF = tr(G dQ) + sum_n s_n dk_nn,   G = 1/2 (a a^T - R) - diag(s),
             R = (Q + T^-1)^-1 = T - T Cov(h) T,  a = ``alpha``,
             s_n = (1/alpha) d log Z~_n / d d_n = 1/(2 alpha) [((mu_f - m_c)/V)^2 + (s_f^2 - V)/V^2]
 
         (the tilted f-moments mu_f, s_f^2 of cavity N(m_c, V = v_c + d_n); the dense prior's R&W eq.
-        5.9 is the first term), and with A = K_uu^-1 K_uf, B = A G (M x N, formed without N x N arrays),
-        tr(G dQ) = 2 sum(B o dK_uf) - sum((B A^T) o dK_uu). The kernel matrices' derivatives are
-        central differences in log theta (step 1e-6; :mod:`qpviz.kernels` has no cross-covariance
-        or blurred-VSGP gradients): O(N M D) per hyper-parameter, ~1e-9 relative.
+        5.9 is the first term). With A = K_uu^-1 K_uf and B = A G (M x N, formed without N x N
+        arrays), tr(G dQ) = 2 sum(B o dK_uf) - sum((B A^T) o dK_uu): dF/dK_uf = 2 B,
+        dF/dK_uu = -A G A^T, dF/d diag K_ff = s.
         """
         likelihood = getattr(self, "likelihood", None)
         if likelihood is None:
@@ -282,10 +318,7 @@ class SparseGaussian:
         B = (0.5 * np.outer(A @ a, a) - 0.5 * A_tau + 0.5 * ((A_tau @ Vmat.T) @ Vmat) * tau[None, :]
              - A * s[None, :])
         BA = B @ A.T
-        grads = []
-        for dKuu, dKuf, dkff in _covariance_differences(prior):
-            grads.append(2.0 * np.sum(B * dKuf) - np.sum(BA * dKuu) + s @ dkff)
-        return np.array(grads)
+        return 2.0 * B, -0.5 * (BA + BA.T), s
 
 
 def _covariance_differences(prior: SparsePrior, step: float = 1e-6):
