@@ -165,7 +165,10 @@ def _blurred_rbf(kernel: RBF, A: np.ndarray, CA: np.ndarray, B: np.ndarray, CB: 
     """s2 sqrt(|Lambda| / |Lambda + C_i + C'_j|) exp(-1/2 d^T (Lambda + C_i + C'_j)^-1 d), d = a_i - b_j,
     for rows a_i of A with covariances CA[i] against rows b_j of B with CB[j] (None: zero)."""
     lam = _lambda(kernel, A.shape[1])
-    return np.stack([_blurred_rbf_row(kernel, lam, A[i], CA[i], B, CB)[0] for i in range(A.shape[0])])
+    out = np.empty((A.shape[0], B.shape[0]))  # filled row by row: no second copy of K_uf
+    for i in range(A.shape[0]):
+        out[i] = _blurred_rbf_row(kernel, lam, A[i], CA[i], B, CB)[0]
+    return out
 
 
 def _require_rbf(kernel: Kernel) -> None:
