@@ -18,6 +18,12 @@ from the kernel:
 
   and C_j -> 0 gives back the pseudo-points at the centres.
 
+:func:`covariance_vjp` chains an objective's gradients in K_uf, K_uu and diag K_ff back to the
+log hyper-parameters, the inducing inputs (centres) Z and, for VSGP, the local covariances C_j.
+To learn C_j, :func:`pack_inducing_cov` maps them to unconstrained numbers (log c_j for C_j = c_j I;
+the Cholesky factor with log diagonal for full C_j), :func:`unpack_inducing_cov` maps back and
+:func:`packed_inducing_cov_grad` carries dL/dC to those numbers.
+
 The Cholesky factor of K_uu is taken in one place, :func:`cholesky_kuu`, with the package's
 jitter (:data:`qpviz.config.JITTER`, as the dense prior). Inducing inputs start at K-means
 centres of X (:func:`kmeans_inducing`; paper 002 sec. 5 initialises its basis points so).
