@@ -193,7 +193,7 @@ def _fit_sparse_closed_form(X, y, lik, kernel, method, optimise, optimise_induci
         raise TypeError(f"method={method!r} needs inducing=Z (an (M, D) array of inducing inputs, or an int M "
                         "for K-means centres)")
     if options.get("inducing_cov") is not None:
-        raise ValueError("learning VSGP's centres (inducing_cov with optimise_inducing=True) is not available yet")
+        raise ValueError(f"method={method!r} has pseudo-points only; VSGP's inducing_cov needs method='ep' or 'qp'")
     unused = sorted(set(options) - {"inducing", "alpha", "blocks", "seed", "inducing_cov"})
     if unused and method in ("ep", "qp"):
         raise TypeError(f"option(s) {unused} do not apply to the closed-form Power EP of a Gaussian likelihood")

@@ -37,7 +37,8 @@ from scipy.linalg import blas
 from qpviz._blas import small_problem_threads, syrk_update_lower
 from qpviz.config import NUMBA_OPTIONS
 from qpviz.inference.inducing import (as_inducing, as_inducing_cov, cholesky_kuu, covariance_vjp,
-                                      inducing_covariances)
+                                      inducing_covariances, pack_inducing_cov, packed_inducing_cov_grad,
+                                      unpack_inducing_cov)
 from qpviz.inference.prior import IndefinitePosterior
 from qpviz.inference.sites import gaussian_power, power_gaussian_moments_numpy, power_site_step
 from qpviz.kernels import Kernel, as_inputs
@@ -71,6 +72,8 @@ class SparsePrior:
         self.Z = as_inducing(Z, self.X)
         self.inducing_cov = (None if inducing_cov is None
                              else as_inducing_cov(inducing_cov, self.Z.shape[0], self.Z.shape[1]))
+        #: VSGP given spherical covariances ((M,): c_j I): learning keeps them spherical
+        self.spherical_cov = inducing_cov is not None and np.ndim(inducing_cov) == 1
         self.jitter = jitter
         cov = inducing_covariances(kernel, self.X, self.Z, self.inducing_cov)
         self._Lu, self.jitter_used = cholesky_kuu(cov.Kuu, jitter)
@@ -107,18 +110,30 @@ class SparsePrior:
         return self._scratch
 
     def with_kernel(self, kernel: Kernel) -> "SparsePrior":
-        return SparsePrior(kernel, self.X, self.Z, self.inducing_cov, self.jitter)
+        return SparsePrior(kernel, self.X, self.Z, self._given_cov(self.inducing_cov), self.jitter)
+
+    def _given_cov(self, cov):
+        """(M, D, D) covariances in the form this prior was given them ((M,) when spherical)."""
+        return cov[:, 0, 0].copy() if self.spherical_cov else cov
 
     def inducing_params(self) -> np.ndarray:
-        """The inducing inputs as one vector (row-major Z): what ``optimise_inducing=True`` fits."""
-        if self.inducing_cov is not None:
-            raise NotImplementedError("learning VSGP's centres and local covariances is not available yet")
-        return self.Z.ravel().copy()
+        """What ``optimise_inducing=True`` fits, as one unconstrained vector: Z row by row, then (VSGP)
+        the local covariances packed by :func:`qpviz.inference.inducing.pack_inducing_cov` (log c_j
+        when they were given spherical, else each Cholesky factor with a log diagonal)."""
+        if self.inducing_cov is None:
+            return self.Z.ravel().copy()
+        return np.concatenate([self.Z.ravel(), pack_inducing_cov(self.inducing_cov, self.spherical_cov)])
 
     def with_inducing_params(self, kernel: Kernel, params) -> "SparsePrior":
-        """The same prior with ``kernel`` and the inducing inputs of :meth:`inducing_params` ``params``."""
-        return SparsePrior(kernel, self.X, np.asarray(params, float)[:self.Z.size].reshape(self.Z.shape),
-                           self.inducing_cov, self.jitter)
+        """The same prior with ``kernel`` and the inducing inputs (and covariances) of the vector
+        ``params`` of :meth:`inducing_params`."""
+        params = np.asarray(params, float)
+        M, D = self.Z.shape
+        Z = params[:M * D].reshape(M, D)
+        cov = None
+        if self.inducing_cov is not None:
+            cov = self._given_cov(unpack_inducing_cov(params[M * D:], M, D, self.spherical_cov))
+        return SparsePrior(kernel, self.X, Z, cov, self.jitter)
 
     def cross_weights(self, X_new) -> tuple[np.ndarray, np.ndarray]:
         """(W_* = L_uu^-1 K_u*, diag k_**) at new inputs (VSGP: the blurred K~(x, b_j), eq. 14)."""
@@ -276,7 +291,11 @@ class SparseGaussian:
 
     def grad_inducing_params(self) -> np.ndarray:
         """:meth:`grad_inducing` as one vector, in the order of :meth:`SparsePrior.inducing_params`."""
-        return self.grad_inducing()[0].ravel()
+        grad_Z, grad_C = self.grad_inducing()
+        if grad_C is None:
+            return grad_Z.ravel()
+        packed = self.prior.inducing_params()[grad_Z.size:]
+        return np.concatenate([grad_Z.ravel(), packed_inducing_cov_grad(packed, grad_C, self.prior.spherical_cov)])
 
     def covariance_gradients(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(dF/dK_uf (M, N), dF/dK_uu (M, M), dF/d diag K_ff (N,)) of the Power-EP energy F at a fixed
