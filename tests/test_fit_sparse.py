@@ -189,3 +189,34 @@ def test_vsgp_learns_centres_and_local_covariances(spherical):
     if spherical:
         assert np.allclose(cov, cov[:, :1, :1] * np.eye(2))
     assert not np.allclose(cov, start.prior.inducing_cov)
+
+
+def test_gfitc_training_reports_validation_curves_and_stops_on_request():
+    """``method="ep", inducing=Z, optimise=True`` (GFITC) with the training options of SEP / SVI:
+    one history entry per converged evaluation with the validation scores; a stop request keeps the
+    best point so far, and the posterior is usable."""
+    import threading
+
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-3, 3, (120, 1))
+    y = np.where(np.sin(2 * X[:, 0]) + 0.3 * rng.normal(size=120) > 0, 1.0, -1.0)
+    X_val = rng.uniform(-3, 3, (50, 1))
+    y_val = np.where(np.sin(2 * X_val[:, 0]) > 0, 1.0, -1.0)
+    kernel = qpviz.kernels.RBF(variance=1.0, lengthscale=2.0)
+    seen = []
+    post = qpviz.fit(X, y, "probit", kernel, method="ep", inducing=8, optimise=True, validation=(X_val, y_val),
+                     callback=seen.append)
+    history = post.history
+    assert len(history) == len(seen) >= 3
+    assert {"step", "epoch", "wall_time", "objective", "test_error", "ntll"} <= set(history[0])
+    assert seen[0]["inducing"].shape == (8, 1) and "inducing" not in history[0]
+    assert history[-1]["test_error"] < history[0]["test_error"] or history[-1]["ntll"] < history[0]["ntll"]
+    assert max(e["objective"] for e in history) == pytest.approx(post.diagnostics["optimisation"]["log_evidence"],
+                                                                    abs=1e-6)
+    stop = threading.Event()
+    stopped = qpviz.fit(X, y, "probit", kernel, method="ep", inducing=8, optimise=True,
+                        callback=lambda entry: stop.set() if entry["step"] >= 2 else None, stop=stop)
+    assert stopped.diagnostics["optimisation"]["stopped"] and len(stopped.history) == 2
+    assert np.all(np.isfinite(stopped.predict_proba(X_val)))
+    with pytest.raises(TypeError, match="need optimise=True"):
+        qpviz.fit(X, y, "probit", kernel, method="ep", inducing=8, validation=(X_val, y_val))

@@ -19,10 +19,12 @@ import numpy as np
 from scipy import optimize
 
 from qpviz import config
+from qpviz.inference import metrics
 from qpviz.inference.ep import run_sites
 from qpviz.inference.laplace import run_laplace
 from qpviz.inference.mcmc import run_mcmc
 from qpviz.inference.posterior import GPPosterior, SamplePosterior
+from qpviz.inference.stochastic import TrainingRecord
 from qpviz.inference.dense import DensePrior
 from qpviz.inference.vb import run_vb
 from qpviz.kernels import Kernel, as_inputs
@@ -36,12 +38,16 @@ __all__ = ["fit", "optimise_hyperparameters", "likelihood_log_param_grad", "METH
 SPARSE_REGRESSION = ("fitc", "pitc", "dtc", "vfe")
 METHODS = ("ep", "qp", "vb", "laplace", "mcmc") + SPARSE_REGRESSION
 
+#: What a training run reports as it goes (:class:`qpviz.inference.stochastic.TrainingRecord`): held-out
+#: data scored per step, a callback per recorded step, a stop request, a progress bar
+TRAINING_OPTIONS = ("validation", "callback", "stop", "progress")
+
 #: options each method accepts (besides ``jitter``, ``prior`` and ``max_opt_iter``)
 OPTIONS = {
     "ep": ("tol", "damping", "order", "parallel", "max_sweeps", "seed", "use_table", "init", "warn", "refresh",
-           "inducing", "alpha", "inducing_cov", "optimise_inducing"),
+           "inducing", "alpha", "inducing_cov", "optimise_inducing") + TRAINING_OPTIONS,
     "qp": ("tol", "damping", "order", "parallel", "max_sweeps", "seed", "use_table", "init", "warn", "refresh",
-           "inducing", "alpha", "inducing_cov", "optimise_inducing"),
+           "inducing", "alpha", "inducing_cov", "optimise_inducing") + TRAINING_OPTIONS,
     "vb": ("tol", "damping", "max_iter", "warn"),
     "laplace": ("tol", "max_iter", "warn"),
     "mcmc": ("n_samples", "burn_in", "thin", "seed"),
@@ -51,6 +57,10 @@ OPTIONS = {
     "vfe": ("inducing", "optimise_inducing", "seed"),
 }
 _COMMON = ("jitter", "prior", "max_opt_iter", "optimise_likelihood", "bounds")
+
+
+class _StopTraining(Exception):
+    """A stop request (``stop=`` of :func:`fit`) inside the optimiser's objective."""
 
 
 class OptimiserBoundWarning(UserWarning):
@@ -87,7 +97,12 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
     ``"ep"`` / ``"qp"`` Power EP on pseudo-points (``alpha`` in (0, 1], default 1) or VSGP
     (``inducing_cov``) for any likelihood (:mod:`.sparse_prior`); ``"fitc"``, ``"pitc"``
     (``blocks``), ``"dtc"`` and ``"vfe"`` are the closed forms for the Gaussian likelihood
-    (:mod:`.sparse_regression`). ``optimise_inducing=True`` also learns Z: by the closed forms for
+    (:mod:`.sparse_regression`). Training options of EP / QP with ``optimise=True`` (GFITC is
+    ``method="ep", inducing=Z``), as for SEP and SVI: ``validation=(X_val, y_val)`` scores each
+    converged evaluation, ``callback(entry)`` sees each, ``stop`` (a ``threading.Event`` or a
+    callable) ends the optimisation at its best point so far, ``progress=True`` shows a bar; the
+    posterior's ``history`` is then that record (wall time, evidence, test error, NTLL per
+    evaluation) instead of EP's per-sweep convergence measures. ``optimise_inducing=True`` also learns Z: by the closed forms for
     the Gaussian likelihood, else by the Power-EP energy's gradient in Z (:func:`optimise_hyperparameters`).
     """
     if method not in METHODS:
@@ -141,6 +156,12 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
     if y.shape != (prior.n,):
         raise ValueError(f"y must have one entry per row of X ({prior.n}); got shape {y.shape}")
 
+    training = {k: options.pop(k) for k in TRAINING_OPTIONS if k in options}
+    if training and not (optimise or optimise_inducing):
+        raise TypeError(f"{sorted(training)} report on training: they need optimise=True (or optimise_inducing=True)")
+    record = (TrainingRecord(max_opt_iter, label=f"{method} (L-BFGS-B)", validation=training.get("validation"),
+                             stop=training.get("stop"), callback=training.get("callback"),
+                             progress=bool(training.get("progress", False))) if training else None)
     diagnostics: dict = {}
     if optimise or optimise_inducing:
         ep_options = {k: v for k, v in options.items() if k in _EP_FOR_OPTIMISATION}
@@ -150,7 +171,11 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
         prior, run_lik, report = optimise_hyperparameters(prior, run_lik, y, max_iter=max_opt_iter, bounds=bounds,
                                                           optimise_likelihood=optimise_likelihood,
                                                           objective=objective, optimise_kernel=optimise,
-                                                          optimise_inducing=optimise_inducing, **ep_options)
+                                                          optimise_inducing=optimise_inducing, record=record,
+                                                          predict_likelihood=lik if sparse_report else None,
+                                                          **ep_options)
+        if record is not None:
+            record.close()
         if sparse_report:
             sparse_report["inducing"] = prior.Z
         else:
@@ -164,7 +189,7 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
         diagnostics.update(n_clipped=res.n_clipped, n_skipped=res.n_skipped, cavity_tau=res.cavity_tau,
                            cavity_nu=res.cavity_nu, log_z=res.log_z, sweep_drift=res.drift, **sparse_report)
         return GPPosterior(method, lik, prior.X, y, res.state, res.log_marginal_likelihood, res.converged,
-                           res.n_sweeps, res.history, diagnostics)
+                           res.n_sweeps, res.history if record is None else record.history, diagnostics)
     if method == "vb":
         state, value, converged, n_iter, history = run_vb(prior, lik, y, **options)
         return GPPosterior(method, lik, prior.X, y, state, value, converged, n_iter, history, diagnostics)
@@ -288,7 +313,7 @@ def _failed_trial(theta, best) -> tuple[float, np.ndarray]:
 
 def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, bounds=None,
                              optimise_likelihood: bool = False, objective: str = "ep", optimise_kernel: bool = True,
-                             optimise_inducing: bool = False, **ep_options):
+                             optimise_inducing: bool = False, record=None, predict_likelihood=None, **ep_options):
     """Maximise log Z_EP (eq. 4; ``objective="ep"``) or VB's ELBO (``objective="vb"``) over the
     kernel's log hyper-parameters with L-BFGS-B.
 
@@ -310,6 +335,11 @@ def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, bound
     fitted kernel, fitted likelihood, report with theta, the fitted values by name, the names on a
     bound, log evidence, evaluations, scipy's message and the last sites). A value on a bound
     raises an :class:`OptimiserBoundWarning`.
+
+    ``record``: a :class:`qpviz.inference.stochastic.TrainingRecord` that gets one entry per
+    converged evaluation (wall time, the evidence, validation error / NTLL of that evaluation's
+    posterior, predicting with ``predict_likelihood``; the inducing inputs reach its callback). A
+    stop request ends the optimisation at the best point evaluated so far (report ``"stopped"``).
     """
     if objective not in ("ep", "vb"):
         raise ValueError(f"objective must be 'ep' (EP's evidence) or 'vb' (VB's bound); got {objective!r}")
@@ -356,6 +386,16 @@ def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, bound
         cache["init"] = (state.tau, state.nu)
         if cache["best"] is None or -value < cache["best"][1]:
             cache["best"] = (np.array(theta, dtype=float), -float(value))
+        if record is not None:
+            pred_lik = lik if predict_likelihood is None else predict_likelihood
+
+            def evaluate(X_val, y_val):
+                return metrics.evaluate(GPPosterior("ep", pred_lik, trial.X, y, state, value, True, 0, [], {}),
+                                        X_val, y_val)
+
+            live = {"inducing": trial.Z} if hasattr(trial, "Z") else None
+            if not record.step(cache["evals"], 0, value, evaluate=evaluate, live=live):
+                raise _StopTraining
         grad = state.grad_log_marginal() if optimise_kernel else np.empty(0)
         if lik_names:
             extra = (likelihood_log_param_grad(lik, lik_names, y, *cavities) if cavities is not None
@@ -369,8 +409,12 @@ def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, bound
     if lik_names:
         theta0 = np.concatenate([theta0, np.log([likelihood.params[n] for n in lik_names])])
     theta0 = np.clip(theta0, [b[0] for b in log_bounds], [b[1] for b in log_bounds])
-    out = optimize.minimize(loss, np.concatenate([theta0, inducing0]), jac=True, method="L-BFGS-B",
-                            bounds=log_bounds + [(None, None)] * inducing0.size, options={"maxiter": int(max_iter)})
+    try:
+        out = optimize.minimize(loss, np.concatenate([theta0, inducing0]), jac=True, method="L-BFGS-B",
+                                bounds=log_bounds + [(None, None)] * inducing0.size,
+                                options={"maxiter": int(max_iter)})
+    except _StopTraining:  # the best point so far stands; the report says the run was stopped
+        out = optimize.OptimizeResult(x=cache["best"][0], success=False, message="stopped on request")
     fitted, fitted_lik = build(out.x)
     final_state, final_value, _, _ = run(fitted, fitted_lik, None)
     at_bound = [name for name, value, (low, high) in zip(names, out.x, log_bounds)
@@ -397,6 +441,7 @@ def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, bound
         "success": bool(out.success),
         "message": str(out.message),
         "sites": (final_state.tau, final_state.nu),
+        "stopped": bool(record is not None and record.stopped),
     }
     if optimise_inducing:
         report["inducing"] = fitted.Z.copy()
