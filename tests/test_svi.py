@@ -141,7 +141,7 @@ def test_stochastic_training_gets_close_to_batch_and_records_its_history():
 
 
 @pytest.mark.parametrize("minibatch", [20, 200])
-def test_a_stop_request_ends_training_and_keeps_a_usable_posterior(minibatch):
+def test_a_stop_request_ends_training_and_keeps_a_usable_posterior(minibatch, capsys):
     X, y = _classification(100)
     stop = threading.Event()
 
@@ -150,7 +150,8 @@ def test_a_stop_request_ends_training_and_keeps_a_usable_posterior(minibatch):
             stop.set()
 
     post = qpviz.fit(X, y, "probit", RBF(), method="svi", inducing=6, minibatch=minibatch, epochs=50,
-                     record_every=1, stop=stop, callback=after)
+                     record_every=1, stop=stop, callback=after, progress=True)
+    assert "svi" in capsys.readouterr().err  # the command-line progress bar
     assert post.stopped and not post.converged
     assert [h["step"] for h in post.history] == [1, 2, 3, 4, 5] and post.n_sweeps == 5
     proba = post.predict_proba(X)
