@@ -281,6 +281,7 @@ class SVIPosterior(_Predictions):
         self.stopped = bool(stopped)
         self.site_mean = self.site_var = None
         self._params = params
+        self._train = None
         self._Luu, _ = cholesky_kuu(params.kernel(params.Z), jitter)
 
     def predict_f(self, X_new, full_cov: bool = False):
@@ -295,13 +296,18 @@ class SVIPosterior(_Predictions):
             mean[rows], var[rows], *_ = _marginals(X_new[rows], self._params, self._Luu, self.whiten)
         return mean, var
 
+    def _training(self):
+        if self._train is None:
+            self._train = self.predict_f(self.X)
+        return self._train
+
     @property
     def mean(self) -> np.ndarray:
-        return self.predict_f(self.X)[0]
+        return self._training()[0]
 
     @property
     def var(self) -> np.ndarray:
-        return self.predict_f(self.X)[1]
+        return self._training()[1]
 
 
 # --------------------------------------------------------------------------------------------
@@ -331,7 +337,9 @@ def fit_svi(X, y, likelihood, kernel: Kernel, *, optimise: bool = True, inducing
     kernel's log hyper-parameters (within ``bounds``, :func:`qpviz.inference.fit.resolve_bounds`)
     and, unless ``optimise_inducing=False``, Z; q(u) is always learnt. ``minibatch >= N``: batch
     L-BFGS-B, at most ``max_opt_iter`` iterations (``epochs`` is ignored); otherwise ``epochs``
-    passes of Adadelta steps on shuffled minibatches (``seed``). ``validation=(X_val, y_val)`` adds
+    passes of Adadelta steps on shuffled minibatches (``seed``), after which the bound itself is
+    computed once over all the data (``log_marginal_likelihood``; the last minibatch estimate is
+    ``diagnostics["last_estimate"]``). ``validation=(X_val, y_val)`` adds
     the test error and NTLL to the ``history`` entries (every ``record_every`` steps; default about
     20 per epoch, every iteration in batch mode); ``stop`` (a ``threading.Event`` or a callable)
     ends training after the current step and the posterior is the last state; ``callback(entry)``
@@ -357,9 +365,10 @@ def fit_svi(X, y, likelihood, kernel: Kernel, *, optimise: bool = True, inducing
     theta_bounds = resolve_bounds(kernel.param_names, bounds) if optimise else []
     box = [(None, None)] * (params.m.size + packing.n_L) + theta_bounds + [(None, None)] * (Z.size if learn_Z else 0)
 
-    def evaluate(state_params):
+    def evaluate(x):
+        """The validation scores of the packed parameters x (called only for recorded steps)."""
         def scores(X_val, y_val):
-            post = SVIPosterior(likelihood, X, y, state_params, whiten, bound=np.nan, converged=False, n_steps=0,
+            post = SVIPosterior(likelihood, X, y, packing.unpack(x), whiten, bound=np.nan, converged=False, n_steps=0,
                                 history=[], diagnostics={}, stopped=False, jitter=jitter)
             return metrics.evaluate(post, X_val, y_val)
         return scores
@@ -373,6 +382,7 @@ def fit_svi(X, y, likelihood, kernel: Kernel, *, optimise: bool = True, inducing
         total_steps = epochs * per_epoch
         every = (max(1, per_epoch // 20) if record_every is None
                  else _check_positive_int(record_every, "record_every"))
+    diagnostics: dict = {}
     record = TrainingRecord(total_steps, label="svi", validation=validation, every=every, stop=stop,
                             callback=callback, progress=progress)
     # every product has an inner or outer dimension M (M x |batch|, M x M): for M below
@@ -387,12 +397,16 @@ def fit_svi(X, y, likelihood, kernel: Kernel, *, optimise: bool = True, inducing
                 x, bound, converged, steps, message = _train_stochastic(X, y, likelihood, whiten, jitter, packing, x0,
                                                                         theta_bounds, minibatch, epochs, seed, record,
                                                                         evaluate)
+            final = packing.unpack(x)
+            if not batch:  # the minibatch estimates are noisy: report the bound itself (in shards)
+                diagnostics["last_estimate"] = bound
+                bound = svi_bound(X, y, final, likelihood, whiten, jitter=jitter, shard_size=shard_size,
+                                  gradients=False)[0]
         finally:
             record.close()
-    final = packing.unpack(x)
-    diagnostics = {"inducing": final.Z, "hyperparameters": final.kernel.params, "mode": "batch" if batch else
+    diagnostics.update({"inducing": final.Z, "hyperparameters": final.kernel.params, "mode": "batch" if batch else
                    "stochastic", "message": message, "n_inducing": final.Z.shape[0], "minibatch": min(minibatch, n),
-                   "whiten": whiten}
+                   "whiten": whiten})
     return SVIPosterior(likelihood, X, y, final, whiten, bound=bound, converged=converged, n_steps=steps,
                         history=record.history, diagnostics=diagnostics, stopped=record.stopped, jitter=jitter)
 
@@ -416,7 +430,7 @@ def _train_batch(X, y, likelihood, whiten, jitter, shard_size, packing, x0, box,
         state["steps"] += 1
         state["x"] = x.copy()
         state["bound"] = -float(intermediate_result.fun)
-        if not record.step(state["steps"], 1, state["bound"], evaluate(packing.unpack(x))):
+        if not record.step(state["steps"], 1, state["bound"], evaluate(x)):
             raise _Stopped
 
     try:
@@ -426,7 +440,7 @@ def _train_batch(X, y, likelihood, whiten, jitter, shard_size, packing, x0, box,
     except _Stopped:
         return state["x"], state["bound"], False, state["steps"], "stopped on request"
     if not state["steps"] or state["steps"] != out.nit:
-        record.step(max(state["steps"], 1), 1, -float(out.fun), evaluate(packing.unpack(out.x)), last=True)
+        record.step(max(state["steps"], 1), 1, -float(out.fun), evaluate(out.x), last=True)
     return out.x, -float(out.fun), bool(out.success), int(out.nit), str(out.message)
 
 
@@ -452,6 +466,6 @@ def _train_stochastic(X, y, likelihood, whiten, jitter, packing, x0, theta_bound
             if packing.n_theta:  # the optimiser's hyper-parameter bounds, as in batch mode
                 x[theta_slice] = np.clip(x[theta_slice], low, high)
             step += 1
-            if not record.step(step, epoch, estimate, evaluate(packing.unpack(x)), last=step == total):
+            if not record.step(step, epoch, estimate, evaluate(x), last=step == total):
                 return x, estimate, False, step, "stopped on request"
     return x, estimate, True, step, f"{epochs} epoch(s) of {minibatch}-point minibatches"
