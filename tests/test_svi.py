@@ -8,7 +8,7 @@ import pytest
 import qpviz
 from qpviz.inference import svi
 from qpviz.inference.fit import METHODS, OPTIONS
-from qpviz.inference.inducing import kmeans_inducing
+from qpviz.inference.inducing import cholesky_kuu, kmeans_inducing
 from qpviz.inference.metrics import evaluate
 from qpviz.kernels import RBF
 from qpviz.scalable_data import synthetic_classification
@@ -184,3 +184,24 @@ def test_a_fixed_kernel_needs_no_kernel_gradients():
     assert post.converged and post.kernel == kernel
     with pytest.raises(NotImplementedError, match="vector-Jacobian"):
         qpviz.fit(X[:, :1], y, "probit", kernel, method="svi", inducing=5, minibatch=40, optimise=True)
+
+
+@pytest.mark.parametrize("whiten", [True, False])
+def test_shards_add_up_to_the_whole_and_survive_pickling(whiten):
+    """What mapping the data term over (Dask) shards needs: a partition's shard terms sum to the
+    whole data term, and the broadcast arguments travel by pickle unchanged."""
+    import pickle
+
+    X, y = _classification(50)
+    kernel = RBF(variance=1.2, lengthscale=[0.9, 1.1])
+    params = _random_parameters(kernel, X[:6] + 0.05, whiten, np.random.default_rng(6))
+    lik = qpviz.likelihood("probit")
+    Luu, _ = cholesky_kuu(kernel(params.Z))
+    whole = svi.shard_terms(X, y, params, Luu, lik, whiten)
+    shipped = pickle.loads(pickle.dumps((params, Luu, lik)))
+    parts = [svi.shard_terms(X[rows], y[rows], *shipped[:2], shipped[2], whiten) for rows in np.array_split(
+        np.arange(50), 4)]
+    total = parts[0] + parts[1] + parts[2] + parts[3]
+    assert total.value == pytest.approx(whole.value, rel=1e-12)
+    for name in ("d_m", "d_L", "d_theta", "d_Z"):
+        np.testing.assert_allclose(getattr(total, name), getattr(whole, name), rtol=1e-10, atol=1e-12)
