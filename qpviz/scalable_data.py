@@ -4,7 +4,9 @@
   with ``planes`` on ``tailnum``), "arrival delayed (arr_delay > 0) or not" from the airline
   features of paper 003 sec. 4.6: aircraft age (2013 - year built), distance, air time,
   departure and arrival time (minutes after midnight), day of week, day of month, month.
-  Complete rows only; a held-out test set; features standardised with the training statistics.
+  Complete rows only: of 336,776 flights 327,346 have every flight feature, 279,017 of those
+  a ``planes`` record, and 273,853 a year built (the aircraft age). A held-out test set;
+  features standardised with the training statistics.
   The processed arrays are cached (``np.savez`` in the user cache folder, :func:`cache_dir`), so
   that a second load skips the join.
 * :func:`digits_odd_even`: scikit-learn's bundled 8 x 8 digits, odd (+1) vs even (-1): a small
