@@ -131,7 +131,11 @@ def test_stochastic_training_gets_close_to_batch_and_records_its_history():
     assert batch_error < 0.12  # a non-linear problem (the linear baseline's error is about 0.4)
     assert abs(scores["test_error"] - batch_error) < 0.015
     history = stochastic.history
-    assert entries == history and len(history) == 600  # 20 steps per epoch, every one recorded
+    assert len(history) == 600  # 20 steps per epoch, every one recorded
+    assert [{k: v for k, v in e.items() if k != "inducing"} for e in entries] == history
+    assert entries[-1]["inducing"].shape == (20, 2) and "inducing" not in history[-1]
+    np.testing.assert_array_equal(entries[-1]["inducing"], stochastic.inducing)
+    assert not np.allclose(entries[0]["inducing"], entries[-1]["inducing"])  # Z moves
     assert history[-1]["test_error"] == scores["test_error"] and history[-1]["ntll"] == scores["ntll"]
     assert [h["epoch"] for h in history[::20]] == list(range(1, 31))
     assert np.all(np.diff([h["wall_time"] for h in history]) > 0)

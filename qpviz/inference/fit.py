@@ -91,7 +91,8 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
     ``"ep"`` / ``"qp"`` Power EP on pseudo-points (``alpha`` in (0, 1], default 1) or VSGP
     (``inducing_cov``) for any likelihood (:mod:`.sparse_prior`); ``"fitc"``, ``"pitc"``
     (``blocks``), ``"dtc"`` and ``"vfe"`` are the closed forms for the Gaussian likelihood
-    (:mod:`.sparse_regression`), where ``optimise_inducing=True`` also learns Z (for EP / QP too).
+    (:mod:`.sparse_regression`). ``optimise_inducing=True`` also learns Z: by the closed forms for
+    the Gaussian likelihood, else by the Power-EP energy's gradient in Z (:func:`optimise_hyperparameters`).
 
     ``"svi"`` (issue 13; :func:`qpviz.inference.svi.fit_svi`): the variational bound on inducing
     points, batch (L-BFGS-B, ``minibatch >= N``) or stochastic (Adadelta on ``minibatch``-point
@@ -115,7 +116,8 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
     if bounds is not None and not optimise:
         raise TypeError("bounds limit the hyper-parameters that optimise=True fits; pass optimise=True or drop bounds")
     optimise_inducing = options.pop("optimise_inducing", False)
-    if method in SPARSE_REGRESSION or (optimise_inducing and method in ("ep", "qp")):
+    if method in SPARSE_REGRESSION or (optimise_inducing and method in ("ep", "qp") and lik.name == "gaussian"
+                                       and options.get("inducing_cov") is None):
         return _fit_sparse_closed_form(X, y, lik, kernel, method, optimise, optimise_inducing, optimise_likelihood,
                                        prior, jitter, max_opt_iter, bounds, options)
     # Power EP on pseudo-points / VSGP (issue 12): a sparse prior and the tempered likelihood
@@ -141,6 +143,9 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
                             jitter)
         sparse_report = dict(alpha=run_lik.alpha, inducing=prior.Z, M=prior.m, jitter=prior.jitter_used,
                              n_negative_cond_var=prior.n_negative_cond_var)
+    if optimise_inducing and inducing is None:
+        raise TypeError("optimise_inducing=True learns the inducing inputs of a sparse prior: pass inducing=Z "
+                        "(an (M, D) array, or an int M for K-means centres) too")
     if prior is None:
         prior = DensePrior(kernel, X, jitter=jitter)
     y = lik.check_y(y)
@@ -148,15 +153,18 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
         raise ValueError(f"y must have one entry per row of X ({prior.n}); got shape {y.shape}")
 
     diagnostics: dict = {}
-    if optimise:
+    if optimise or optimise_inducing:
         ep_options = {k: v for k, v in options.items() if k in _EP_FOR_OPTIMISATION}
         objective = "vb" if method == "vb" else "ep"
         if objective == "vb":
             ep_options = {k: v for k, v in options.items() if k in ("tol", "damping", "max_iter")}
         prior, run_lik, report = optimise_hyperparameters(prior, run_lik, y, max_iter=max_opt_iter, bounds=bounds,
                                                           optimise_likelihood=optimise_likelihood,
-                                                          objective=objective, **ep_options)
-        if not sparse_report:
+                                                          objective=objective, optimise_kernel=optimise,
+                                                          optimise_inducing=optimise_inducing, **ep_options)
+        if sparse_report:
+            sparse_report["inducing"] = prior.Z
+        else:
             lik = run_lik
         diagnostics["optimisation"] = report
         if method in ("ep", "qp", "vb") and "init" not in options:
@@ -196,7 +204,7 @@ def _fit_sparse_closed_form(X, y, lik, kernel, method, optimise, optimise_induci
         raise TypeError(f"method={method!r} needs inducing=Z (an (M, D) array of inducing inputs, or an int M "
                         "for K-means centres)")
     if options.get("inducing_cov") is not None:
-        raise ValueError("learning VSGP's centres (inducing_cov with optimise_inducing=True) is not available yet")
+        raise ValueError(f"method={method!r} has pseudo-points only; VSGP's inducing_cov needs method='ep' or 'qp'")
     unused = sorted(set(options) - {"inducing", "alpha", "blocks", "seed", "inducing_cov"})
     if unused and method in ("ep", "qp"):
         raise TypeError(f"option(s) {unused} do not apply to the closed-form Power EP of a Gaussian likelihood")
@@ -301,7 +309,8 @@ def _failed_trial(theta, best) -> tuple[float, np.ndarray]:
 
 
 def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, bounds=None,
-                             optimise_likelihood: bool = False, objective: str = "ep", **ep_options):
+                             optimise_likelihood: bool = False, objective: str = "ep", optimise_kernel: bool = True,
+                             optimise_inducing: bool = False, **ep_options):
     """Maximise log Z_EP (eq. 4; ``objective="ep"``) or VB's ELBO (``objective="vb"``) over the
     kernel's log hyper-parameters with L-BFGS-B.
 
@@ -312,7 +321,10 @@ def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, bound
     at S = (K^-1 + Lambda)^-1, alpha = K^-1 m. A likelihood scale's gradient is the derivative of
     sum_i log Z_i at fixed cavities (EP) or of sum_i E_q[log p(y_i | f_i)] at fixed q (VB).
 
-    With ``optimise_likelihood=True`` the likelihood's scale parameters
+    A sparse prior's inducing inputs (and VSGP's local covariances) are fitted too with
+    ``optimise_inducing=True`` (unbounded; the gradient is the state's ``grad_inducing_params``, the
+    same energy's derivative in them, :mod:`.sparse_prior`); ``optimise_kernel=False`` keeps the
+    kernel fixed. With ``optimise_likelihood=True`` the likelihood's scale parameters
     (:func:`likelihood_scale_params`, e.g. the Gaussian noise variance) are fitted too, on the log
     scale. ``bounds``: see :func:`fit` (default :data:`qpviz.config.HYPER_BOUNDS` for each). Each
     evaluation runs EP warm-started from the previous sites (tight tolerance: the default ``tol``
@@ -327,17 +339,25 @@ def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, bound
     ep_options.setdefault("tol", 1e-8 if objective == "ep" else 1e-7)
     ep_options["warn"] = False
     kernel0 = prior.kernel
-    n_kernel = len(kernel0.param_names)
+    if optimise_inducing and not hasattr(prior, "inducing_params"):
+        raise ValueError("optimise_inducing=True needs a sparse prior (inducing=Z)")
+    kernel_names = kernel0.param_names if optimise_kernel else ()
+    n_kernel = len(kernel_names)
     lik_names = likelihood_scale_params(likelihood) if optimise_likelihood else ()
     if optimise_likelihood and not lik_names:
         raise ValueError(f"the {likelihood.name} likelihood has no scale parameter to fit; use optimise_likelihood=False")
-    names = kernel0.param_names + tuple(f"likelihood.{n}" for n in lik_names)
+    names = kernel_names + tuple(f"likelihood.{n}" for n in lik_names)
+    n_hyper = len(names)
+    inducing0 = prior.inducing_params() if optimise_inducing else np.empty(0)
     log_bounds = resolve_bounds(names, bounds)
     cache = {"init": None, "evals": 0, "not_converged": 0, "best": None}
 
     def build(theta):
-        lik = _with_log_params(likelihood, lik_names, theta[n_kernel:]) if lik_names else likelihood
-        return prior.with_kernel(kernel0.with_log_params(theta[:n_kernel])), lik
+        lik = _with_log_params(likelihood, lik_names, theta[n_kernel:n_hyper]) if lik_names else likelihood
+        kernel = kernel0.with_log_params(theta[:n_kernel]) if optimise_kernel else kernel0
+        if optimise_inducing:
+            return prior.with_inducing_params(kernel, theta[n_hyper:]), lik
+        return prior.with_kernel(kernel), lik
 
     def run(trial, lik, init):
         """(state, log evidence or ELBO, converged, cavities or None) of one inner fit."""
@@ -358,19 +378,21 @@ def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, bound
         cache["init"] = (state.tau, state.nu)
         if cache["best"] is None or -value < cache["best"][1]:
             cache["best"] = (np.array(theta, dtype=float), -float(value))
-        grad = state.grad_log_marginal()
+        grad = state.grad_log_marginal() if optimise_kernel else np.empty(0)
         if lik_names:
             extra = (likelihood_log_param_grad(lik, lik_names, y, *cavities) if cavities is not None
                      else _expected_log_lik_grad(lik, lik_names, y, state.mean, state.var))
             grad = np.concatenate([grad, extra])
+        if optimise_inducing:
+            grad = np.concatenate([grad, state.grad_inducing_params()])
         return -value, -grad
 
-    theta0 = kernel0.log_params()
+    theta0 = kernel0.log_params() if optimise_kernel else np.empty(0)
     if lik_names:
         theta0 = np.concatenate([theta0, np.log([likelihood.params[n] for n in lik_names])])
     theta0 = np.clip(theta0, [b[0] for b in log_bounds], [b[1] for b in log_bounds])
-    out = optimize.minimize(loss, theta0, jac=True, method="L-BFGS-B",
-                            bounds=log_bounds, options={"maxiter": int(max_iter)})
+    out = optimize.minimize(loss, np.concatenate([theta0, inducing0]), jac=True, method="L-BFGS-B",
+                            bounds=log_bounds + [(None, None)] * inducing0.size, options={"maxiter": int(max_iter)})
     fitted, fitted_lik = build(out.x)
     final_state, final_value, _, _ = run(fitted, fitted_lik, None)
     at_bound = [name for name, value, (low, high) in zip(names, out.x, log_bounds)
@@ -385,7 +407,7 @@ def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, bound
             stacklevel=3,
         )
     report = {
-        "theta": out.x.copy(),
+        "theta": out.x[:n_hyper].copy(),
         "param_names": names,
         "values": {name: float(np.exp(value)) for name, value in zip(names, out.x)},
         "bounds": {name: (float(np.exp(low)), float(np.exp(high))) for name, (low, high) in zip(names, log_bounds)},
@@ -398,4 +420,7 @@ def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, bound
         "message": str(out.message),
         "sites": (final_state.tau, final_state.nu),
     }
+    if optimise_inducing:
+        report["inducing"] = fitted.Z.copy()
+        report["inducing_cov"] = None if fitted.inducing_cov is None else fitted.inducing_cov.copy()
     return fitted, fitted_lik, report

@@ -102,6 +102,10 @@ class _Packing:
         Z = x[start:].reshape(M, self.D).copy() if self.learn_Z else self.Z0
         return SVIParameters(m, L, kernel, Z)
 
+    def inducing(self, x: np.ndarray) -> np.ndarray:
+        """Z at the packed point x (a view of x when Z is learnt)."""
+        return x[self.M + self.n_L + self.n_theta:].reshape(self.M, self.D) if self.learn_Z else self.Z0
+
     def pack_gradient(self, p: SVIParameters, d_m, d_L, d_theta, d_Z) -> np.ndarray:
         tri = d_L[self.rows, self.cols].copy()
         tri[self.diag] *= p.L[self.rows[self.diag], self.cols[self.diag]]  # d/d log L_ii = L_ii d/dL_ii
@@ -343,7 +347,8 @@ def fit_svi(X, y, likelihood, kernel: Kernel, *, optimise: bool = True, inducing
     the test error and NTLL to the ``history`` entries (every ``record_every`` steps; default about
     20 per epoch, every iteration in batch mode); ``stop`` (a ``threading.Event`` or a callable)
     ends training after the current step and the posterior is the last state; ``callback(entry)``
-    sees each history entry; ``progress`` shows a bar. ``client``: distributed training is not
+    sees each history entry, with the current inducing inputs as ``entry["inducing"]`` (a live
+    view; the history does not keep them); ``progress`` shows a bar. ``client``: distributed training is not
     available here yet (None only).
     """
     if client is not None:
@@ -426,11 +431,11 @@ def _train_batch(X, y, likelihood, whiten, jitter, shard_size, packing, x0, box,
     state = {"steps": 0, "x": x0.copy(), "bound": np.nan}
 
     def after_iteration(intermediate_result):  # scipy passes the OptimizeResult to a parameter of this name
-        x = intermediate_result.x
+        x = intermediate_result.x.copy()  # scipy may reuse its array; the live view keeps this one
         state["steps"] += 1
-        state["x"] = x.copy()
+        state["x"] = x
         state["bound"] = -float(intermediate_result.fun)
-        if not record.step(state["steps"], 1, state["bound"], evaluate(x)):
+        if not record.step(state["steps"], 1, state["bound"], evaluate(x), live={"inducing": packing.inducing(x)}):
             raise _Stopped
 
     try:
@@ -440,7 +445,8 @@ def _train_batch(X, y, likelihood, whiten, jitter, shard_size, packing, x0, box,
     except _Stopped:
         return state["x"], state["bound"], False, state["steps"], "stopped on request"
     if not state["steps"] or state["steps"] != out.nit:
-        record.step(max(state["steps"], 1), 1, -float(out.fun), evaluate(out.x), last=True)
+        record.step(max(state["steps"], 1), 1, -float(out.fun), evaluate(out.x), last=True,
+                    live={"inducing": packing.inducing(out.x)})
     return out.x, -float(out.fun), bool(out.success), int(out.nit), str(out.message)
 
 
@@ -466,6 +472,7 @@ def _train_stochastic(X, y, likelihood, whiten, jitter, packing, x0, theta_bound
             if packing.n_theta:  # the optimiser's hyper-parameter bounds, as in batch mode
                 x[theta_slice] = np.clip(x[theta_slice], low, high)
             step += 1
-            if not record.step(step, epoch, estimate, evaluate(x), last=step == total):
+            if not record.step(step, epoch, estimate, evaluate(x), last=step == total,
+                               live={"inducing": packing.inducing(x)}):
                 return x, estimate, False, step, "stopped on request"
     return x, estimate, True, step, f"{epochs} epoch(s) of {minibatch}-point minibatches"
