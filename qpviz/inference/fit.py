@@ -25,6 +25,7 @@ from qpviz.inference.laplace import run_laplace
 from qpviz.inference.mcmc import run_mcmc
 from qpviz.inference.posterior import GPPosterior, SamplePosterior
 from qpviz.inference.stochastic import TrainingRecord
+from qpviz.inference.svi import SVI_OPTIONS, fit_svi
 from qpviz.inference.dense import DensePrior
 from qpviz.inference.vb import run_vb
 from qpviz.kernels import Kernel, as_inputs
@@ -36,7 +37,9 @@ __all__ = ["fit", "optimise_hyperparameters", "likelihood_log_param_grad", "METH
 
 #: Sparse GP regression in closed form (Gaussian likelihood; :mod:`.sparse_regression`, issue 12)
 SPARSE_REGRESSION = ("fitc", "pitc", "dtc", "vfe")
-METHODS = ("ep", "qp", "vb", "laplace", "mcmc") + SPARSE_REGRESSION
+#: Stochastic variational inference on inducing points (:mod:`.svi`, issue 13)
+STOCHASTIC = ("svi",)
+METHODS = ("ep", "qp", "vb", "laplace", "mcmc") + SPARSE_REGRESSION + STOCHASTIC
 
 #: What a training run reports as it goes (:class:`qpviz.inference.stochastic.TrainingRecord`): held-out
 #: data scored per step, a callback per recorded step, a stop request, a progress bar
@@ -55,6 +58,7 @@ OPTIONS = {
     "pitc": ("inducing", "blocks", "optimise_inducing", "seed"),
     "dtc": ("inducing", "optimise_inducing", "seed"),
     "vfe": ("inducing", "optimise_inducing", "seed"),
+    "svi": SVI_OPTIONS,
 }
 _COMMON = ("jitter", "prior", "max_opt_iter", "optimise_likelihood", "bounds")
 
@@ -104,6 +108,11 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
     posterior's ``history`` is then that record (wall time, evidence, test error, NTLL per
     evaluation) instead of EP's per-sweep convergence measures. ``optimise_inducing=True`` also learns Z: by the closed forms for
     the Gaussian likelihood, else by the Power-EP energy's gradient in Z (:func:`optimise_hyperparameters`).
+
+    ``"svi"`` (issue 13; :func:`qpviz.inference.svi.fit_svi`): the variational bound on inducing
+    points, batch (L-BFGS-B, ``minibatch >= N``) or stochastic (Adadelta on ``minibatch``-point
+    batches for ``epochs``), with ``validation``, ``stop``, ``callback`` and ``progress``;
+    ``optimise=True`` learns the kernel and Z with q(u).
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -112,6 +121,8 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
     if unknown:
         raise TypeError(f"method {method!r} does not take option(s) {unknown}; it accepts {sorted(allowed)}")
     lik = _as_likelihood(likelihood)
+    if method == "svi":
+        return _fit_svi(X, y, lik, kernel, optimise, options)
     prior = options.pop("prior", None)
     jitter = options.pop("jitter", None)
     max_opt_iter = options.pop("max_opt_iter", 100)
@@ -226,6 +237,17 @@ def _fit_sparse_closed_form(X, y, lik, kernel, method, optimise, optimise_induci
                                  alpha=1.0 if options.get("alpha") is None else options["alpha"], optimise=optimise,
                                  optimise_inducing=optimise_inducing, optimise_likelihood=optimise_likelihood,
                                  bounds=bounds, max_opt_iter=max_opt_iter, seed=options.get("seed", 0), jitter=jitter)
+
+
+def _fit_svi(X, y, lik, kernel, optimise, options):
+    """SVI (:func:`qpviz.inference.svi.fit_svi`, whose defaults apply: its batch mode is the whole
+    training, so ``max_opt_iter`` defaults to 1000 there): it builds its own inducing-point prior
+    and keeps the likelihood's parameters fixed."""
+    if options.pop("prior", None) is not None:
+        raise TypeError("method='svi' builds its own inducing-point prior from inducing=Z; drop prior=...")
+    if options.pop("optimise_likelihood", False):
+        raise ValueError("optimise_likelihood=True is not available with method='svi'; fix the likelihood's parameters")
+    return fit_svi(X, y, lik, kernel, optimise=optimise, **options)
 
 
 def likelihood_scale_params(likelihood) -> tuple[str, ...]:

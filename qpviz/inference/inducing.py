@@ -39,8 +39,8 @@ from scipy import linalg
 from qpviz import config
 from qpviz.kernels import RBF, Kernel, as_inputs
 
-__all__ = ["kmeans_inducing", "as_inducing", "as_inducing_cov", "InducingCovariances", "inducing_covariances",
-           "cholesky_kuu", "covariance_vjp", "pack_inducing_cov", "unpack_inducing_cov", "packed_inducing_cov_grad",
+__all__ = ["check_training_data", "kmeans_inducing", "as_inducing", "as_inducing_cov", "InducingCovariances",
+           "inducing_covariances", "cholesky_kuu", "covariance_vjp", "pack_inducing_cov", "unpack_inducing_cov", "packed_inducing_cov_grad",
            "JitterWarning", "KMEANS_ITERATIONS"]
 
 #: Lloyd iterations of :func:`kmeans_inducing` (it stops earlier once no centre moves).
@@ -51,6 +51,18 @@ _JITTER_TRIES = 8
 
 class JitterWarning(UserWarning):
     """K_uu needed more than the package's jitter to factorise (inducing inputs nearly coincide)."""
+
+
+def check_training_data(kernel, X, y, likelihood) -> tuple[np.ndarray, np.ndarray]:
+    """(X (N, D), y (N,)) checked for a sparse method: a qpviz kernel, inputs as
+    :func:`qpviz.kernels.as_inputs`, one observation per row that the likelihood accepts."""
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"kernel must be a qpviz kernel such as qpviz.kernels.RBF(), got {kernel!r}")
+    X = as_inputs(X)
+    y = likelihood.check_y(y)
+    if y.shape != (X.shape[0],):
+        raise ValueError(f"y must have one entry per row of X ({X.shape[0]}); got shape {y.shape}")
+    return X, y
 
 
 def kmeans_inducing(X, M: int, seed: int = 0) -> np.ndarray:
