@@ -330,6 +330,23 @@ def test_energy_gradient_matches_finite_differences_of_the_converged_evidence(li
         assert grad[j] == pytest.approx(numeric, abs=1e-6)
 
 
+@pytest.mark.parametrize("likelihood, y, alpha", [(GAUSSIAN, Y_R, 0.5), ("probit", Y_B, 1.0), ("probit", Y_B, 0.5)],
+                         ids=["gaussian-0.5", "probit-1", "probit-0.5"])
+def test_energy_gradient_in_the_inducing_inputs_matches_finite_differences(likelihood, y, alpha):
+    def run(Z):
+        return fit_power_ep(X_R, y, likelihood, KERNEL, "ep", Z, alpha=alpha, tol=1e-12, max_sweeps=1000)
+
+    grad_Z, grad_C = run(Z_R).state.grad_inducing()
+    assert grad_C is None and grad_Z.shape == Z_R.shape
+    step = 1e-5
+    for i, d in [(0, 0), (2, 0), (Z_R.shape[0] - 1, Z_R.shape[1] - 1)]:
+        up, down = Z_R.copy(), Z_R.copy()
+        up[i, d] += step
+        down[i, d] -= step
+        numeric = (run(up).log_marginal_likelihood - run(down).log_marginal_likelihood) / (2 * step)
+        assert grad_Z[i, d] == pytest.approx(numeric, abs=1e-6, rel=1e-5)
+
+
 def test_sparse_prior_learns_hyperparameters_through_qpviz_fit():
     """``qpviz.fit(..., prior=SparsePrior(...), optimise=True)``: FITC-EP's evidence rises to a maximum."""
     start = SparsePrior(RBF(1.0, 2.0), X_R, Z_R)

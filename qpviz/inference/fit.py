@@ -19,10 +19,13 @@ import numpy as np
 from scipy import optimize
 
 from qpviz import config
+from qpviz.inference import metrics
 from qpviz.inference.ep import run_sites
 from qpviz.inference.laplace import run_laplace
 from qpviz.inference.mcmc import run_mcmc
 from qpviz.inference.posterior import GPPosterior, SamplePosterior
+from qpviz.inference.stochastic import TrainingRecord
+from qpviz.inference.svi import SVI_OPTIONS, fit_svi
 from qpviz.inference.dense import DensePrior
 from qpviz.inference.vb import run_vb
 from qpviz.kernels import Kernel, as_inputs
@@ -34,14 +37,20 @@ __all__ = ["fit", "optimise_hyperparameters", "likelihood_log_param_grad", "METH
 
 #: Sparse GP regression in closed form (Gaussian likelihood; :mod:`.sparse_regression`, issue 12)
 SPARSE_REGRESSION = ("fitc", "pitc", "dtc", "vfe")
-METHODS = ("ep", "qp", "vb", "laplace", "mcmc") + SPARSE_REGRESSION + ("sep",)
+#: Stochastic variational inference on inducing points (:mod:`.svi`) and scalable EP (:mod:`.sep`), issue 13
+STOCHASTIC = ("svi", "sep")
+METHODS = ("ep", "qp", "vb", "laplace", "mcmc") + SPARSE_REGRESSION + STOCHASTIC
+
+#: What a training run reports as it goes (:class:`qpviz.inference.stochastic.TrainingRecord`): held-out
+#: data scored per step, a callback per recorded step, a stop request, a progress bar
+TRAINING_OPTIONS = ("validation", "callback", "stop", "progress")
 
 #: options each method accepts (besides ``jitter``, ``prior`` and ``max_opt_iter``)
 OPTIONS = {
     "ep": ("tol", "damping", "order", "parallel", "max_sweeps", "seed", "use_table", "init", "warn", "refresh",
-           "inducing", "alpha", "inducing_cov", "optimise_inducing"),
+           "inducing", "alpha", "inducing_cov", "optimise_inducing") + TRAINING_OPTIONS,
     "qp": ("tol", "damping", "order", "parallel", "max_sweeps", "seed", "use_table", "init", "warn", "refresh",
-           "inducing", "alpha", "inducing_cov", "optimise_inducing"),
+           "inducing", "alpha", "inducing_cov", "optimise_inducing") + TRAINING_OPTIONS,
     "vb": ("tol", "damping", "max_iter", "warn"),
     "laplace": ("tol", "max_iter", "warn"),
     "mcmc": ("n_samples", "burn_in", "thin", "seed"),
@@ -49,11 +58,16 @@ OPTIONS = {
     "pitc": ("inducing", "blocks", "optimise_inducing", "seed"),
     "dtc": ("inducing", "optimise_inducing", "seed"),
     "vfe": ("inducing", "optimise_inducing", "seed"),
+    "svi": SVI_OPTIONS,
     # scalable EP (paper 003; :mod:`.sep`)
-    "sep": ("inducing", "minibatch", "epochs", "seed", "validation", "client", "projection", "progress", "stop",
-            "callback", "damping", "tol", "use_table", "record_every", "n_shards", "step_rule"),
+    "sep": ("inducing", "minibatch", "epochs", "seed", "client", "projection", "damping", "tol", "use_table",
+            "record_every", "n_shards", "step_rule") + TRAINING_OPTIONS,
 }
 _COMMON = ("jitter", "prior", "max_opt_iter", "optimise_likelihood", "bounds")
+
+
+class _StopTraining(Exception):
+    """A stop request (``stop=`` of :func:`fit`) inside the optimiser's objective."""
 
 
 class OptimiserBoundWarning(UserWarning):
@@ -90,11 +104,23 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
     ``"ep"`` / ``"qp"`` Power EP on pseudo-points (``alpha`` in (0, 1], default 1) or VSGP
     (``inducing_cov``) for any likelihood (:mod:`.sparse_prior`); ``"fitc"``, ``"pitc"``
     (``blocks``), ``"dtc"`` and ``"vfe"`` are the closed forms for the Gaussian likelihood
-    (:mod:`.sparse_regression`), where ``optimise_inducing=True`` also learns Z (for EP / QP too).
+    (:mod:`.sparse_regression`). Training options of EP / QP with ``optimise=True`` (GFITC is
+    ``method="ep", inducing=Z``), as for SEP and SVI: ``validation=(X_val, y_val)`` scores each
+    converged evaluation, ``callback(entry)`` sees each, ``stop`` (a ``threading.Event`` or a
+    callable) ends the optimisation at its best point so far, ``progress=True`` shows a bar; the
+    posterior's ``history`` is then that record (wall time, evidence, test error, NTLL per
+    evaluation) instead of EP's per-sweep convergence measures. ``optimise_inducing=True`` also learns Z: by the closed forms for
+    the Gaussian likelihood, else by the Power-EP energy's gradient in Z (:func:`optimise_hyperparameters`).
 
-    Scalable EP (issue 13, paper 003): ``method="sep"`` trains q(u) and, with ``optimise=True``,
-    the kernel and Z by Adadelta on minibatches (``inducing``, ``minibatch``, ``epochs``,
-    ``validation``, ``client`` for Dask, ``projection="ep"|"qp"``; :func:`qpviz.inference.sep.fit_sep`).
+    ``"svi"`` (issue 13; :func:`qpviz.inference.svi.fit_svi`): the variational bound on inducing
+    points, batch (L-BFGS-B, ``minibatch >= N``) or stochastic (Adadelta on ``minibatch``-point
+    batches for ``epochs``), with ``validation``, ``stop``, ``callback`` and ``progress``;
+    ``optimise=True`` learns the kernel and Z with q(u).
+
+    ``"sep"`` (issue 13, paper 003; :func:`qpviz.inference.sep.fit_sep`): scalable EP, q(u) by
+    parallel site refinements on minibatches and, with ``optimise=True``, the kernel and Z by
+    Adadelta steps on the minibatch estimate of log Z_q's gradient (``inducing``, ``minibatch``,
+    ``epochs``, ``projection="ep"|"qp"``, ``client`` for Dask shards, and the training options).
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -103,6 +129,8 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
     if unknown:
         raise TypeError(f"method {method!r} does not take option(s) {unknown}; it accepts {sorted(allowed)}")
     lik = _as_likelihood(likelihood)
+    if method == "svi":
+        return _fit_svi(X, y, lik, kernel, optimise, options)
     if method == "sep":
         return _fit_sep(X, y, lik, kernel, optimise, options)
     prior = options.pop("prior", None)
@@ -113,7 +141,8 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
     if bounds is not None and not optimise:
         raise TypeError("bounds limit the hyper-parameters that optimise=True fits; pass optimise=True or drop bounds")
     optimise_inducing = options.pop("optimise_inducing", False)
-    if method in SPARSE_REGRESSION or (optimise_inducing and method in ("ep", "qp")):
+    if method in SPARSE_REGRESSION or (optimise_inducing and method in ("ep", "qp") and lik.name == "gaussian"
+                                       and options.get("inducing_cov") is None):
         return _fit_sparse_closed_form(X, y, lik, kernel, method, optimise, optimise_inducing, optimise_likelihood,
                                        prior, jitter, max_opt_iter, bounds, options)
     # Power EP on pseudo-points / VSGP (issue 12): a sparse prior and the tempered likelihood
@@ -139,22 +168,38 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
                             jitter)
         sparse_report = dict(alpha=run_lik.alpha, inducing=prior.Z, M=prior.m, jitter=prior.jitter_used,
                              n_negative_cond_var=prior.n_negative_cond_var)
+    if optimise_inducing and inducing is None:
+        raise TypeError("optimise_inducing=True learns the inducing inputs of a sparse prior: pass inducing=Z "
+                        "(an (M, D) array, or an int M for K-means centres) too")
     if prior is None:
         prior = DensePrior(kernel, X, jitter=jitter)
     y = lik.check_y(y)
     if y.shape != (prior.n,):
         raise ValueError(f"y must have one entry per row of X ({prior.n}); got shape {y.shape}")
 
+    training = {k: options.pop(k) for k in TRAINING_OPTIONS if k in options}
+    if training and not (optimise or optimise_inducing):
+        raise TypeError(f"{sorted(training)} report on training: they need optimise=True (or optimise_inducing=True)")
+    record = (TrainingRecord(max_opt_iter, label=f"{method} (L-BFGS-B)", validation=training.get("validation"),
+                             stop=training.get("stop"), callback=training.get("callback"),
+                             progress=bool(training.get("progress", False))) if training else None)
     diagnostics: dict = {}
-    if optimise:
+    if optimise or optimise_inducing:
         ep_options = {k: v for k, v in options.items() if k in _EP_FOR_OPTIMISATION}
         objective = "vb" if method == "vb" else "ep"
         if objective == "vb":
             ep_options = {k: v for k, v in options.items() if k in ("tol", "damping", "max_iter")}
         prior, run_lik, report = optimise_hyperparameters(prior, run_lik, y, max_iter=max_opt_iter, bounds=bounds,
                                                           optimise_likelihood=optimise_likelihood,
-                                                          objective=objective, **ep_options)
-        if not sparse_report:
+                                                          objective=objective, optimise_kernel=optimise,
+                                                          optimise_inducing=optimise_inducing, record=record,
+                                                          predict_likelihood=lik if sparse_report else None,
+                                                          **ep_options)
+        if record is not None:
+            record.close()
+        if sparse_report:
+            sparse_report["inducing"] = prior.Z
+        else:
             lik = run_lik
         diagnostics["optimisation"] = report
         if method in ("ep", "qp", "vb") and "init" not in options:
@@ -165,7 +210,7 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
         diagnostics.update(n_clipped=res.n_clipped, n_skipped=res.n_skipped, cavity_tau=res.cavity_tau,
                            cavity_nu=res.cavity_nu, log_z=res.log_z, sweep_drift=res.drift, **sparse_report)
         return GPPosterior(method, lik, prior.X, y, res.state, res.log_marginal_likelihood, res.converged,
-                           res.n_sweeps, res.history, diagnostics)
+                           res.n_sweeps, res.history if record is None else record.history, diagnostics)
     if method == "vb":
         state, value, converged, n_iter, history = run_vb(prior, lik, y, **options)
         return GPPosterior(method, lik, prior.X, y, state, value, converged, n_iter, history, diagnostics)
@@ -205,7 +250,7 @@ def _fit_sparse_closed_form(X, y, lik, kernel, method, optimise, optimise_induci
         raise TypeError(f"method={method!r} needs inducing=Z (an (M, D) array of inducing inputs, or an int M "
                         "for K-means centres)")
     if options.get("inducing_cov") is not None:
-        raise ValueError("learning VSGP's centres (inducing_cov with optimise_inducing=True) is not available yet")
+        raise ValueError(f"method={method!r} has pseudo-points only; VSGP's inducing_cov needs method='ep' or 'qp'")
     unused = sorted(set(options) - {"inducing", "alpha", "blocks", "seed", "inducing_cov"})
     if unused and method in ("ep", "qp"):
         raise TypeError(f"option(s) {unused} do not apply to the closed-form Power EP of a Gaussian likelihood")
@@ -213,6 +258,17 @@ def _fit_sparse_closed_form(X, y, lik, kernel, method, optimise, optimise_induci
                                  alpha=1.0 if options.get("alpha") is None else options["alpha"], optimise=optimise,
                                  optimise_inducing=optimise_inducing, optimise_likelihood=optimise_likelihood,
                                  bounds=bounds, max_opt_iter=max_opt_iter, seed=options.get("seed", 0), jitter=jitter)
+
+
+def _fit_svi(X, y, lik, kernel, optimise, options):
+    """SVI (:func:`qpviz.inference.svi.fit_svi`, whose defaults apply: its batch mode is the whole
+    training, so ``max_opt_iter`` defaults to 1000 there): it builds its own inducing-point prior
+    and keeps the likelihood's parameters fixed."""
+    if options.pop("prior", None) is not None:
+        raise TypeError("method='svi' builds its own inducing-point prior from inducing=Z; drop prior=...")
+    if options.pop("optimise_likelihood", False):
+        raise ValueError("optimise_likelihood=True is not available with method='svi'; fix the likelihood's parameters")
+    return fit_svi(X, y, lik, kernel, optimise=optimise, **options)
 
 
 def likelihood_scale_params(likelihood) -> tuple[str, ...]:
@@ -299,7 +355,8 @@ def _failed_trial(theta, best) -> tuple[float, np.ndarray]:
 
 
 def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, bounds=None,
-                             optimise_likelihood: bool = False, objective: str = "ep", **ep_options):
+                             optimise_likelihood: bool = False, objective: str = "ep", optimise_kernel: bool = True,
+                             optimise_inducing: bool = False, record=None, predict_likelihood=None, **ep_options):
     """Maximise log Z_EP (eq. 4; ``objective="ep"``) or VB's ELBO (``objective="vb"``) over the
     kernel's log hyper-parameters with L-BFGS-B.
 
@@ -310,7 +367,10 @@ def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, bound
     at S = (K^-1 + Lambda)^-1, alpha = K^-1 m. A likelihood scale's gradient is the derivative of
     sum_i log Z_i at fixed cavities (EP) or of sum_i E_q[log p(y_i | f_i)] at fixed q (VB).
 
-    With ``optimise_likelihood=True`` the likelihood's scale parameters
+    A sparse prior's inducing inputs (and VSGP's local covariances) are fitted too with
+    ``optimise_inducing=True`` (unbounded; the gradient is the state's ``grad_inducing_params``, the
+    same energy's derivative in them, :mod:`.sparse_prior`); ``optimise_kernel=False`` keeps the
+    kernel fixed. With ``optimise_likelihood=True`` the likelihood's scale parameters
     (:func:`likelihood_scale_params`, e.g. the Gaussian noise variance) are fitted too, on the log
     scale. ``bounds``: see :func:`fit` (default :data:`qpviz.config.HYPER_BOUNDS` for each). Each
     evaluation runs EP warm-started from the previous sites (tight tolerance: the default ``tol``
@@ -318,6 +378,11 @@ def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, bound
     fitted kernel, fitted likelihood, report with theta, the fitted values by name, the names on a
     bound, log evidence, evaluations, scipy's message and the last sites). A value on a bound
     raises an :class:`OptimiserBoundWarning`.
+
+    ``record``: a :class:`qpviz.inference.stochastic.TrainingRecord` that gets one entry per
+    converged evaluation (wall time, the evidence, validation error / NTLL of that evaluation's
+    posterior, predicting with ``predict_likelihood``; the inducing inputs reach its callback). A
+    stop request ends the optimisation at the best point evaluated so far (report ``"stopped"``).
     """
     if objective not in ("ep", "vb"):
         raise ValueError(f"objective must be 'ep' (EP's evidence) or 'vb' (VB's bound); got {objective!r}")
@@ -325,17 +390,25 @@ def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, bound
     ep_options.setdefault("tol", 1e-8 if objective == "ep" else 1e-7)
     ep_options["warn"] = False
     kernel0 = prior.kernel
-    n_kernel = len(kernel0.param_names)
+    if optimise_inducing and not hasattr(prior, "inducing_params"):
+        raise ValueError("optimise_inducing=True needs a sparse prior (inducing=Z)")
+    kernel_names = kernel0.param_names if optimise_kernel else ()
+    n_kernel = len(kernel_names)
     lik_names = likelihood_scale_params(likelihood) if optimise_likelihood else ()
     if optimise_likelihood and not lik_names:
         raise ValueError(f"the {likelihood.name} likelihood has no scale parameter to fit; use optimise_likelihood=False")
-    names = kernel0.param_names + tuple(f"likelihood.{n}" for n in lik_names)
+    names = kernel_names + tuple(f"likelihood.{n}" for n in lik_names)
+    n_hyper = len(names)
+    inducing0 = prior.inducing_params() if optimise_inducing else np.empty(0)
     log_bounds = resolve_bounds(names, bounds)
     cache = {"init": None, "evals": 0, "not_converged": 0, "best": None}
 
     def build(theta):
-        lik = _with_log_params(likelihood, lik_names, theta[n_kernel:]) if lik_names else likelihood
-        return prior.with_kernel(kernel0.with_log_params(theta[:n_kernel])), lik
+        lik = _with_log_params(likelihood, lik_names, theta[n_kernel:n_hyper]) if lik_names else likelihood
+        kernel = kernel0.with_log_params(theta[:n_kernel]) if optimise_kernel else kernel0
+        if optimise_inducing:
+            return prior.with_inducing_params(kernel, theta[n_hyper:]), lik
+        return prior.with_kernel(kernel), lik
 
     def run(trial, lik, init):
         """(state, log evidence or ELBO, converged, cavities or None) of one inner fit."""
@@ -356,19 +429,35 @@ def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, bound
         cache["init"] = (state.tau, state.nu)
         if cache["best"] is None or -value < cache["best"][1]:
             cache["best"] = (np.array(theta, dtype=float), -float(value))
-        grad = state.grad_log_marginal()
+        if record is not None:
+            pred_lik = lik if predict_likelihood is None else predict_likelihood
+
+            def evaluate(X_val, y_val):
+                return metrics.evaluate(GPPosterior("ep", pred_lik, trial.X, y, state, value, True, 0, [], {}),
+                                        X_val, y_val)
+
+            live = {"inducing": trial.Z} if hasattr(trial, "Z") else None
+            if not record.step(cache["evals"], 0, value, evaluate=evaluate, live=live):
+                raise _StopTraining
+        grad = state.grad_log_marginal() if optimise_kernel else np.empty(0)
         if lik_names:
             extra = (likelihood_log_param_grad(lik, lik_names, y, *cavities) if cavities is not None
                      else _expected_log_lik_grad(lik, lik_names, y, state.mean, state.var))
             grad = np.concatenate([grad, extra])
+        if optimise_inducing:
+            grad = np.concatenate([grad, state.grad_inducing_params()])
         return -value, -grad
 
-    theta0 = kernel0.log_params()
+    theta0 = kernel0.log_params() if optimise_kernel else np.empty(0)
     if lik_names:
         theta0 = np.concatenate([theta0, np.log([likelihood.params[n] for n in lik_names])])
     theta0 = np.clip(theta0, [b[0] for b in log_bounds], [b[1] for b in log_bounds])
-    out = optimize.minimize(loss, theta0, jac=True, method="L-BFGS-B",
-                            bounds=log_bounds, options={"maxiter": int(max_iter)})
+    try:
+        out = optimize.minimize(loss, np.concatenate([theta0, inducing0]), jac=True, method="L-BFGS-B",
+                                bounds=log_bounds + [(None, None)] * inducing0.size,
+                                options={"maxiter": int(max_iter)})
+    except _StopTraining:  # the best point so far stands; the report says the run was stopped
+        out = optimize.OptimizeResult(x=cache["best"][0], success=False, message="stopped on request")
     fitted, fitted_lik = build(out.x)
     final_state, final_value, _, _ = run(fitted, fitted_lik, None)
     at_bound = [name for name, value, (low, high) in zip(names, out.x, log_bounds)
@@ -383,7 +472,7 @@ def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, bound
             stacklevel=3,
         )
     report = {
-        "theta": out.x.copy(),
+        "theta": out.x[:n_hyper].copy(),
         "param_names": names,
         "values": {name: float(np.exp(value)) for name, value in zip(names, out.x)},
         "bounds": {name: (float(np.exp(low)), float(np.exp(high))) for name, (low, high) in zip(names, log_bounds)},
@@ -395,5 +484,9 @@ def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, bound
         "success": bool(out.success),
         "message": str(out.message),
         "sites": (final_state.tau, final_state.nu),
+        "stopped": bool(record is not None and record.stopped),
     }
+    if optimise_inducing:
+        report["inducing"] = fitted.Z.copy()
+        report["inducing_cov"] = None if fitted.inducing_cov is None else fitted.inducing_cov.copy()
     return fitted, fitted_lik, report

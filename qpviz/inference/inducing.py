@@ -18,6 +18,12 @@ from the kernel:
 
   and C_j -> 0 gives back the pseudo-points at the centres.
 
+:func:`covariance_vjp` chains an objective's gradients in K_uf, K_uu and diag K_ff back to the
+log hyper-parameters, the inducing inputs (centres) Z and, for VSGP, the local covariances C_j.
+To learn C_j, :func:`pack_inducing_cov` maps them to unconstrained numbers (log c_j for C_j = c_j I;
+the Cholesky factor with log diagonal for full C_j), :func:`unpack_inducing_cov` maps back and
+:func:`packed_inducing_cov_grad` carries dL/dC to those numbers.
+
 The Cholesky factor of K_uu is taken in one place, :func:`cholesky_kuu`, with the package's
 jitter (:data:`qpviz.config.JITTER`, as the dense prior). Inducing inputs start at K-means
 centres of X (:func:`kmeans_inducing`; paper 002 sec. 5 initialises its basis points so).
@@ -33,8 +39,9 @@ from scipy import linalg
 from qpviz import config
 from qpviz.kernels import RBF, Kernel, as_inputs
 
-__all__ = ["kmeans_inducing", "as_inducing", "as_inducing_cov", "InducingCovariances", "inducing_covariances",
-           "cholesky_kuu", "covariance_vjp", "JitterWarning", "KMEANS_ITERATIONS"]
+__all__ = ["check_training_data", "kmeans_inducing", "as_inducing", "as_inducing_cov", "InducingCovariances",
+           "inducing_covariances", "cholesky_kuu", "covariance_vjp", "pack_inducing_cov", "unpack_inducing_cov", "packed_inducing_cov_grad",
+           "JitterWarning", "KMEANS_ITERATIONS"]
 
 #: Lloyd iterations of :func:`kmeans_inducing` (it stops earlier once no centre moves).
 KMEANS_ITERATIONS = 100
@@ -44,6 +51,18 @@ _JITTER_TRIES = 8
 
 class JitterWarning(UserWarning):
     """K_uu needed more than the package's jitter to factorise (inducing inputs nearly coincide)."""
+
+
+def check_training_data(kernel, X, y, likelihood) -> tuple[np.ndarray, np.ndarray]:
+    """(X (N, D), y (N,)) checked for a sparse method: a qpviz kernel, inputs as
+    :func:`qpviz.kernels.as_inputs`, one observation per row that the likelihood accepts."""
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"kernel must be a qpviz kernel such as qpviz.kernels.RBF(), got {kernel!r}")
+    X = as_inputs(X)
+    y = likelihood.check_y(y)
+    if y.shape != (X.shape[0],):
+        raise ValueError(f"y must have one entry per row of X ({X.shape[0]}); got shape {y.shape}")
+    return X, y
 
 
 def kmeans_inducing(X, M: int, seed: int = 0) -> np.ndarray:
@@ -124,24 +143,56 @@ class InducingCovariances:
     kff_diag: np.ndarray
 
 
+def _lambda(kernel: RBF, D: int) -> np.ndarray:
+    """The diagonal of Lambda = diag(l_1^2, ..., l_D^2) (one length scale broadcast when not ARD)."""
+    return np.broadcast_to(np.asarray(kernel.lengthscale, float) ** 2, (D,))
+
+
+def _blurred_rbf_row(kernel: RBF, lam: np.ndarray, centre: np.ndarray, cov: np.ndarray, B: np.ndarray,
+                     CB: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One row of the blurred RBF, centre b_i with covariance C_i against the rows b'_j of B with
+    covariances CB[j] (None: zero, the data points). With S_j = Lambda + C_i + CB[j] and r_j = b_i - b'_j,
+    returns
+
+        k_j = s2 sqrt(|Lambda| / |S_j|) exp(-1/2 r_j^T S_j^-1 r_j)   (K,)
+        a_j = S_j^-1 r_j                                             (K, D)
+        S^-1                                                         (D, D) if CB is None, else (K, D, D).
+
+    Without CB every S_j is the same matrix, so it is factorised once and nothing (K, D, D) is formed.
+    """
+    diff = centre[None, :] - B
+    if CB is None:
+        chol = linalg.cholesky(cov + np.diag(lam), lower=True)
+        half = linalg.solve_triangular(chol, diff.T, lower=True).T  # L^-1 r_j, one row per j
+        chol_inv = linalg.solve_triangular(chol, np.eye(lam.size), lower=True)
+        log_det = 2.0 * float(np.sum(np.log(np.diag(chol))))
+        a = half @ chol_inv
+    else:
+        chol = np.linalg.cholesky(cov[None, :, :] + np.diag(lam)[None, :, :] + CB)
+        chol_inv = np.linalg.solve(chol, np.broadcast_to(np.eye(lam.size), chol.shape))
+        half = np.einsum("kde,ke->kd", chol_inv, diff)
+        log_det = 2.0 * np.sum(np.log(np.diagonal(chol, axis1=1, axis2=2)), axis=1)
+        a = np.einsum("kdi,kd->ki", chol_inv, half)
+    S_inv = np.swapaxes(chol_inv, -1, -2) @ chol_inv  # S^-1 = L^-T L^-1
+    quad = np.einsum("kd,kd->k", half, half)  # r^T S^-1 r = |L^-1 r|^2
+    k = kernel.variance * np.exp(0.5 * (float(np.sum(np.log(lam))) - log_det) - 0.5 * quad)
+    return k, a, S_inv
+
+
 def _blurred_rbf(kernel: RBF, A: np.ndarray, CA: np.ndarray, B: np.ndarray, CB: np.ndarray | None) -> np.ndarray:
     """s2 sqrt(|Lambda| / |Lambda + C_i + C'_j|) exp(-1/2 d^T (Lambda + C_i + C'_j)^-1 d), d = a_i - b_j,
     for rows a_i of A with covariances CA[i] against rows b_j of B with CB[j] (None: zero)."""
-    variance = kernel.variance
-    lam = np.broadcast_to(np.asarray(kernel.lengthscale, float) ** 2, (A.shape[1],))
-    out = np.empty((A.shape[0], B.shape[0]))
-    log_det_lam = float(np.sum(np.log(lam)))
+    lam = _lambda(kernel, A.shape[1])
+    out = np.empty((A.shape[0], B.shape[0]))  # filled row by row: no second copy of K_uf
     for i in range(A.shape[0]):
-        S = CA[i][None, :, :] + np.diag(lam)[None, :, :]
-        if CB is not None:
-            S = S + CB
-        S = np.broadcast_to(S, (B.shape[0],) + S.shape[1:])
-        diff = A[i][None, :] - B
-        chol = np.linalg.cholesky(S)
-        z = np.linalg.solve(chol, diff[..., None])[..., 0]
-        log_det = 2.0 * np.sum(np.log(np.diagonal(chol, axis1=1, axis2=2)), axis=1)
-        out[i] = variance * np.exp(0.5 * (log_det_lam - log_det) - 0.5 * np.sum(z * z, axis=1))
+        out[i] = _blurred_rbf_row(kernel, lam, A[i], CA[i], B, CB)[0]
     return out
+
+
+def _require_rbf(kernel: Kernel) -> None:
+    if type(kernel) is not RBF:
+        raise ValueError(f"VSGP's blurred inducing variables (inducing_cov) need the RBF kernel; got {kernel!r}. "
+                         "Use qpviz.kernels.RBF or drop inducing_cov")
 
 
 def inducing_covariances(kernel: Kernel, X, Z, inducing_cov=None) -> InducingCovariances:
@@ -152,9 +203,7 @@ def inducing_covariances(kernel: Kernel, X, Z, inducing_cov=None) -> InducingCov
     Z = as_inputs(Z, "inducing")
     if inducing_cov is None:
         return InducingCovariances(kernel(Z), kernel(Z, X), kernel.diag(X))
-    if type(kernel) is not RBF:
-        raise ValueError(f"VSGP's blurred inducing variables (inducing_cov) need the RBF kernel; got {kernel!r}. "
-                         "Use qpviz.kernels.RBF or drop inducing_cov")
+    _require_rbf(kernel)
     C = as_inducing_cov(inducing_cov, Z.shape[0], Z.shape[1])
     Kuf = _blurred_rbf(kernel, Z, C, X, None)
     Kuu = _blurred_rbf(kernel, Z, C, Z, C)
@@ -171,12 +220,15 @@ def covariance_vjp(kernel: Kernel, X, Z, inducing_cov, G_uf, G_uu, g_ff):
 
     Pseudo-points use the kernel's vector-Jacobian products (:meth:`Kernel.cross_vjp`): Z enters
     both arguments of K_uu = k(Z, Z) and G_uu is symmetric, so dL/dZ doubles the first-argument
-    product. VSGP's blurred covariances (``inducing_cov``) also give dL/dC_j, one symmetric D x D
-    matrix per centre.
+    product. VSGP's blurred covariances (``inducing_cov``, RBF kernel) also give dL/dC_j, one
+    symmetric D x D matrix per centre with dL = sum_j tr(dL/dC_j dC_j) for symmetric changes dC_j
+    (for (M,) spherical input too: the chain to c_j is tr(dL/dC_j); :func:`packed_inducing_cov_grad`
+    continues it to the parameters one learns).
     """
     X = as_inputs(X)
     Z = as_inputs(Z, "inducing")
     if inducing_cov is not None:
+        _require_rbf(kernel)
         return _blurred_rbf_vjp(kernel, X, Z, as_inducing_cov(inducing_cov, Z.shape[0], Z.shape[1]),
                                 np.asarray(G_uf, float), np.asarray(G_uu, float), np.asarray(g_ff, float))
     g_theta, gZ_uf = kernel.cross_vjp(Z, X, G_uf)
@@ -184,8 +236,144 @@ def covariance_vjp(kernel: Kernel, X, Z, inducing_cov, G_uf, G_uu, g_ff):
     return g_theta + g_uu + kernel.diag_vjp(X, g_ff)[0], gZ_uf + 2.0 * gZ_uu, None
 
 
-def _blurred_rbf_vjp(kernel, X, Z, C, G_uf, G_uu, g_ff):
-    raise NotImplementedError("gradients of VSGP's blurred covariances are not available yet")
+def _blurred_rbf_vjp(kernel: Kernel, X: np.ndarray, Z: np.ndarray, C: np.ndarray, G_uf: np.ndarray,
+                     G_uu: np.ndarray, g_ff: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`covariance_vjp` for VSGP's blurred RBF covariances (paper 002 eq. 14 and Cor. 2).
+
+    Every entry k = s2 sqrt(|Lambda| / |S|) exp(-1/2 r^T S^-1 r) of K_uf (S = Lambda + C_j,
+    r = b_j - x_n) and K_uu (S = Lambda + C_i + C_j, r = b_i - b_j) has, with a = S^-1 r,
+
+        d log k / d log s2 = 1,   d log k / dr = -a,   d log k / dS = 1/2 (a a^T - S^-1),
+        d log k / d log l_d = 1 + 2 l_d^2 (d log k / dS)_dd   (1 from sqrt|Lambda|; dS/d log l_d = 2 l_d^2 e_d e_d^T),
+
+    and enters the objective with the weight w = G k. dL/dC_j collects dL/dS of every entry that
+    C_j is in: its row of K_uf, and row and column j of K_uu (the diagonal S = Lambda + 2 C_j twice).
+    One row of K_uf at a time: O(N M D^2) time, O(N D + M D^2) memory besides the inputs.
+    """
+    M, D = Z.shape
+    N = X.shape[0]
+    for name, value, shape in (("G_uf", G_uf, (M, N)), ("G_uu", G_uu, (M, M)), ("g_ff", g_ff, (N,))):
+        if value.shape != shape:
+            raise ValueError(f"{name} must have shape {shape} (dL/d{name[2:]}); got {value.shape}")
+    lam = _lambda(kernel, D)
+    # sum(G o K_uu) with K_uu symmetric only sees G's symmetric part
+    G_uu = 0.5 * (G_uu + G_uu.T)
+    weight_total = 0.0  # sum of w over all entries: d/d log s2, and the sqrt|Lambda| part of each length scale
+    dS_diag_total = np.zeros(D)  # sum over all entries of diag(dL/dS)
+    dZ = np.zeros((M, D))
+    dC = np.zeros((M, D, D))
+    for j in range(M):  # row j of K_uf: one S = Lambda + C_j for every data point
+        k, a, S_inv = _blurred_rbf_row(kernel, lam, Z[j], C[j], X, None)
+        w = G_uf[j] * k
+        dZ[j] -= w @ a
+        dS = 0.5 * (a.T @ (w[:, None] * a) - w.sum() * S_inv)
+        dC[j] += dS
+        dS_diag_total += np.diag(dS)
+        weight_total += w.sum()
+    for i in range(M):  # row i of K_uu: entry (i, j) moves b_i, b_j (r = b_i - b_j) and C_i, C_j
+        k, a, S_inv = _blurred_rbf_row(kernel, lam, Z[i], C[i], Z, C)
+        w = G_uu[i] * k
+        wa = w[:, None] * a
+        dZ[i] -= wa.sum(axis=0)
+        dZ += wa
+        dS = 0.5 * (np.einsum("kd,ke->kde", wa, a) - w[:, None, None] * S_inv)
+        dC[i] += dS.sum(axis=0)
+        dC += dS
+        dS_diag_total += np.einsum("kdd->d", dS)
+        weight_total += w.sum()
+    d_log_ls = weight_total + 2.0 * lam * dS_diag_total
+    d_ls = d_log_ls if kernel.ard else np.array([d_log_ls.sum()])
+    d_log_variance = weight_total + kernel.variance * float(np.sum(g_ff))  # diag K_ff = s2
+    return np.concatenate([[d_log_variance], d_ls]), dZ, 0.5 * (dC + np.swapaxes(dC, 1, 2))
+
+
+def _tril_positions(D: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows and columns of the D(D+1)/2 lower-triangular entries (row by row), and which are diagonal."""
+    rows, cols = np.tril_indices(D)
+    return rows, cols, rows == cols
+
+
+def pack_inducing_cov(inducing_cov, spherical: bool) -> np.ndarray:
+    """VSGP's local covariances as an unconstrained vector for learning them.
+
+    ``spherical``: C_j = c_j I, packed as log c_j (M,); ``inducing_cov`` is (M,) or (M, D, D) multiples
+    of I, each c_j > 0. Full: C_j = L_j L_j^T (Cholesky factor, lower, positive diagonal), packed as
+    the lower triangle of each L_j row by row with the log of its diagonal, M D (D + 1) / 2 numbers
+    centre after centre; each C_j positive definite. :func:`unpack_inducing_cov` inverts it.
+    """
+    C = np.asarray(inducing_cov, dtype=np.float64)
+    if spherical:
+        if C.ndim == 3:
+            c = C[:, 0, 0].copy()
+            if C.shape[1] != C.shape[2] or not np.allclose(C, c[:, None, None] * np.eye(C.shape[1]), rtol=1e-10,
+                                                           atol=1e-12):
+                raise ValueError("spherical packing needs each C_j = c_j I; use spherical=False for full covariances")
+        elif C.ndim == 1:
+            c = C
+        else:
+            raise ValueError(f"spherical inducing covariances must be (M,) or (M, D, D); got shape {C.shape}")
+        if not np.all(np.isfinite(c) & (c > 0)):
+            raise ValueError("packing spherical inducing covariances takes log c_j: each c_j must be > 0 and finite")
+        return np.log(c)
+    if C.ndim != 3 or C.shape[1] != C.shape[2]:
+        raise ValueError(f"full inducing covariances must be (M, D, D); got shape {C.shape}")
+    try:
+        L = np.linalg.cholesky(0.5 * (C + np.swapaxes(C, 1, 2)))
+    except np.linalg.LinAlgError:
+        raise ValueError("packing full inducing covariances takes their Cholesky factors: each C_j must be "
+                         "positive definite (add a small multiple of I)") from None
+    rows, cols, diagonal = _tril_positions(C.shape[1])
+    packed = L[:, rows, cols]
+    packed[:, diagonal] = np.log(packed[:, diagonal])
+    return packed.ravel()
+
+
+def _unpack_cholesky(packed: np.ndarray, M: int, D: int) -> np.ndarray:
+    """The Cholesky factors L_j (M, D, D) of a full packing (see :func:`pack_inducing_cov`)."""
+    rows, cols, diagonal = _tril_positions(D)
+    packed = np.asarray(packed, dtype=np.float64)
+    if packed.shape != (M * rows.size,):
+        raise ValueError(f"full packing of {M} covariances in {D} dimensions has {M * rows.size} numbers; "
+                         f"got shape {packed.shape}")
+    entries = packed.reshape(M, rows.size).copy()
+    entries[:, diagonal] = np.exp(entries[:, diagonal])
+    L = np.zeros((M, D, D))
+    L[:, rows, cols] = entries
+    return L
+
+
+def unpack_inducing_cov(packed, M: int, D: int, spherical: bool) -> np.ndarray:
+    """The local covariances C (M, D, D) of a vector from :func:`pack_inducing_cov`:
+    C_j = exp(p_j) I (spherical) or C_j = L_j L_j^T."""
+    if spherical:
+        packed = np.asarray(packed, dtype=np.float64)
+        if packed.shape != (M,):
+            raise ValueError(f"spherical packing has one log variance per centre, shape ({M},); got {packed.shape}")
+        return np.exp(packed)[:, None, None] * np.eye(D)[None, :, :]
+    L = _unpack_cholesky(packed, M, D)
+    return L @ np.swapaxes(L, 1, 2)
+
+
+def packed_inducing_cov_grad(packed, dC, spherical: bool) -> np.ndarray:
+    """Chain dL/dC (M, D, D, as :func:`covariance_vjp` returns) to the packed vector of
+    :func:`pack_inducing_cov`:
+
+        spherical:  dL/d log c_j = c_j tr(dL/dC_j)
+        full:       dL/dL_j = 2 sym(dL/dC_j) L_j (lower triangle), times L_j,dd on the log diagonal.
+    """
+    dC = np.asarray(dC, dtype=np.float64)
+    if dC.ndim != 3 or dC.shape[1] != dC.shape[2]:
+        raise ValueError(f"dC must be (M, D, D); got shape {dC.shape}")
+    M, D = dC.shape[0], dC.shape[1]
+    dC = 0.5 * (dC + np.swapaxes(dC, 1, 2))  # dL = tr(dC^T dC_perturbation) for a symmetric perturbation
+    if spherical:
+        c = np.diagonal(unpack_inducing_cov(packed, M, 1, True), axis1=1, axis2=2)[:, 0]  # checks the shape
+        return c * np.trace(dC, axis1=1, axis2=2)
+    L = _unpack_cholesky(packed, M, D)
+    rows, cols, diagonal = _tril_positions(D)
+    grad = (2.0 * dC @ L)[:, rows, cols]
+    grad[:, diagonal] *= L[:, rows[diagonal], cols[diagonal]]
+    return grad.ravel()
 
 
 def cholesky_kuu(Kuu: np.ndarray, jitter: float | None = None) -> tuple[np.ndarray, float]:

@@ -91,7 +91,7 @@ import numpy as np
 from scipy import linalg
 
 from qpviz.inference import metrics
-from qpviz.inference.inducing import as_inducing, cholesky_kuu, covariance_vjp
+from qpviz.inference.inducing import as_inducing, check_training_data, cholesky_kuu, covariance_vjp
 from qpviz.inference.posterior import GPPosterior
 from qpviz.inference.sites import CLIPPED, OK, SKIPPED_CAVITY, SKIPPED_PROJECTION, SiteRule
 from qpviz.inference.stochastic import Adadelta, TrainingRecord, minibatches
@@ -542,15 +542,10 @@ def fit_sep(X, y, likelihood, kernel: Kernel, *, inducing=200, minibatch: int = 
     from qpviz.inference.fit import _as_likelihood  # noqa: PLC0415 - fit imports this module lazily
 
     lik = _as_likelihood(likelihood)
-    if not isinstance(kernel, Kernel):
-        raise TypeError(f"kernel must be a qpviz kernel such as qpviz.kernels.RBF(), got {kernel!r}")
     if projection not in ("ep", "qp"):
         raise ValueError(f"projection must be 'ep' (moment matching) or 'qp' (W2); got {projection!r}")
-    X = as_inputs(X)
-    y = lik.check_y(y)
+    X, y = check_training_data(kernel, X, y, lik)
     n = X.shape[0]
-    if y.shape != (n,):
-        raise ValueError(f"y must have one entry per row of X ({n}); got shape {y.shape}")
     minibatch = _check_positive_int(minibatch, "minibatch (points per step)")
     epochs = _check_positive_int(epochs, "epochs")
     record_every = _check_positive_int(record_every, "record_every")
@@ -640,7 +635,7 @@ def _train(executor, bounds, X, y, lik, kernel, Z, rule, minibatch, epochs, opti
             converged = (not optimise) and (not stochastic) and change < tol
             last = converged or (epoch == epochs and step == epochs * steps_per_epoch)
             go_on = record.step(step, epoch, evidence, evaluate, last=last, max_site_change=change,
-                                hyperparameters=dict(bc.kernel.params), inducing=bc.Z.copy())
+                                hyperparameters=dict(bc.kernel.params), live={"inducing": bc.Z})
             if converged or not go_on:
                 break
         if converged or not go_on:

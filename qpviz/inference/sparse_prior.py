@@ -36,7 +36,9 @@ from scipy.linalg import blas
 
 from qpviz._blas import small_problem_threads, syrk_update_lower
 from qpviz.config import NUMBA_OPTIONS
-from qpviz.inference.inducing import as_inducing, as_inducing_cov, cholesky_kuu, inducing_covariances
+from qpviz.inference.inducing import (as_inducing, as_inducing_cov, cholesky_kuu, covariance_vjp,
+                                      inducing_covariances, pack_inducing_cov, packed_inducing_cov_grad,
+                                      unpack_inducing_cov)
 from qpviz.inference.prior import IndefinitePosterior
 from qpviz.inference.sites import gaussian_power, power_gaussian_moments_numpy, power_site_step
 from qpviz.kernels import Kernel, as_inputs
@@ -70,6 +72,8 @@ class SparsePrior:
         self.Z = as_inducing(Z, self.X)
         self.inducing_cov = (None if inducing_cov is None
                              else as_inducing_cov(inducing_cov, self.Z.shape[0], self.Z.shape[1]))
+        #: VSGP given spherical covariances ((M,): c_j I): learning keeps them spherical
+        self.spherical_cov = inducing_cov is not None and np.ndim(inducing_cov) == 1
         self.jitter = jitter
         cov = inducing_covariances(kernel, self.X, self.Z, self.inducing_cov)
         self._Lu, self.jitter_used = cholesky_kuu(cov.Kuu, jitter)
@@ -106,7 +110,30 @@ class SparsePrior:
         return self._scratch
 
     def with_kernel(self, kernel: Kernel) -> "SparsePrior":
-        return SparsePrior(kernel, self.X, self.Z, self.inducing_cov, self.jitter)
+        return SparsePrior(kernel, self.X, self.Z, self._given_cov(self.inducing_cov), self.jitter)
+
+    def _given_cov(self, cov):
+        """(M, D, D) covariances in the form this prior was given them ((M,) when spherical)."""
+        return cov[:, 0, 0].copy() if self.spherical_cov else cov
+
+    def inducing_params(self) -> np.ndarray:
+        """What ``optimise_inducing=True`` fits, as one unconstrained vector: Z row by row, then (VSGP)
+        the local covariances packed by :func:`qpviz.inference.inducing.pack_inducing_cov` (log c_j
+        when they were given spherical, else each Cholesky factor with a log diagonal)."""
+        if self.inducing_cov is None:
+            return self.Z.ravel().copy()
+        return np.concatenate([self.Z.ravel(), pack_inducing_cov(self.inducing_cov, self.spherical_cov)])
+
+    def with_inducing_params(self, kernel: Kernel, params) -> "SparsePrior":
+        """The same prior with ``kernel`` and the inducing inputs (and covariances) of the vector
+        ``params`` of :meth:`inducing_params`."""
+        params = np.asarray(params, float)
+        M, D = self.Z.shape
+        Z = params[:M * D].reshape(M, D)
+        cov = None
+        if self.inducing_cov is not None:
+            cov = self._given_cov(unpack_inducing_cov(params[M * D:], M, D, self.spherical_cov))
+        return SparsePrior(kernel, self.X, Z, cov, self.jitter)
 
     def cross_weights(self, X_new) -> tuple[np.ndarray, np.ndarray]:
         """(W_* = L_uu^-1 K_u*, diag k_**) at new inputs (VSGP: the blurred K~(x, b_j), eq. 14)."""
@@ -243,20 +270,48 @@ class SparseGaussian:
 
     def grad_log_marginal(self) -> np.ndarray:
         """Explicit gradient of the Power-EP energy (:mod:`.ep`) in the kernel's log hyper-parameters
-        at a fixed point of the sites (where the energy is stationary in them: the tilted and q's
-        moments of h_n agree, so the site terms' dependence through q's marginals vanishes).
+        at a fixed point of the sites (:meth:`covariance_gradients`, chained through the kernel's
+        vector-Jacobian products; central differences of the kernel matrices, step 1e-6, for a kernel
+        without them)."""
+        G_uf, G_uu, g_ff = self.covariance_gradients()
+        prior = self.prior
+        try:
+            return covariance_vjp(prior.kernel, prior.X, prior.Z, prior.inducing_cov, G_uf, G_uu, g_ff)[0]
+        except NotImplementedError:
+            return np.array([np.sum(G_uf * dKuf) + np.sum(G_uu * dKuu) + g_ff @ dkff
+                             for dKuu, dKuf, dkff in _covariance_differences(prior)])
 
-        The energy depends on theta through Q = K_fu K_uu^-1 K_uf and d = diag K_ff - diag Q:
+    def grad_inducing(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """(dF/dZ (M, D), dF/dC (M, D, D) for VSGP's local covariances, else None): the same
+        energy's gradient in the inducing inputs, at a fixed point of the sites."""
+        prior = self.prior
+        _, grad_Z, grad_C = covariance_vjp(prior.kernel, prior.X, prior.Z, prior.inducing_cov,
+                                           *self.covariance_gradients())
+        return grad_Z, grad_C
+
+    def grad_inducing_params(self) -> np.ndarray:
+        """:meth:`grad_inducing` as one vector, in the order of :meth:`SparsePrior.inducing_params`."""
+        grad_Z, grad_C = self.grad_inducing()
+        if grad_C is None:
+            return grad_Z.ravel()
+        packed = self.prior.inducing_params()[grad_Z.size:]
+        return np.concatenate([grad_Z.ravel(), packed_inducing_cov_grad(packed, grad_C, self.prior.spherical_cov)])
+
+    def covariance_gradients(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(dF/dK_uf (M, N), dF/dK_uu (M, M), dF/d diag K_ff (N,)) of the Power-EP energy F at a fixed
+        point of the sites (where F is stationary in them: the tilted and q's moments of h_n agree,
+        so the site terms' dependence through q's marginals vanishes).
+
+        F depends on the covariances through Q = K_fu K_uu^-1 K_uf and d = diag K_ff - diag Q:
 
             dF = tr(G dQ) + sum_n s_n dk_nn,   G = 1/2 (a a^T - R) - diag(s),
             R = (Q + T^-1)^-1 = T - T Cov(h) T,  a = ``alpha``,
             s_n = (1/alpha) d log Z~_n / d d_n = 1/(2 alpha) [((mu_f - m_c)/V)^2 + (s_f^2 - V)/V^2]
 
         (the tilted f-moments mu_f, s_f^2 of cavity N(m_c, V = v_c + d_n); the dense prior's R&W eq.
-        5.9 is the first term), and with A = K_uu^-1 K_uf, B = A G (M x N, formed without N x N arrays),
-        tr(G dQ) = 2 sum(B o dK_uf) - sum((B A^T) o dK_uu). The kernel matrices' derivatives are
-        central differences in log theta (step 1e-6; :mod:`qpviz.kernels` has no cross-covariance
-        or blurred-VSGP gradients): O(N M D) per hyper-parameter, ~1e-9 relative.
+        5.9 is the first term). With A = K_uu^-1 K_uf and B = A G (M x N, formed without N x N
+        arrays), tr(G dQ) = 2 sum(B o dK_uf) - sum((B A^T) o dK_uu): dF/dK_uf = 2 B,
+        dF/dK_uu = -A G A^T, dF/d diag K_ff = s.
         """
         likelihood = getattr(self, "likelihood", None)
         if likelihood is None:
@@ -282,10 +337,7 @@ class SparseGaussian:
         B = (0.5 * np.outer(A @ a, a) - 0.5 * A_tau + 0.5 * ((A_tau @ Vmat.T) @ Vmat) * tau[None, :]
              - A * s[None, :])
         BA = B @ A.T
-        grads = []
-        for dKuu, dKuf, dkff in _covariance_differences(prior):
-            grads.append(2.0 * np.sum(B * dKuf) - np.sum(BA * dKuu) + s @ dkff)
-        return np.array(grads)
+        return 2.0 * B, -0.5 * (BA + BA.T), s
 
 
 def _covariance_differences(prior: SparsePrior, step: float = 1e-6):

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import linalg, optimize
 
-from qpviz.inference.inducing import as_inducing, cholesky_kuu, covariance_vjp, kmeans_inducing
+from qpviz.inference.inducing import as_inducing, check_training_data, cholesky_kuu, covariance_vjp, kmeans_inducing
 from qpviz.inference.posterior import _Predictions
 from qpviz.kernels import VJP_KERNELS, Kernel, as_inputs
 
@@ -464,13 +464,8 @@ def fit_sparse_regression(X, y, likelihood, kernel, method, inducing, *, blocks=
     """
     method, alpha = _check_method(method, alpha)
     lik = _gaussian_likelihood(likelihood, method)
-    if not isinstance(kernel, Kernel):
-        raise TypeError(f"kernel must be a qpviz kernel such as qpviz.kernels.RBF(), got {kernel!r}")
-    X = as_inputs(X)
+    X, y = check_training_data(kernel, X, y, lik)
     n = X.shape[0]
-    y = lik.check_y(y)
-    if y.shape != (n,):
-        raise ValueError(f"y must have one entry per row of X ({n}); got shape {y.shape}")
     Z = as_inducing(inducing, X, seed)
     if Z.shape[0] > n:
         raise ValueError(f"{Z.shape[0]} inducing inputs for only {n} data points: use M <= N")

@@ -96,8 +96,13 @@ class TrainingRecord:
             return bool(self.stop.is_set())
         return bool(self.stop())
 
-    def step(self, step: int, epoch: int, objective: float, evaluate=None, last: bool = False, **extra) -> bool:
-        """Record step ``step`` (1-based) and return True to go on (False: stop requested)."""
+    def step(self, step: int, epoch: int, objective: float, evaluate=None, last: bool = False, live=None,
+             **extra) -> bool:
+        """Record step ``step`` (1-based) and return True to go on (False: stop requested).
+
+        ``extra`` numbers go into the history; ``live`` (a dict, e.g. the current inducing inputs)
+        reaches the callback only, so that a live view can draw it without the history keeping a
+        copy per step."""
         if self._bar is not None:
             self._bar.update(1)
         if step % self.every == 0 or last or self.stop_requested():
@@ -109,7 +114,7 @@ class TrainingRecord:
                 self._paused += time.perf_counter() - paused
             self.history.append(entry)
             if self.callback is not None:
-                self.callback(entry)
+                self.callback({**entry, **live} if live else entry)
         if self.stop_requested():
             self.stopped = True
             return False

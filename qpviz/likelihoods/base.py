@@ -36,6 +36,7 @@ the class what it can do.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import ClassVar
@@ -331,8 +332,7 @@ class Likelihood:
         y = np.asarray(y, float)
         mean = np.asarray(mean, float)
         var = np.asarray(var, float)
-        x, w = np.polynomial.hermite.hermgauss(config.GH_NODES)
-        w = w / np.sqrt(np.pi)
+        x, w = _gauss_hermite(config.GH_NODES)
         f = mean[..., None] + np.sqrt(2.0 * var)[..., None] * x
         yy = np.broadcast_to(y[..., None], f.shape)
         d1, d2 = self.dlog_prob(yy, f)
@@ -402,6 +402,17 @@ class Tempered(Likelihood):
 
     def initial_sites(self, y):
         return self.base.initial_sites(y)
+
+
+@functools.lru_cache(maxsize=8)
+def _gauss_hermite(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes x and weights w / sqrt(pi) of n-point Gauss-Hermite quadrature, computed once (an
+    eigenvalue problem: 9 ms for 64 nodes, which dominated a 200-point minibatch step of SVI)."""
+    x, w = np.polynomial.hermite.hermgauss(n)
+    x.flags.writeable = False
+    w = w / np.sqrt(np.pi)
+    w.flags.writeable = False
+    return x, w
 
 
 def _show(arr: np.ndarray) -> str:

@@ -1,8 +1,11 @@
 """The Sparse page in a real Chromium, served by `python -m panel serve app`."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from pagetools import wait_for_new_text
 from test_explorer_page import ALERT_JS, console_errors, wait_for_title  # noqa: F401  (the fixture fails on console errors)
@@ -28,6 +31,12 @@ HANDLE_JS = """([index]) => {
     return {x: box.left + plot.frame.x_scale.compute(x), y: box.top + frame.bottom - 0.05 * frame.height,
             step: Math.abs(plot.frame.x_scale.compute(x + 1) - plot.frame.x_scale.compute(x)), value: x};
 }"""
+
+
+#: The handles' data source once the server has put them in order on the strip's line (y = 0.05 each).
+HANDLES_JS = """() => [...Bokeh.documents[0].all_models].find(m => m.data && m.data.x && m.data.y
+    && m.data.y.length > 0 && Array.from(m.data.y).every(y => y === 0.05)
+    && Array.from(m.data.x).every((x, i, xs) => i === 0 || xs[i - 1] <= x))"""
 
 
 @pytest.fixture
@@ -88,6 +97,39 @@ def test_dragging_a_handle_moves_a_pseudo_input_and_refits(sparse: Page):
     # the handle went back onto the strip's line: only x changed
     sparse.wait_for_function("""() => [...Bokeh.documents[0].all_models].some(m => m.data && m.data.y
         && m.data.y.length === 8 && Array.from(m.data.y).every(y => y === 0.05))""", timeout=TIMEOUT_MS)
+
+
+def test_a_tap_adds_a_pseudo_input_and_backspace_removes_the_selected_one(sparse: Page):
+    z_field = sparse.locator(".qpviz-sp-z input").first
+    original = [float(z) for z in z_field.input_value().split(",")]
+    first, second = sparse.evaluate(HANDLE_JS, [0]), sparse.evaluate(HANDLE_JS, [1])
+    gap = (first["x"] + second["x"]) / 2.0  # between two handles: an empty spot on the strip
+    before = numbers(sparse)
+    sparse.mouse.click(gap, first["y"])
+    after = wait_for_new_text(sparse.locator(".qpviz-sp-numbers table").first, before)
+    expect(z_field).to_have_value(re.compile(r"^[^,]+(,[^,]+){8}$"), timeout=TIMEOUT_MS)  # 9 values
+    added = [float(z) for z in z_field.input_value().split(",")]
+    new = [z for z in added if min(abs(z - o) for o in original) > 1e-6]
+    assert len(new) == 1 and abs(new[0] - (first["value"] + second["value"]) / 2.0) < 0.2, (original, added)
+    wait_for_title(sparse, "Sparse fits, regression: N = 100, M = 9\n")
+
+    # select the first handle; the server rewrites the handles after each refit (in order, on the
+    # strip's line), which drops a selection made just before, so tap again until it holds
+    sparse.wait_for_function(f"() => ({HANDLES_JS})()?.data.x.length === 9", timeout=TIMEOUT_MS)
+    for _ in range(10):
+        handle = sparse.evaluate(HANDLE_JS, [0])
+        sparse.mouse.click(handle["x"], handle["y"])
+        try:
+            sparse.wait_for_function(f"() => ({HANDLES_JS})()?.selected.indices.join() === '0'", timeout=2000)
+            break
+        except PlaywrightTimeout:
+            continue
+    sparse.keyboard.press("Backspace")  # ...and remove it
+    wait_for_new_text(sparse.locator(".qpviz-sp-numbers table").first, after)
+    expect(z_field).to_have_value(re.compile(r"^[^,]+(,[^,]+){7}$"), timeout=TIMEOUT_MS)  # 8 values
+    left = [float(z) for z in z_field.input_value().split(",")]
+    assert all(abs(z - handle["value"]) > 1e-6 for z in left) and new[0] in left, (added, left)
+    wait_for_title(sparse, "Sparse fits, regression: N = 100, M = 8\n")
 
 
 def test_bad_pseudo_inputs_keep_the_last_fit_and_say_what_to_change(sparse: Page):
