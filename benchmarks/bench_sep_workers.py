@@ -1,10 +1,11 @@
 """SEP training time with 1 and 2 Dask workers (issue 13, "Distribution"; paper 003 sec. 4.4, Fig. 3 right).
 
-Run:  /work/main/.venv/bin/python benchmarks/bench_sep_workers.py [--n 300000] [--inducing 100]
+Run:  /work/main/.venv/bin/python benchmarks/bench_sep_workers.py [--inducing 100] [--synthetic 300000]
 Output recorded in benchmarks/results/bench_sep_workers.txt.
 
-A fixed amount of work: SEP (probit, ARD RBF, M inducing points, K-means start) on a synthetic
-problem (N points, D = 8; ``synthetic_classification`` below), ``--epochs`` passes with large
+A fixed amount of work: SEP (probit, ARD RBF, M inducing points, K-means start) on the flights
+training set (:func:`qpviz.scalable_data.flights`: 263,853 rows, D = 8) or, with ``--synthetic N``,
+on :func:`qpviz.scalable_data.synthetic_classification` (N points, D = 8), ``--epochs`` passes with large
 minibatches (``--minibatch``, default N / 3), so that each step's shard work (O(B M^2) site
 refinement and gradient) dominates the two round trips to the workers; hyper-parameters and Z
 learnt (``optimise=True``). Each worker of a ``LocalCluster(n_workers=k, threads_per_worker=1,
@@ -36,17 +37,8 @@ import time
 import numpy as np
 
 import qpviz
+from qpviz import scalable_data
 from qpviz.inference.inducing import kmeans_inducing
-
-
-def synthetic_classification(n: int, dim: int, seed: int = 0):
-    """Inputs uniform on [-2, 2]^D, labels sign(f(x) + eps), f a sum of sines of random
-    projections (non-linear in every input), eps ~ N(0, 0.5^2)."""
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-2.0, 2.0, (n, dim))
-    W = rng.standard_normal((dim, 4)) / np.sqrt(dim)
-    f = np.sin(2.0 * X @ W).sum(axis=1) + 0.3 * X[:, 0]
-    return X, np.where(f + 0.5 * rng.standard_normal(n) > 0, 1.0, -1.0)
 
 
 def run(client, X, y, Z, args):
@@ -59,20 +51,25 @@ def run(client, X, y, Z, args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=300_000)
-    parser.add_argument("--dim", type=int, default=8)
+    parser.add_argument("--synthetic", type=int, default=0, help="N synthetic points instead of the flights")
     parser.add_argument("--inducing", type=int, default=100)
     parser.add_argument("--minibatch", type=int, default=None, help="points per step (default N / 3)")
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=2, help="timed fits per worker count (the best counts)")
     parser.add_argument("--scheduler", default=None, help="a remote scheduler address, e.g. tcp://host:8786")
     args = parser.parse_args()
-    args.minibatch = args.minibatch or -(-args.n // 3)
     from dask.distributed import Client, LocalCluster
 
-    X, y = synthetic_classification(args.n, args.dim)
-    Z = kmeans_inducing(X[:20_000], args.inducing, 0)
-    print(f"SEP workers benchmark: N = {args.n}, D = {args.dim}, M = {args.inducing}, minibatch = {args.minibatch}, "
+    if args.synthetic:
+        X, y = scalable_data.synthetic_classification(args.synthetic, dim=8, seed=0)
+        data = "synthetic"
+    else:
+        split = scalable_data.flights(test_size=10_000, seed=0)
+        X, y, data = split.X_train, split.y_train, "flights (training rows)"
+    args.minibatch = args.minibatch or -(-X.shape[0] // 3)
+    Z = kmeans_inducing(X[np.random.default_rng(0).permutation(X.shape[0])[:20_000]], args.inducing, 0)
+    print(f"SEP workers benchmark: {data}, N = {X.shape[0]}, D = {X.shape[1]}, M = {args.inducing}, "
+          f"minibatch = {args.minibatch}, "
           f"epochs = {args.epochs}, optimise=True; {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f}")
     if args.scheduler:

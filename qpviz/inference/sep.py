@@ -90,6 +90,7 @@ import time
 import numpy as np
 from scipy import linalg
 
+from qpviz._blas import small_problem_threads
 from qpviz.inference import metrics
 from qpviz.inference.inducing import as_inducing, check_training_data, cholesky_kuu, covariance_vjp
 from qpviz.inference.posterior import GPPosterior
@@ -612,26 +613,29 @@ def _train(executor, bounds, X, y, lik, kernel, Z, rule, minibatch, epochs, opti
     for epoch in range(1, epochs + 1):
         for batch in minibatches(n, minibatch, rng):
             step += 1
-            parts = _split(batch, bounds)
-            results = executor.call("refine", [(p, state["bc"]) if len(p) else None for p in parts])
-            used = [r for r in results if r is not None]
-            evidence = norm_diff + n / len(batch) * sum(r["evidence"] for r in used)
-            change = max(r["change"] for r in used)
-            if len(batch) == n:  # every site refined: the sums afresh, no running differences
-                prec = sum(r["new_prec"] for r in used)
-                lin = sum(r["new_lin"] for r in used)
-            else:
-                prec = prec + sum(r["new_prec"] - r["old_prec"] for r in used)
-                lin = lin + sum(r["new_lin"] - r["old_lin"] for r in used)
-            bc, norm_diff, state["jitter"] = _rebuild(bc.kernel, bc.Z, prec, lin, jitter)
-            state["bc"] = bc
-            if optimise:
-                g_theta, g_Z = sep_gradient(executor, parts, bc, n / len(batch))
-                theta = np.concatenate([bc.kernel.log_params(), bc.Z.ravel()])
-                theta = theta + stepper.step(np.concatenate([g_theta, g_Z.ravel()]))
-                bc, norm_diff, state["jitter"] = _rebuild(bc.kernel.with_log_params(theta[:n_kernel]),
-                                                          theta[n_kernel:].reshape(M, D), prec, lin, jitter)
+            # small steps (minibatch and M below a few hundred) with one BLAS thread: OpenBLAS's
+            # threads made a 200 x 200 Cholesky take 0.1 s on this shared 2-core machine (measured)
+            with small_problem_threads(max(len(batch), M)):
+                parts = _split(batch, bounds)
+                results = executor.call("refine", [(p, state["bc"]) if len(p) else None for p in parts])
+                used = [r for r in results if r is not None]
+                evidence = norm_diff + n / len(batch) * sum(r["evidence"] for r in used)
+                change = max(r["change"] for r in used)
+                if len(batch) == n:  # every site refined: the sums afresh, no running differences
+                    prec = sum(r["new_prec"] for r in used)
+                    lin = sum(r["new_lin"] for r in used)
+                else:
+                    prec = prec + sum(r["new_prec"] - r["old_prec"] for r in used)
+                    lin = lin + sum(r["new_lin"] - r["old_lin"] for r in used)
+                bc, norm_diff, state["jitter"] = _rebuild(bc.kernel, bc.Z, prec, lin, jitter)
                 state["bc"] = bc
+                if optimise:
+                    g_theta, g_Z = sep_gradient(executor, parts, bc, n / len(batch))
+                    theta = np.concatenate([bc.kernel.log_params(), bc.Z.ravel()])
+                    theta = theta + stepper.step(np.concatenate([g_theta, g_Z.ravel()]))
+                    bc, norm_diff, state["jitter"] = _rebuild(bc.kernel.with_log_params(theta[:n_kernel]),
+                                                              theta[n_kernel:].reshape(M, D), prec, lin, jitter)
+                    state["bc"] = bc
             converged = (not optimise) and (not stochastic) and change < tol
             last = converged or (epoch == epochs and step == epochs * steps_per_epoch)
             go_on = record.step(step, epoch, evidence, evaluate, last=last, max_site_change=change,
