@@ -606,7 +606,8 @@ def _train(executor, bounds, X, y, lik, kernel, Z, rule, minibatch, epochs, opti
                                 hyperparameters=dict(bc.kernel.params)))
 
     def evaluate(X_val, y_val):
-        return metrics.evaluate(posterior(), X_val, y_val)
+        with small_problem_threads(max(len(y_val), M)):
+            return metrics.evaluate(posterior(), X_val, y_val)
 
     step, converged, go_on = 0, False, True
     start = time.perf_counter()
