@@ -144,3 +144,37 @@ def test_numba_site_updates_match_the_quadrature_reference(method, alpha):
     assert np.max(np.abs(fast[0] - ref[0]) / scale) <= 1e-7
     assert np.max(np.abs(fast[1] - ref[1]) / (np.abs(ref[1]) + np.abs(nu) + scale)) <= 1e-7
     np.testing.assert_allclose(fast[2], ref[2], rtol=1e-8, atol=1e-10)
+
+
+def test_sparse_page_cavities_take_the_long_rule_accurately():
+    """Cavities like the Sparse page's (N = 500: probit, std 0.2-0.6) fail the 12-node rule's tail
+    test; the 32-node rule accepts them, to the same accuracy."""
+    gen = np.random.default_rng(5)
+    y = gen.choice([-1.0, 1.0], 300)
+    m = gen.uniform(-2.0, 2.0, 300)
+    v = gen.uniform(0.2, 0.6, 300) ** 2
+    lik = qpviz.likelihood("probit").tempered(0.5)
+    ok, err = _errors(lik, y, m, v)
+    assert ok.mean() >= 0.9
+    assert np.all(err[:, ok] <= TOL)
+
+
+def test_sigma_qp_refused_alone_keeps_accurate_moments():
+    """Poisson-square, alpha = 0.5, y = 2: p^alpha = f^2 e^(-f^2/2) has a zero at f = 0 and a second,
+    tiny mode at f < 0; F has a plateau between them, the sigma_QP integrand is not smooth there and
+    sigma_QP is refused while the moments are accepted. The QP site update then takes sigma_QP
+    from the quadrature and matches the NumPy reference (quadrature throughout)."""
+    from qpviz.tilted.hermite import hermite_projection
+
+    lik = qpviz.likelihood("poisson_square").tempered(0.5)
+    y, m, v = 2.0, 2.267231179177312, 0.2653116288439849
+    ok, _, _, _, sigma = hermite_projection(lik.jit_handle(), y, m, v, True)
+    assert ok and math.isnan(sigma)
+    tau = np.array([0.5])
+    post_var = np.array([1.0 / (1.0 / v + 0.5 * tau[0])])
+    post_mean = post_var * np.array([m / v])
+    rule = SiteRule.build("qp", lik, 1.0, use_table=False)
+    fast = rule.update_all(np.array([y]), post_mean, post_var, tau, np.zeros(1))
+    ref = rule.step(np.array([y]), post_mean, post_var, tau, np.zeros(1))
+    np.testing.assert_allclose(fast[0], ref[0], rtol=1e-8)
+    np.testing.assert_allclose(fast[1], ref[1], rtol=1e-8)

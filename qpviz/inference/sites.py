@@ -71,7 +71,7 @@ from qpviz.config import NUMBA_OPTIONS
 from qpviz.tables import jit_data as _table_jit_data
 from qpviz.tables import qp_var_scalar as _table_qp_var
 from qpviz.tables.lookup import table_log_ratio
-from qpviz.tilted import tilted_moments_scalar
+from qpviz.tilted import qp_std_scalar, tilted_moments_scalar
 from qpviz.tilted.hermite import hermite_moments, hermite_projection
 
 
@@ -292,7 +292,13 @@ def _projection_of(method, coef, meta, lk, y, m, v, closed):
             if fast:
                 if method == QP:
                     h = table_log_ratio(coef, meta, y, m, v)
-                    var = min(v * math.exp(2.0 * h) if h == h else sigma * sigma, var)
+                    if h == h:
+                        sigma2 = v * math.exp(2.0 * h)
+                    elif sigma == sigma:
+                        sigma2 = sigma * sigma
+                    else:  # the moments are accurate, F's expansion is not (module qpviz.tilted.hermite)
+                        sigma2 = qp_std_scalar(lk, y, m, v) ** 2
+                    var = min(sigma2, var)
                 return log_z, mean, var
             log_z, mean, var = tilted_moments_scalar(lk, y, m, v)
         if method == QP:
