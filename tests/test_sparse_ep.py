@@ -21,7 +21,8 @@ from qpviz import config
 from qpviz.inference import sites
 from qpviz.inference.ep import ConvergenceWarning
 from qpviz.inference.inducing import kmeans_inducing
-from qpviz.inference.sparse_prior import (SparsePrior, fit_power_ep, sequential_sweep_reference,
+from qpviz.inference.sparse_prior import (VAR_FLOOR, SparsePrior, fit_power_ep, scaled_row_moments,
+                                          scaled_row_moments_numpy, sequential_sweep_reference,
                                           sparse_sweep_sites_general)
 from qpviz.kernels import RBF
 
@@ -290,6 +291,38 @@ def test_sparse_prior_pickles_and_refuses_dense_only_operations():
         prior.cov_sqrt()
     with pytest.raises(NotImplementedError, match="dense prior"):
         prior.conditional(X_TEST)
+
+
+@pytest.mark.parametrize("zeros", [0, 3, 40], ids=["all-positive", "a-few-zero", "mostly-zero"])
+def test_condition_marginals_match_the_dense_formulas_with_zero_and_negative_site_precisions(zeros):
+    """The marginals come from the scaled rows sqrt(tau_n) w_n (tau_n > 0), unscaled solves for
+    tau_n ~ 0, or one unscaled solve for all (most tau_n ~ 0, or a negative tau_n): each route
+    against Cov(h) = (I + Q T)^-1 Q."""
+    prior = SparsePrior(KERNEL, X_R, Z_R)
+    rng = np.random.default_rng(9)
+    nu = rng.normal(size=prior.n)
+    Q = prior.Wt @ prior.Wt.T
+    for negative in (False, True):
+        tau = rng.uniform(0.1, 3, prior.n)
+        tau[rng.choice(prior.n, size=min(zeros, prior.n), replace=False)] = 0.0
+        if negative:
+            tau[1] = -0.01
+        state = prior.condition(tau, nu)
+        cov = np.linalg.solve(np.eye(prior.n) + Q * tau[None, :], Q)  # (Q^-1 + T)^-1 = (I + Q T)^-1 Q
+        assert np.allclose(state.var, np.maximum(np.diag(cov), VAR_FLOOR), atol=1e-10)
+        assert np.allclose(state.mean, cov @ nu, atol=1e-10)
+
+
+def test_scaled_row_moments_kernel_matches_its_numpy_reference():
+    rng = np.random.default_rng(4)
+    rows, c = rng.normal(size=(50, 7)), rng.normal(size=7)
+    sqrt_tau = rng.uniform(0.0, 2.0, 50)
+    sqrt_tau[[3, 10]] = [0.0, 1e-120]
+    var, mean = scaled_row_moments(rows, c, sqrt_tau)
+    ref_var, ref_mean = scaled_row_moments_numpy(rows, c, sqrt_tau)
+    assert np.array_equal(np.isnan(var), np.isnan(ref_var)) and np.isnan(var[[3, 10]]).all()
+    assert np.allclose(var, ref_var, rtol=1e-13, equal_nan=True) and np.allclose(mean, ref_mean, rtol=1e-13,
+                                                                                     equal_nan=True)
 
 
 def test_condition_matches_the_dense_formulas_of_the_h_marginals():

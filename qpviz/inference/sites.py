@@ -36,6 +36,7 @@ zero, i.e. h_i = f_i, for the dense prior). With post_mean / post_var the margin
 With alpha = 1 and d_i = 0 these are steps 1-5 operation for operation (the dense engine's
 results are unchanged bit for bit). QP keeps EP's mean and, since s_h^2 grows with s_f^2,
 gives an h-variance <= EP's at every projection. The tempered tilted moments come from the
+checked Gauss-Hermite rule of :mod:`qpviz.tilted.hermite` where it is accurate, else from the
 quadrature (closed forms are for alpha = 1), except for a likelihood whose tilted distributions
 are Gaussian (``gaussian_tilted``): p(y|f)^alpha is then exp(alpha (-tau_p f^2/2 + nu_p f + c0))
 with (tau_p, nu_p, c0) read off its own closed-form moments, and the tempered tilted
@@ -43,19 +44,22 @@ distribution is Gaussian in closed form (:func:`power_gaussian_moments`; VFE's l
 needs it: log Z~ = O(alpha) is divided by alpha in the evidence).
 
 The QP variance comes from the lookup tables (``qpviz.tables.qp_var_scalar``) where they
-cover the query and from the direct integral ``qpviz.tilted.qp_std_scalar`` otherwise.
+cover the query, from the checked Gauss-Hermite rule (:func:`qpviz.tilted.hermite.hermite_qp_std`;
+narrow cavities, below the tables' range) where it is accurate, and from the direct integral
+``qpviz.tilted.qp_std_scalar`` otherwise.
 
 EP with a likelihood whose numba ``moments`` kernel covers every input (``closed`` below: probit,
 step, gaussian, Poisson-square) needs neither the adaptive quadrature nor the tables. The
 kernels take ``closed`` as an argument that their thin entry points (``*_closed`` /
 ``*_general``) pass as a constant, so numba types it as a literal; the two helpers
-:func:`tilted_moments_of` and :func:`qp_variance_of` are overloaded on that literal, so the
+:func:`tilted_moments_of` and :func:`projection_of` are overloaded on that literal, so the
 closed variant is compiled without them: a first EP fit on a cold numba cache compiles in
 seconds, not the ~10 s the quadrature and table code take. (``numba.literally`` would do the
 same at a cost of milliseconds per call.)
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -66,7 +70,9 @@ from qpviz._jit import lk_moments
 from qpviz.config import NUMBA_OPTIONS
 from qpviz.tables import jit_data as _table_jit_data
 from qpviz.tables import qp_var_scalar as _table_qp_var
-from qpviz.tilted import tilted_moments_scalar
+from qpviz.tables.lookup import table_log_ratio
+from qpviz.tilted import qp_std_scalar, tilted_moments_scalar
+from qpviz.tilted.hermite import hermite_moments, hermite_projection
 
 
 __all__ = ["EP", "QP", "OK", "CLIPPED", "SKIPPED_CAVITY", "SKIPPED_PROJECTION", "SiteRule", "site_step", "site_step_packed",
@@ -233,8 +239,10 @@ class SiteRule:
 
 def tilted_moments_of(lk, y, m, v, closed):
     """(log Z, mean, var) of the tilted distribution: the likelihood's closed form when ``closed``
-    is the literal True (NaN where it has none), else :func:`qpviz.tilted.tilted_moments_scalar`
-    (closed form where there is one, quadrature elsewhere). Numba only."""
+    is the literal True (NaN where it has none), else the closed form where there is one, the
+    checked Gauss-Hermite rule (:func:`qpviz.tilted.hermite.hermite_moments`) where it is accurate
+    (nearly Gaussian tilted distributions: narrow cavities, tempered or not), and the adaptive
+    quadrature (:func:`qpviz.tilted.tilted_moments_scalar`) elsewhere. Numba only."""
 
 
 @overload(tilted_moments_of, prefer_literal=True, jit_options=NUMBA_OPTIONS)
@@ -251,26 +259,51 @@ def _tilted_moments_of(lk, y, m, v, closed):
         return closed_form
 
     def general(lk, y, m, v, closed):
+        has_closed, log_z, mean, var = lk_moments(lk, y, m, v)
+        if has_closed:
+            return log_z, mean, var
+        fast, log_z, mean, var = hermite_moments(lk, y, m, v)
+        if fast:
+            return log_z, mean, var
         return tilted_moments_scalar(lk, y, m, v)
 
     return general
 
 
-def qp_variance_of(method, coef, meta, lk, y, m, v, var, closed):
-    """The projection's variance: ``var`` for EP (and always when ``closed`` is the literal True),
-    sigma_QP^2 <= var for QP (tables, else quadrature; Theorem 2 holds also where a table's 1e-8
-    error exceeds the true gap). Numba only."""
+def projection_of(method, coef, meta, lk, y, m, v, closed):
+    """(log Z, mean, var) of the projection of the tilted distribution (EP: eq. 5; QP: eq. 7, the
+    variance sigma_QP^2 <= var; Theorem 2 holds also where a table's 1e-8 error exceeds the true
+    gap). ``closed`` the literal True: the likelihood's closed form (EP only). Else the closed form
+    where there is one, the checked Gauss-Hermite rule where it is accurate (one expansion gives
+    the moments and sigma_QP; a table that covers the cavity still gives sigma_QP), the adaptive
+    quadrature elsewhere; sigma_QP from ``qp_var_scalar`` (tables, Gauss-Hermite, quadrature)
+    whenever the moments did not come from the Gauss-Hermite rule. Numba only."""
 
 
-@overload(qp_variance_of, prefer_literal=True, jit_options=NUMBA_OPTIONS)
-def _qp_variance_of(method, coef, meta, lk, y, m, v, var, closed):
+@overload(projection_of, prefer_literal=True, jit_options=NUMBA_OPTIONS)
+def _projection_of(method, coef, meta, lk, y, m, v, closed):
     if isinstance(closed, types.BooleanLiteral) and closed.literal_value:
-        return lambda method, coef, meta, lk, y, m, v, var, closed: var
+        return lambda method, coef, meta, lk, y, m, v, closed: tilted_moments_of(lk, y, m, v, closed)
 
-    def general(method, coef, meta, lk, y, m, v, var, closed):
+    def general(method, coef, meta, lk, y, m, v, closed):
+        has_closed, log_z, mean, var = lk_moments(lk, y, m, v)
+        if not has_closed:
+            fast, log_z, mean, var, sigma = hermite_projection(lk, y, m, v, method == QP)
+            if fast:
+                if method == QP:
+                    h = table_log_ratio(coef, meta, y, m, v)
+                    if h == h:
+                        sigma2 = v * math.exp(2.0 * h)
+                    elif sigma == sigma:
+                        sigma2 = sigma * sigma
+                    else:  # the moments are accurate, F's expansion is not (module qpviz.tilted.hermite)
+                        sigma2 = qp_std_scalar(lk, y, m, v) ** 2
+                    var = min(sigma2, var)
+                return log_z, mean, var
+            log_z, mean, var = tilted_moments_scalar(lk, y, m, v)
         if method == QP:
-            return min(_table_qp_var(coef, meta, lk, y, m, v), var)
-        return var
+            var = min(_table_qp_var(coef, meta, lk, y, m, v), var)
+        return log_z, mean, var
 
     return general
 
@@ -278,8 +311,7 @@ def _qp_variance_of(method, coef, meta, lk, y, m, v, var, closed):
 @njit(**NUMBA_OPTIONS)
 def project_scalar(method, lk, y, m, v, coef, meta, closed):
     """(log Z, mean, var) of the projection of the tilted distribution (EP: eq. 5; QP: eq. 7)."""
-    log_z, mean, var = tilted_moments_of(lk, y, m, v, closed)
-    return log_z, mean, qp_variance_of(method, coef, meta, lk, y, m, v, var, closed)
+    return projection_of(method, coef, meta, lk, y, m, v, closed)
 
 
 @njit(**NUMBA_OPTIONS)

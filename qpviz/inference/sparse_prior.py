@@ -211,8 +211,9 @@ class SparseGaussian:
         scratch = prior.scratch()  # (N, M), reused: no fresh pages to fault in per sweep at large N
         with small_problem_threads(prior.n):
             precision = np.eye(prior.m)
-            if np.all(tau >= 0):
-                np.multiply(Wt, np.sqrt(tau)[:, None], out=scratch)
+            sqrt_tau = np.sqrt(tau) if np.all(tau >= 0) else None
+            if sqrt_tau is not None:
+                np.multiply(Wt, sqrt_tau[:, None], out=scratch)
                 syrk_update_lower(precision, scratch, 1.0)
             else:  # negative site precisions (VB / Laplace style sites): one general product
                 np.multiply(Wt, tau[:, None], out=scratch)
@@ -222,13 +223,27 @@ class SparseGaussian:
             except linalg.LinAlgError:
                 raise IndefinitePosterior("the site precisions make I + W T W^T indefinite (no Gaussian posterior); "
                                           "use damping or a log-concave likelihood") from None
-            # rows of scratch: (L_P^-1 w_n)^T, by one in-place dtrsm on the Fortran (M, N) view
-            np.copyto(scratch, Wt)
-            Vt = blas.dtrsm(1.0, self._Lp, scratch.T, side=0, lower=1, trans_a=0, overwrite_b=1).T
             c = linalg.solve_triangular(self._Lp, Wt.T @ nu, lower=True, check_finite=False)
             self.mean_v = linalg.solve_triangular(self._Lp, c, lower=True, trans="T", check_finite=False)
-            self.var = np.maximum(np.einsum("ij,ij->i", Vt, Vt), VAR_FLOOR)
-            self.mean = Vt @ c
+            unscaled = (np.arange(prior.n) if sqrt_tau is None
+                        else np.flatnonzero(sqrt_tau < _SCALED_MIN))  # rows whose scaling would lose v_n
+            if unscaled.size > prior.n // 2:
+                # rows of scratch: v_n^T = (L_P^-1 w_n)^T, by one in-place dtrsm on the Fortran (M, N) view
+                np.copyto(scratch, Wt)
+                Vt = blas.dtrsm(1.0, self._Lp, scratch.T, side=0, lower=1, trans_a=0, overwrite_b=1).T
+                self.var = np.maximum(np.einsum("ij,ij->i", Vt, Vt), VAR_FLOOR)
+                self.mean = Vt @ c
+            else:
+                # scratch still holds the rows sqrt(tau_n) w_n^T that formed P: solving on them in place
+                # gives sqrt(tau_n) v_n^T, so Var h_n = |.|^2 / tau_n, E h_n = (. c) / sqrt(tau_n), and
+                # the N x M copy of W and one pass over it are saved (a sweep at N = 1e5 is memory-bound
+                # outside its two BLAS-3 calls); the few rows with tau_n ~ 0 are solved unscaled
+                blas.dtrsm(1.0, self._Lp, scratch.T, side=0, lower=1, trans_a=0, overwrite_b=1)
+                self.var, self.mean = scaled_row_moments(scratch, c, sqrt_tau)
+                if unscaled.size:
+                    V = linalg.solve_triangular(self._Lp, Wt[unscaled].T, lower=True, check_finite=False)
+                    self.var[unscaled] = np.maximum(np.einsum("ij,ij->j", V, V), VAR_FLOOR)
+                    self.mean[unscaled] = c @ V
         self.alpha = nu - tau * self.mean
         self.half_log_det = float(np.sum(np.log(np.diag(self._Lp))))
         self.nu_sigma_nu = float(nu @ self.mean)
@@ -338,6 +353,44 @@ class SparseGaussian:
              - A * s[None, :])
         BA = B @ A.T
         return 2.0 * B, -0.5 * (BA + BA.T), s
+
+
+#: Rows with sqrt(tau_n) below this are solved unscaled (:class:`SparseGaussian`): dividing by
+#: it would amplify underflow in sqrt(tau_n) v_n.
+_SCALED_MIN = 1e-100
+
+
+@njit(**NUMBA_OPTIONS)
+def scaled_row_moments(rows, c, sqrt_tau):
+    """(|r_n|^2 / tau_n floored at VAR_FLOOR, (r_n . c) / sqrt(tau_n)) for rows r_n = sqrt(tau_n) v_n^T,
+    in one pass over the (N, M) array; rows with sqrt(tau_n) < _SCALED_MIN get NaN (the caller
+    solves them unscaled). NumPy reference: :func:`scaled_row_moments_numpy`."""
+    n, m = rows.shape
+    var = np.empty(n)
+    mean = np.empty(n)
+    for i in range(n):
+        if sqrt_tau[i] < _SCALED_MIN:
+            var[i] = np.nan
+            mean[i] = np.nan
+            continue
+        sq = 0.0
+        dot = 0.0
+        for j in range(m):
+            r = rows[i, j]
+            sq += r * r
+            dot += r * c[j]
+        var[i] = max(sq / (sqrt_tau[i] * sqrt_tau[i]), VAR_FLOOR)
+        mean[i] = dot / sqrt_tau[i]
+    return var, mean
+
+
+def scaled_row_moments_numpy(rows, c, sqrt_tau):
+    """The NumPy reference of :func:`scaled_row_moments`."""
+    ok = sqrt_tau >= _SCALED_MIN
+    with np.errstate(divide="ignore", invalid="ignore"):
+        var = np.where(ok, np.maximum(np.einsum("ij,ij->i", rows, rows) / sqrt_tau**2, VAR_FLOOR), np.nan)
+        mean = np.where(ok, (rows @ c) / sqrt_tau, np.nan)
+    return var, mean
 
 
 def _covariance_differences(prior: SparsePrior, step: float = 1e-6):

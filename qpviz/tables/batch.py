@@ -1,9 +1,10 @@
 """sigma_QP^2 from the tables, one point (numba) or many (vectorised), with direct fallback.
 
 :func:`qp_var_scalar` is what the numba EP/QP sweeps call per site; :func:`qp_variance` is the
-array version behind ``qpviz.project(..., method="qp")``. Both fall back to the quadrature of
-QP paper eq. 7 (:func:`qpviz.tilted.qp_std_scalar`) wherever no table covers (y, m, v), so the
-answer is always the true QP value.
+array version behind ``qpviz.project(..., method="qp")``. Wherever no table covers (y, m, v)
+both use the checked Gauss-Hermite rule of :mod:`qpviz.tilted.hermite` where it is accurate
+(narrow cavities, below the tables' range) and the quadrature of QP paper eq. 7
+(:func:`qpviz.tilted.qp_std_scalar`) elsewhere, so the answer is always the true QP value.
 """
 from __future__ import annotations
 
@@ -20,8 +21,9 @@ from qpviz.tables.loading import jit_data
 from qpviz.tables.lookup import fast_table_locate, is_line, line_table_value, stored_table_value, table_coordinates, \
     table_log_ratio
 from qpviz.tilted import qp_std_scalar
+from qpviz.tilted.hermite import hermite_qp_std
 
-__all__ = ["BATCH_BLOCK", "qp_var_scalar", "qp_var_batch", "qp_variance", "qp_variance_checked"]
+__all__ = ["BATCH_BLOCK", "qp_var_scalar", "qp_var_batch", "qp_variance", "qp_variance_checked", "hermite_qp_var_batch"]
 
 #: Points per block of :func:`qp_var_batch`: its scratch arrays stay in the L1/L2 cache.
 BATCH_BLOCK = 1024
@@ -30,12 +32,15 @@ BATCH_BLOCK = 1024
 @njit(**NUMBA_OPTIONS)
 def qp_var_scalar(coef, meta, lk, y, m, v):
     """sigma_QP^2 of the tilted distribution of (y, m, v): v exp(2 h) with h = log(sigma_QP / sqrt(v))
-    from the table where it covers (y, m, v), else ``qp_std_scalar(lk, y, m, v) ** 2``
+    from the table where it covers (y, m, v), else the checked Gauss-Hermite rule where it is
+    accurate (:func:`qpviz.tilted.hermite.hermite_qp_std`), else ``qp_std_scalar(lk, y, m, v) ** 2``
     (QP paper eq. 7 by quadrature)."""
     h = table_log_ratio(coef, meta, y, m, v)
     if h == h:
         return v * math.exp(2.0 * h)
-    sigma = qp_std_scalar(lk, y, m, v)
+    fast, sigma = hermite_qp_std(lk, y, m, v)  # nearly Gaussian tilted (narrow cavities): ~1 us
+    if not fast:
+        sigma = qp_std_scalar(lk, y, m, v)
     return sigma * sigma
 
 
@@ -91,7 +96,9 @@ def qp_var_batch(coef, meta, y, m, v, out):
 
 def qp_variance(likelihood: Likelihood, y, cavity_mean, cavity_var) -> np.ndarray:
     """sigma_QP^2 for every (y, cavity_mean, cavity_var) (broadcast), from the tables where they
-    cover the query and by direct quadrature elsewhere (always the true QP value)."""
+    cover the query, else by the checked Gauss-Hermite rule where it is accurate (nearly Gaussian
+    tilted distributions, :mod:`qpviz.tilted.hermite`), else by direct quadrature (always the
+    true QP value; the same numbers as :func:`qp_var_scalar`)."""
     if not isinstance(likelihood, Likelihood):
         raise TypeError("likelihood must be a qpviz likelihood, e.g. qpviz.likelihood('probit')")
     y_arr = likelihood.check_y(y)
@@ -109,6 +116,21 @@ def qp_variance_checked(likelihood: Likelihood, y: np.ndarray, m: np.ndarray, v:
     flat = out.reshape(-1)
     qp_var_batch(coef, meta, np.ravel(y), np.ravel(m), np.ravel(v), flat)
     missing = np.flatnonzero(np.isnan(flat))
-    if missing.size:  # outside the tables' domain: QP paper eq. 7 directly
+    lk = likelihood.jit_handle() if missing.size else None
+    if lk is not None:  # outside the tables' domain: the Gauss-Hermite rule where accurate, as qp_var_scalar
+        flat_y, flat_m, flat_v = (np.ascontiguousarray(np.ravel(a)[missing], dtype=np.float64) for a in (y, m, v))
+        found = np.full(missing.size, np.nan)
+        hermite_qp_var_batch(lk, flat_y, flat_m, flat_v, found)
+        flat[missing] = found
+        missing = missing[np.isnan(found)]
+    if missing.size:  # QP paper eq. 7 directly
         flat[missing] = np.square(likelihood.qp_std(np.ravel(y)[missing], np.ravel(m)[missing], np.ravel(v)[missing]))
     return out
+
+
+@njit(**NUMBA_OPTIONS)
+def hermite_qp_var_batch(lk, y, m, v, out):
+    """sigma_QP^2 by the checked Gauss-Hermite rule into ``out`` where it accepts (y, m, v), else NaN."""
+    for i in range(y.size):
+        fast, sigma = hermite_qp_std(lk, y[i], m[i], v[i])
+        out[i] = sigma * sigma if fast else np.nan

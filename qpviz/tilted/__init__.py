@@ -30,6 +30,8 @@ Modules, one idea each:
 * :mod:`qpviz.tilted.panels`: modes, domain and adaptive panels (steps 1-2);
 * :mod:`qpviz.tilted.moments`: log Z, mean, variance, entropy and sigma_QP (steps 2-3);
 * :mod:`qpviz.tilted.cdf`: CDF, survival function and quantiles;
+* :mod:`qpviz.tilted.hermite`: the fast route of the EP/QP site kernels for nearly Gaussian tilted
+  distributions (Gauss-Hermite in the Laplace frame, checked; the quadrature where it refuses);
 * :mod:`qpviz.tilted.api`: the Python functions below, on likelihood objects.
 """
 from __future__ import annotations
