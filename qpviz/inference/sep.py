@@ -281,7 +281,13 @@ class SEPShard:
 
     def aggregates(self):
         """(sum tau_j a_j a_j^T, sum nu_j a_j) over the shard: the exact re-sum of Lambda and b."""
-        return self.At.T @ (self.At * self.tau[:, None]), self.At.T @ self.nu
+        M = self.At.shape[1]
+        prec, lin = np.zeros((M, M)), np.zeros(M)
+        for start in range(0, self.At.shape[0], SHARD_CHUNK):  # no second (N, M) array
+            rows, tau = self.At[start:start + SHARD_CHUNK], self.tau[start:start + SHARD_CHUNK]
+            prec += rows.T @ (rows * tau[:, None])
+            lin += rows.T @ self.nu[start:start + SHARD_CHUNK]
+        return prec, lin
 
     def evidence(self, bc: Broadcast) -> float:
         """sum_j log Z~_j over the shard at q (no refinement)."""
