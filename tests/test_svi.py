@@ -170,8 +170,8 @@ def test_a_stop_request_ends_training_and_keeps_a_usable_posterior(minibatch, ca
 
 def test_bad_options_say_what_to_change():
     X, y = _classification(30)
-    with pytest.raises(NotImplementedError, match="client=None"):
-        qpviz.fit(X, y, "probit", RBF(), method="svi", inducing=4, client="local")
+    with pytest.raises(TypeError, match="client must be"):
+        qpviz.fit(X, y, "probit", RBF(), method="svi", inducing=4, client=3)
     with pytest.raises(TypeError, match="does not take"):
         qpviz.fit(X, y, "probit", RBF(), method="svi", inducing=4, damping=0.5)
     with pytest.raises(ValueError, match="optimise_likelihood"):
@@ -209,3 +209,23 @@ def test_shards_add_up_to_the_whole_and_survive_pickling(whiten):
     assert total.value == pytest.approx(whole.value, rel=1e-12)
     for name in ("d_m", "d_L", "d_theta", "d_Z"):
         np.testing.assert_allclose(getattr(total, name), getattr(whole, name), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("minibatch", [60, 1000], ids=["stochastic", "batch"])
+def test_dask_two_workers_equals_in_process_with_the_same_seed(minibatch):
+    """client=...: the data term summed by one shard per Dask worker (actors holding their points)
+    gives the in-process fit, step for step."""
+    distributed = pytest.importorskip("dask.distributed")
+    X, y = _classification(300)
+    options = dict(inducing=8, minibatch=minibatch, epochs=2, optimise=True, seed=4, max_opt_iter=15)
+    local = qpviz.fit(X, y, "probit", RBF(), method="svi", **options)
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0")
+    with cluster, distributed.Client(cluster) as client:
+        remote = qpviz.fit(X, y, "probit", RBF(), method="svi", client=client, **options)
+    assert len(remote.history) == len(local.history) > 3
+    np.testing.assert_allclose([h["objective"] for h in remote.history], [h["objective"] for h in local.history],
+                               rtol=1e-8, atol=1e-8)
+    assert remote.log_marginal_likelihood == pytest.approx(local.log_marginal_likelihood, abs=1e-8)
+    np.testing.assert_allclose(remote.inducing, local.inducing, atol=1e-8)
+    np.testing.assert_allclose(remote.q_mean, local.q_mean, atol=1e-8)
+    assert "dashboard_link" in remote.diagnostics

@@ -82,9 +82,7 @@ the same run in-process and on Dask (up to the order of floating-point sums).
 """
 from __future__ import annotations
 
-import ctypes
 import dataclasses
-import os
 import time
 
 import numpy as np
@@ -92,6 +90,9 @@ from scipy import linalg
 
 from qpviz._blas import small_problem_threads
 from qpviz.inference import metrics
+from qpviz.inference.distributed import DaskExecutor, LocalExecutor, prepare_worker
+from qpviz.inference.distributed import shard_bounds as _shard_bounds
+from qpviz.inference.distributed import split as _split
 from qpviz.inference.inducing import as_inducing, check_training_data, cholesky_kuu, covariance_vjp
 from qpviz.inference.posterior import GPPosterior
 from qpviz.inference.sites import CLIPPED, OK, SKIPPED_CAVITY, SKIPPED_PROJECTION, SiteRule
@@ -210,32 +211,12 @@ def site_gradient(X, y, tau, nu, A_old, likelihood, bc: Broadcast):
 
 
 # -- shards and executors ----------------------------------------------------------------------------------
-def _keep_freed_memory() -> None:
-    """Let glibc's malloc reuse freed work arrays instead of returning them to the system.
-
-    Dask's nannies start workers with MALLOC_TRIM_THRESHOLD_=65536, which also freezes the mmap
-    threshold at 128 kB: every (M, chunk) array of a step was then a fresh mmap whose pages fault
-    in, and two workers faulting at once ran slower than one doing all the work (measured: 300,000
-    points, 0.81x). Linux / glibc only; elsewhere nothing changes."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
-        return
-    libc.mallopt(-3, 32 * 1024 * 1024)  # M_MMAP_THRESHOLD: its largest value on 64-bit glibc
-    libc.mallopt(-1, 1024 * 1024 * 1024)  # M_TRIM_THRESHOLD
-
-
 class SEPShard:
     """The points [start, start + n) of the data with their sites (tau, nu) and stored directions
     (module docstring); lives in the master (in-process) or on a Dask worker (an actor)."""
 
     def __init__(self, X, y, M: int, rule: SiteRule, master_pid: int | None = None):
-        if master_pid is not None and os.getpid() != master_pid:
-            from threadpoolctl import threadpool_limits  # noqa: PLC0415 - worker processes only
-
-            # one BLAS thread per worker, so that 1 vs 2 workers measures the distribution
-            self._limits = threadpool_limits(limits=1)
-            _keep_freed_memory()
+        self._limits = prepare_worker(master_pid)
         self.X = as_inputs(X)
         self.y = np.ascontiguousarray(y, dtype=np.float64)
         n = self.X.shape[0]
@@ -302,81 +283,6 @@ class SEPShard:
 
     def sites(self):
         return self.tau.copy(), self.nu.copy(), int(np.count_nonzero(self.status == CLIPPED))
-
-
-class LocalExecutor:
-    """Shards in this process (the default). ``call(method, args_per_shard)`` runs ``method`` on
-    every shard whose args are not None (a shard without points in the minibatch sits out) and
-    returns the results in shard order (None for those that sat out)."""
-
-    def __init__(self, shards):
-        self.shards = shards
-
-    def call(self, method: str, args_per_shard):
-        return [None if args is None else getattr(shard, method)(*args)
-                for shard, args in zip(self.shards, args_per_shard)]
-
-    def close(self):
-        pass
-
-
-class DaskExecutor:
-    """One :class:`SEPShard` per Dask worker, as an actor holding its data (paper Figure 1 right).
-
-    ``client``: a ``dask.distributed.Client``, a scheduler address (``"tcp://host:8786"``), or
-    ``"local"`` (a ``LocalCluster`` of ``os.cpu_count()`` single-threaded worker processes on
-    127.0.0.1, closed with the executor)."""
-
-    def __init__(self, client, X, y, M: int, rule: SiteRule):
-        from dask.distributed import Client, LocalCluster  # noqa: PLC0415 - only with client=...
-
-        self._owned = []
-        if isinstance(client, str):
-            if client == "local":
-                cluster = LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True,
-                                       host="127.0.0.1", dashboard_address=":0")
-                self._owned.append(cluster)
-                client = Client(cluster)
-            else:
-                client = Client(client)
-            self._owned.insert(0, client)
-        if not isinstance(client, Client):
-            raise TypeError(f"client must be a dask.distributed.Client, a scheduler address or 'local'; got {client!r}")
-        self.client = client
-        workers = sorted(client.scheduler_info()["workers"])
-        if not workers:
-            raise ValueError("the Dask cluster has no workers")
-        self.bounds = _shard_bounds(X.shape[0], len(workers))
-        # each shard's data go to its worker once (scatter), where the actor holding them is made
-        futures = [client.submit(SEPShard, client.scatter(X[lo:hi], workers=[w]), client.scatter(y[lo:hi], workers=[w]),
-                                 M, rule, os.getpid(), actor=True, workers=[w], pure=False)
-                   for (lo, hi), w in zip(self.bounds, workers)]
-        self.shards = [f.result() for f in futures]
-
-    @property
-    def dashboard_link(self) -> str:
-        return self.client.dashboard_link
-
-    def call(self, method: str, args_per_shard):
-        """As :meth:`LocalExecutor.call`; the shards work at the same time."""
-        pending = [None if args is None else getattr(shard, method)(*args)
-                   for shard, args in zip(self.shards, args_per_shard)]
-        return [None if p is None else p.result() for p in pending]
-
-    def close(self):
-        for owned in self._owned:
-            owned.close()
-
-
-def _shard_bounds(n: int, k: int):
-    edges = np.linspace(0, n, min(k, n) + 1).round().astype(int)
-    return [(int(lo), int(hi)) for lo, hi in zip(edges[:-1], edges[1:])]
-
-
-def _split(batch, bounds):
-    """Local indices of the global ``batch`` per shard (in the batch's order)."""
-    batch = np.asarray(batch)
-    return [batch[(batch >= lo) & (batch < hi)] - lo for lo, hi in bounds]
 
 
 # -- the master: q, hyper-parameters and predictions ------------------------------------------------------
@@ -577,7 +483,7 @@ def fit_sep(X, y, likelihood, kernel: Kernel, *, inducing=200, minibatch: int = 
         except NotImplementedError as err:
             raise ValueError(f"optimise=True needs kernel gradients: {err}") from None
     executor = (LocalExecutor([SEPShard(X[lo:hi], y[lo:hi], M, rule) for lo, hi in _shard_bounds(n, n_shards)])
-                if client is None else DaskExecutor(client, X, y, M, rule))
+                if client is None else DaskExecutor(client, X, y, SEPShard, M, rule))
     bounds = (_shard_bounds(n, n_shards) if client is None else executor.bounds)
     try:
         return _train(executor, bounds, X, y, lik, kernel, Z, rule, minibatch, epochs, optimise, seed, validation,

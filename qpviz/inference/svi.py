@@ -34,6 +34,7 @@ from scipy import linalg, optimize
 
 from qpviz._blas import small_problem_threads
 from qpviz.inference import metrics
+from qpviz.inference.distributed import DaskExecutor, prepare_worker, split
 from qpviz.inference.inducing import as_inducing, check_training_data, cholesky_kuu, covariance_vjp
 from qpviz.inference.posterior import _Predictions
 from qpviz.inference.stochastic import Adadelta, TrainingRecord, minibatches
@@ -147,8 +148,31 @@ class ShardTerms:
     d_Z: np.ndarray
 
     def __add__(self, other: "ShardTerms") -> "ShardTerms":
+        if self.d_m is None:  # values only (gradients=False)
+            return ShardTerms(self.value + other.value, None, None, None, None)
         return ShardTerms(self.value + other.value, self.d_m + other.d_m, self.d_L + other.d_L,
                           self.d_theta + other.d_theta, self.d_Z + other.d_Z)
+
+
+class SVIShard:
+    """The points of one data shard (:mod:`.distributed`): in this process or a Dask actor on a
+    worker; :meth:`terms` is its part of the data term."""
+
+    def __init__(self, X, y, master_pid: int | None = None):
+        self._limits = prepare_worker(master_pid)
+        self.X = as_inputs(X)
+        self.y = np.ascontiguousarray(y, dtype=np.float64)
+
+    def terms(self, idx, params: SVIParameters, Luu, likelihood, whiten: bool, scale: float, gradients: bool,
+              wrt_kernel: bool, chunk: int) -> ShardTerms:
+        """:func:`shard_terms` summed over the points ``idx`` (local indices; None: all), in chunks."""
+        rows = _shards(self.X.shape[0], chunk) if idx is None else [idx[i:i + chunk] for i in range(0, idx.size, chunk)]
+        total = None
+        for part in rows:
+            terms = shard_terms(self.X[part], self.y[part], params, Luu, likelihood, whiten, scale, gradients,
+                                wrt_kernel)
+            total = terms if total is None else total + terms
+        return total
 
 
 def _marginals(X, params: SVIParameters, Luu, whiten: bool):
@@ -233,17 +257,26 @@ def _shards(n: int, size: int):
 
 
 def svi_bound(X, y, params: SVIParameters, likelihood, whiten: bool = True, *, jitter=None, scale: float = 1.0,
-              shard_size: int = SHARD_SIZE, gradients: bool = True, wrt_kernel: bool = True):
+              shard_size: int = SHARD_SIZE, gradients: bool = True, wrt_kernel: bool = True, executor=None,
+              rows=None):
     """(bound, ShardTerms of the whole bound or None): scale x data term - KL (paper 003 eq. 8),
-    the data term summed over in-process shards of ``shard_size`` rows; ``wrt_kernel=False``
-    leaves the gradients in log theta and Z at zero (:func:`shard_terms`)."""
-    X = as_inputs(X)
+    the data term summed over in-process shards of ``shard_size`` rows, or over the shards of an
+    ``executor`` (:mod:`.distributed`; ``rows``: the global indices of a minibatch, None for all,
+    and X, y are not used); ``wrt_kernel=False`` leaves the gradients in log theta and Z at zero
+    (:func:`shard_terms`)."""
     Luu, _ = cholesky_kuu(params.kernel(params.Z), jitter)
-    total = None
-    for rows in _shards(X.shape[0], shard_size):
-        part = shard_terms(X[rows], y[rows], params, Luu, likelihood, whiten, scale, gradients, wrt_kernel)
-        total = part if total is None else (total + part if gradients else
-                                             ShardTerms(total.value + part.value, None, None, None, None))
+    if executor is None:
+        X = as_inputs(X)
+        parts = [shard_terms(X[r], y[r], params, Luu, likelihood, whiten, scale, gradients, wrt_kernel)
+                 for r in _shards(X.shape[0], shard_size)]
+    else:
+        local = [None] * len(executor.bounds) if rows is None else split(rows, executor.bounds)
+        args = [None if idx is not None and idx.size == 0 else
+                (idx, params, Luu, likelihood, whiten, scale, gradients, wrt_kernel, shard_size) for idx in local]
+        parts = [part for part in executor.call("terms", args) if part is not None]
+    total = parts[0]
+    for part in parts[1:]:
+        total = total + part
     kl, kl_m, kl_L, kl_K = kl_terms(params, Luu, whiten)
     bound = total.value - kl
     if not gradients:
@@ -348,11 +381,10 @@ def fit_svi(X, y, likelihood, kernel: Kernel, *, optimise: bool = True, inducing
     20 per epoch, every iteration in batch mode); ``stop`` (a ``threading.Event`` or a callable)
     ends training after the current step and the posterior is the last state; ``callback(entry)``
     sees each history entry, with the current inducing inputs as ``entry["inducing"]`` (a live
-    view; the history does not keep them); ``progress`` shows a bar. ``client``: distributed training is not
-    available here yet (None only).
+    view; the history does not keep them); ``progress`` shows a bar. ``client``: a Dask
+    ``Client``, a scheduler address or ``"local"``: the data term is summed by one shard per worker
+    (:mod:`.distributed`; the same seed gives the same fit as in-process, up to rounding).
     """
-    if client is not None:
-        raise NotImplementedError("SVI on a Dask client is not available yet: pass client=None (in-process)")
     from qpviz.inference.fit import resolve_bounds  # noqa: PLC0415 - fit imports this module
 
     X, y = check_training_data(kernel, X, y, likelihood)
@@ -393,22 +425,29 @@ def fit_svi(X, y, likelihood, kernel: Kernel, *, optimise: bool = True, inducing
     # every product has an inner or outer dimension M (M x |batch|, M x M): for M below
     # BLAS_SINGLE_THREAD_N, OpenBLAS threads mostly spin-wait on a busy machine (qpviz._blas; a
     # 2,000-point batch evaluation with M = 50 took 100 ms with threads, measured)
+    # the data's shards on a Dask cluster (client=...), else summed here in shards of shard_size rows
+    executor = None if client is None else DaskExecutor(client, X, y, SVIShard)
+    if executor is not None:
+        diagnostics["dashboard_link"] = executor.dashboard_link
     with small_problem_threads(Z.shape[0]):
         try:
             if batch:
                 x, bound, converged, steps, message = _train_batch(X, y, likelihood, whiten, jitter, shard_size,
-                                                                   packing, x0, box, max_opt_iter, record, evaluate)
+                                                                   packing, x0, box, max_opt_iter, record, evaluate,
+                                                                   executor)
             else:
                 x, bound, converged, steps, message = _train_stochastic(X, y, likelihood, whiten, jitter, packing, x0,
                                                                         theta_bounds, minibatch, epochs, seed, record,
-                                                                        evaluate)
+                                                                        evaluate, executor)
             final = packing.unpack(x)
             if not batch:  # the minibatch estimates are noisy: report the bound itself (in shards)
                 diagnostics["last_estimate"] = bound
                 bound = svi_bound(X, y, final, likelihood, whiten, jitter=jitter, shard_size=shard_size,
-                                  gradients=False)[0]
+                                  gradients=False, executor=executor)[0]
         finally:
             record.close()
+            if executor is not None:
+                executor.close()
     diagnostics.update({"inducing": final.Z, "hyperparameters": final.kernel.params, "mode": "batch" if batch else
                    "stochastic", "message": message, "n_inducing": final.Z.shape[0], "minibatch": min(minibatch, n),
                    "whiten": whiten})
@@ -420,12 +459,13 @@ class _Stopped(Exception):
     """Raised inside L-BFGS-B's callback to end a batch run on a stop request."""
 
 
-def _train_batch(X, y, likelihood, whiten, jitter, shard_size, packing, x0, box, max_iter, record, evaluate):
+def _train_batch(X, y, likelihood, whiten, jitter, shard_size, packing, x0, box, max_iter, record, evaluate,
+                 executor=None):
     """L-BFGS-B on -bound over all packed parameters; one history entry per iteration."""
     def loss(x):
         params = packing.unpack(x)
         bound, grads = svi_bound(X, y, params, likelihood, whiten, jitter=jitter, shard_size=shard_size,
-                                 wrt_kernel=packing.wrt_kernel)
+                                 wrt_kernel=packing.wrt_kernel, executor=executor)
         return -bound, -packing.pack_gradient(params, grads.d_m, grads.d_L, grads.d_theta, grads.d_Z)
 
     state = {"steps": 0, "x": x0.copy(), "bound": np.nan}
@@ -451,7 +491,7 @@ def _train_batch(X, y, likelihood, whiten, jitter, shard_size, packing, x0, box,
 
 
 def _train_stochastic(X, y, likelihood, whiten, jitter, packing, x0, theta_bounds, minibatch, epochs, seed, record,
-                      evaluate):
+                      evaluate, executor=None):
     """Adadelta ascent on the minibatch estimate (N/|B|) sum_{n in B} E_q[log p] - KL."""
     n = X.shape[0]
     rng = np.random.default_rng(seed)
@@ -465,9 +505,14 @@ def _train_stochastic(X, y, likelihood, whiten, jitter, packing, x0, theta_bound
     for epoch in range(1, epochs + 1):
         for rows in minibatches(n, minibatch, rng):
             params = packing.unpack(x)
-            estimate, grads = svi_bound(X[rows], y[rows], params, likelihood, whiten, jitter=jitter,
-                                        scale=n / rows.size, shard_size=max(rows.size, 1),
-                                        wrt_kernel=packing.wrt_kernel)
+            if executor is None:
+                estimate, grads = svi_bound(X[rows], y[rows], params, likelihood, whiten, jitter=jitter,
+                                            scale=n / rows.size, shard_size=max(rows.size, 1),
+                                            wrt_kernel=packing.wrt_kernel)
+            else:
+                estimate, grads = svi_bound(X, y, params, likelihood, whiten, jitter=jitter, scale=n / rows.size,
+                                            shard_size=max(rows.size, 1), wrt_kernel=packing.wrt_kernel,
+                                            executor=executor, rows=rows)
             x = x + adadelta.step(packing.pack_gradient(params, grads.d_m, grads.d_L, grads.d_theta, grads.d_Z))
             if packing.n_theta:  # the optimiser's hyper-parameter bounds, as in batch mode
                 x[theta_slice] = np.clip(x[theta_slice], low, high)
