@@ -186,3 +186,19 @@ def test_history_stop_and_option_errors():
         fit(inducing=400)
     with pytest.raises(ValueError, match="one entry per row"):
         qpviz.fit(X, y[:-1], "probit", kernel, method="sep", inducing=5)
+
+
+def test_a_scheduler_address_string_connects_like_a_remote_cluster():
+    """client="tcp://host:port" (a cluster started elsewhere, e.g. `dask scheduler` and `dask worker`
+    on other machines): the executor opens its own Client to that address and closes it at the end."""
+    distributed = pytest.importorskip("dask.distributed")
+    X, y = _data(200, seed=5)
+    options = dict(inducing=6, minibatch=50, epochs=1, optimise=True, seed=1)
+    local = qpviz.fit(X, y, "probit", qpviz.kernels.RBF(), method="sep", **options)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0",
+                                  protocol="tcp://", host="127.0.0.1") as cluster:
+        address = cluster.scheduler_address
+        assert address.startswith("tcp://127.0.0.1:")
+        remote = qpviz.fit(X, y, "probit", qpviz.kernels.RBF(), method="sep", client=address, **options)
+        assert list(cluster.scheduler.clients) == ["fire-and-forget"]  # the fit closed its own Client
+    assert remote.log_marginal_likelihood == pytest.approx(local.log_marginal_likelihood, abs=1e-8)
