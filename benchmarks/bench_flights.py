@@ -1,7 +1,7 @@
 """Scalable GP classification on the 2013 New York flights (issue 13; paper 003 sec. 4.6), no assertions.
 
     .venv/bin/python benchmarks/bench_flights.py [--minutes 10] [--inducing 200] [--minibatch 200]
-    .venv/bin/python benchmarks/bench_flights.py --synthetic 1000000 [--minutes 2]
+    .venv/bin/python benchmarks/bench_flights.py --synthetic 1000000 [--minutes 2] [--method sep|svi]
 
 Flights mode: "arrival delayed or not" from the paper's eight airline features
 (:func:`qpviz.scalable_data.flights`, 10,000 rows held out). The logistic-regression baseline,
@@ -12,9 +12,10 @@ test error and NTLL against wall time and the time to plateau: the first recorde
 which the NTLL stays within ``--plateau-tol`` of its final value (averaged over five consecutive records).
 
 Synthetic mode (``--synthetic N``): N points of :func:`qpviz.scalable_data.synthetic_classification`
-(8 features), SVI for ``--minutes``, and the peak resident memory (``resource.getrusage``) beside
-the sizes of the data (N x D) and of one N x M matrix, to show that memory stays O(N M) (in fact
-O(N D + M |batch| + M^2): no N x M matrix is ever formed).
+(8 features), one method (``--method``, SEP by default) for ``--minutes``, and the peak resident
+memory (``resource.getrusage``) beside the sizes of the data (N x D) and of one N x M matrix, to
+show that memory stays O(N M): SEP keeps one N x M array (each site's direction, paper 003), SVI
+none (O(N D + M |batch| + M^2)).
 """
 from __future__ import annotations
 
@@ -120,8 +121,8 @@ def synthetic_mode(args) -> None:
           f"peak RSS {before:.0f} MB before, {peak_rss_mb():.0f} MB after")
     X_train, y_train, X_test, y_test = X[:n], y[:n], X[n:], y[n:]
     Z = initial_inducing(X_train, args.inducing, args.seed)
-    post = train("svi", X_train, y_train, X_test, y_test, Z, args)
-    report("svi", post, args.plateau_tol)
+    post = train(args.method, X_train, y_train, X_test, y_test, Z, args)
+    report(args.method, post, args.plateau_tol)
     mb = 1024.0 ** 2
     print(f"peak RSS {peak_rss_mb():.0f} MB; data X {X.nbytes / mb:.0f} MB; one N x M matrix would be "
           f"{n * args.inducing * 8 / mb:.0f} MB (M = {args.inducing}); minibatch {args.minibatch}")
@@ -138,6 +139,8 @@ def main(argv=None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--progress", action="store_true")
     parser.add_argument("--synthetic", type=int, default=0, help="N synthetic points instead of the flights")
+    parser.add_argument("--method", choices=GP_METHODS, default="sep",
+                        help="synthetic mode's method (one per run: the peak RSS is the process's)")
     args = parser.parse_args(argv)
     (synthetic_mode if args.synthetic else flights_mode)(args)
 
