@@ -250,7 +250,7 @@ def plan_runs(dataset: str, methods, m, minibatch, epochs, workers, seed: int = 
             runnable.append(method)
     threads = max(1, (os.cpu_count() or 1) // max(len(runnable), 1))
     configs = [RunConfig(dataset, method, int(m), int(minibatch), int(epochs), int(workers) if method != "gfitc" else 0,
-                         int(seed), baseline=index == 0, blas_threads=threads)
+                         int(seed), baseline=index == 0, blas_threads=threads, max_opt_iter=GFITC_MAX_ITER)
                for index, method in enumerate(runnable)]
     return configs, skipped
 
