@@ -70,6 +70,7 @@ class ScalablePage(pn.viewable.Viewer):
         self.jobs: dict[str, sd.TrainingJob] = {}
         self.runs: dict[str, dict] = {}  # method -> {"state", "last" entry, "elapsed", "text"}
         self.baseline = None
+        self.links: dict[str, str] = {}  # method -> its Dask dashboard's address
         self.poller = JobPoller(self.tick, self.running, period_ms=POLL_MS)
         self.start_button.on_click(self.start)
         self.stop_button.on_click(self.stop)
@@ -103,7 +104,7 @@ class ScalablePage(pn.viewable.Viewer):
                 job.stop(grace=0.0)
             self._say(f"Not started: {exc}")
             return
-        self.jobs, self.baseline = jobs, None
+        self.jobs, self.baseline, self.links = jobs, None, {}
         self.runs = {m: {"state": "starting (loading data)"} if m in jobs else {"state": "not run", "text": skipped[m]}
                      for m in sd.METHODS if m in jobs or m in skipped}
         with pn.io.hold():
@@ -111,7 +112,6 @@ class ScalablePage(pn.viewable.Viewer):
             self.curves.clear()
             self.view.clear()
             self.description.object = f"Starting {', '.join(sd.LABELS[m] for m in jobs)} on {self.dataset.value} ..."
-            self.dashboard.param.update(object="", visible=False)
             self._show_status()
         self.poller.ensure()
 
@@ -158,9 +158,7 @@ class ScalablePage(pn.viewable.Viewer):
                 self.baseline = message["baseline"]
                 self.curves.show_baseline(self.baseline)
             if message.get("dashboard"):
-                link = message["dashboard"]
-                text = self.dashboard.object or "**Dask dashboard** (on the server's machine):"
-                self.dashboard.param.update(object=f"{text}\n- {sd.LABELS[method]}: [{link}]({link})", visible=True)
+                self.links[method] = message["dashboard"]
         elif kind == "note":
             run["text"] = message["text"]
         elif kind == "end":
@@ -169,7 +167,14 @@ class ScalablePage(pn.viewable.Viewer):
                 run["text"] = message["text"]
 
     def _show_status(self) -> None:
-        self.status.object = status_html(self.runs, self.baseline)
+        table = status_html(self.runs, self.baseline)
+        if table != self.status.object:  # (most ticks change nothing but a second of elapsed time)
+            self.status.object = table
+        lines = [f"- {sd.LABELS[m]}: [{link}]({link})" if self.runs[m]["state"] in ("running", "stopping")
+                 else f"- {sd.LABELS[m]}: closed ({self.runs[m]['state']})" for m, link in self.links.items()]
+        text = "\n".join(["**Dask dashboard** (on the server's machine):", *lines]) if lines else ""
+        if text != self.dashboard.object:
+            self.dashboard.param.update(object=text, visible=bool(text))
         self.stop_button.disabled = not self.running()
 
     def _say(self, text: str) -> None:
