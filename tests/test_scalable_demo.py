@@ -2,6 +2,8 @@
 plan of a Start, and training runs in a child process (messages in order, stop, errors)."""
 from __future__ import annotations
 
+import os
+import struct
 import time
 from dataclasses import replace
 
@@ -132,6 +134,33 @@ def test_errors_in_the_child_come_back_as_a_message():
     messages = run_until_end(job)
     assert [m["kind"] for m in messages] == ["end"]
     assert messages[0]["status"] == "error" and "M = 5000 inducing points for N = 1,497" in messages[0]["text"]
+
+
+class _Exited:
+    """A child process that has exited (killed by SIGTERM)."""
+
+    pid, exitcode = 2 ** 22 + 1, -15
+
+    def is_alive(self) -> bool:
+        return False
+
+    def join(self, timeout=None) -> None:
+        pass
+
+
+def test_a_child_killed_in_the_middle_of_a_message_gives_an_end_at_once():
+    job = sd.TrainingJob(gfitc_config())
+    job._child_control.close()
+    # what a child killed while writing leaves: a message's length header and the first bytes
+    os.write(job._child_send.fileno(), struct.pack("!i", 1_000_000) + b"x" * 100)
+    job._child_send.close()
+    job.process = _Exited()
+    started = time.monotonic()
+    messages = job.poll()
+    assert time.monotonic() - started < 1.0  # the reader got EOF; it never waits for the rest
+    assert messages == [{"kind": "end", "status": "error",
+                         "text": "the training process ended without a result (exit code -15)"}]
+    assert job.poll() == []
 
 
 def test_too_many_runs_are_refused(monkeypatch):

@@ -16,14 +16,15 @@ Pure computation for the "Scalable" page (app/scalable_page.py), usable without 
 * A training run (:class:`TrainingJob`): one method in a child process ("spawn" context), so that
   training never holds the server's GIL. The child loads the data itself, fits the logistic
   baseline if asked, starts a Dask ``LocalCluster`` if ``workers > 0`` (SEP / SVI), calls
-  :func:`qpviz.fit` and puts small messages on a queue:
+  :func:`qpviz.fit` and sends small messages through a one-way pipe:
 
       {"kind": "start", sample, labels, baseline, dashboard, n_train, ...}   first
       {"kind": "entry", step, epoch, wall_time, objective, test_error, ntll, z (M, 2)}
       {"kind": "note", text}                                                 a warning
       {"kind": "end", status: "done" | "stopped" | "error", text}             last
 
-  ``stop()`` sets the run's event (training ends after its current step); a child still alive
+  ``stop()`` sends "stop" through a second pipe (training ends after its current step; the child
+  also stops when that pipe closes, i.e. when the server has gone); a child still alive
   :data:`STOP_GRACE_S` seconds later is terminated with everything it started.
 * :func:`plan_runs`: the checked configurations of one "Start" (GFITC only up to
   :data:`GFITC_MAX_N` training points; a ValueError says what to change).
@@ -34,7 +35,6 @@ import atexit
 import importlib
 import multiprocessing
 import os
-import queue as queue_module
 import signal
 import threading
 import time
@@ -276,22 +276,40 @@ def _fit_options(config: RunConfig, n: int) -> dict:
     return options
 
 
-def _watch_parent(stop) -> None:
-    """Stop training when the server that started this child has gone (the child is re-parented)."""
-    parent = os.getppid()
+class _Sender:
+    """The child's end of the message pipe: one message at a time (training and Dask threads may
+    both warn); a parent that has gone sets ``stop``."""
 
-    def watch():
-        while not stop.wait(1.0):
-            if os.getppid() != parent:
-                stop.set()
+    def __init__(self, connection, stop: threading.Event):
+        self.connection, self.stop = connection, stop
+        self._lock = threading.Lock()
 
-    threading.Thread(target=watch, daemon=True).start()
+    def put(self, message: dict) -> None:
+        with self._lock:
+            try:
+                self.connection.send(message)
+            except OSError:  # (BrokenPipeError) nobody reads any more
+                self.stop.set()
 
 
-def _run_child(config: RunConfig, messages, stop) -> None:
+def _listen_for_stop(control, stop: threading.Event) -> None:
+    """Set ``stop`` when the parent sends "stop" or closes its end (the server has gone)."""
+    def listen():
+        try:
+            control.recv()
+        except (EOFError, OSError):
+            pass
+        stop.set()
+
+    threading.Thread(target=listen, daemon=True).start()
+
+
+def _run_child(config: RunConfig, connection, control) -> None:
     """The child's whole life (module docstring): every outcome ends with one "end" message."""
     os.setpgrp()  # its own process group: terminating the run also ends the Dask workers it started
-    _watch_parent(stop)
+    stop = threading.Event()
+    _listen_for_stop(control, stop)
+    messages = _Sender(connection, stop)
     cluster = client = None
     try:
         from threadpoolctl import threadpool_limits  # noqa: PLC0415
@@ -307,7 +325,10 @@ def _run_child(config: RunConfig, messages, stop) -> None:
         sample, labels = view.sample(data.X, data.y, seed=config.seed)
         from qpviz.inference.inducing import kmeans_inducing  # noqa: PLC0415
 
-        rows = data.X[:PCA_ROWS]  # every method starts from the same inducing inputs
+        # every method starts from the same inducing inputs: K-means of the same random rows (the
+        # flights' rows are in date order, so the first rows would all be January's)
+        rows = data.X if data.X.shape[0] <= PCA_ROWS else data.X[np.sort(
+            np.random.default_rng(config.seed).choice(data.X.shape[0], PCA_ROWS, replace=False))]
         Z = kmeans_inducing(rows, min(config.m, rows.shape[0]), config.seed)
         baseline = _baseline(data) if config.baseline else None
         dashboard = None
@@ -351,8 +372,7 @@ def _run_child(config: RunConfig, messages, stop) -> None:
                     resource.close()
                 except Exception:  # noqa: BLE001 - the run's outcome is already sent
                     pass
-        messages.close()
-        messages.join_thread()  # every message reaches the pipe before the child exits
+        connection.close()
 
 
 def _baseline(data: Dataset) -> dict:
@@ -397,8 +417,12 @@ class TrainingJob:
         self.config = config
         self.stop_grace = stop_grace
         self._context = multiprocessing.get_context("spawn")
-        self._messages = self._context.Queue()
-        self._stop = self._context.Event()
+        # two one-way pipes, each end held by one process only: a child that dies mid-message
+        # gives the reader EOF at once, never a read that waits for the rest (a Queue's pipe keeps
+        # a writer open in the parent too, so that read would hang the server's event loop)
+        self._receive, self._child_send = self._context.Pipe(duplex=False)
+        self._child_control, self._control = self._context.Pipe(duplex=False)
+        self._eof = False
         self.process = None
         self.started_at = None
         self.stop_requested = False
@@ -409,9 +433,12 @@ class TrainingJob:
         if running_jobs() + 1 > MAX_RUNNING_JOBS:
             raise RuntimeError(f"this server already trains {running_jobs()} models (at most {MAX_RUNNING_JOBS} at a "
                                "time on its cores): stop a run or try again in a minute")
-        self.process = self._context.Process(target=_run_child, args=(self.config, self._messages, self._stop),
+        self.process = self._context.Process(target=_run_child, args=(self.config, self._child_send,
+                                                                      self._child_control),
                                              name=f"qpviz-{self.config.method}", daemon=False)  # Dask starts children
         self.process.start()
+        self._child_send.close()  # the child's ends now live in the child only
+        self._child_control.close()
         self.started_at = time.monotonic()
         with _RUNNING_LOCK:
             _RUNNING.add(self)
@@ -430,10 +457,12 @@ class TrainingJob:
         out = []
         if self.ended:
             return out
+        if self.process is None:
+            return out
         was_alive = self.alive
         out += self._drain()
-        if not self.ended and self.process is not None and not was_alive:
-            out += self._drain()  # what the child flushed just before it exited
+        if not self.ended and (self._eof or not was_alive):
+            out += self._drain()  # what the child sent just before it exited
             if not self.ended:
                 out.append(self._lost_end())
         if self.ended:
@@ -442,10 +471,13 @@ class TrainingJob:
 
     def _drain(self) -> list[dict]:
         out = []
-        while not self.ended:
+        while not self.ended and not self._eof:
             try:
-                message = self._messages.get_nowait()
-            except (queue_module.Empty, OSError, EOFError, ValueError):
+                if not self._receive.poll():
+                    break
+                message = self._receive.recv()  # a whole message is there (or EOF): no waiting
+            except (EOFError, OSError):
+                self._eof = True  # the child has exited (or was terminated)
                 break
             out.append(message)
             self.ended = message["kind"] == "end"
@@ -464,7 +496,10 @@ class TrainingJob:
         if self.process is None or self.stop_requested:
             return
         self.stop_requested = True
-        self._stop.set()
+        try:
+            self._control.send("stop")
+        except OSError:  # the child has already gone
+            pass
         grace = self.stop_grace if grace is None else grace
         if grace <= 0:
             self._terminate()
@@ -494,6 +529,8 @@ class TrainingJob:
     def _forget(self) -> None:
         with _RUNNING_LOCK:
             _RUNNING.discard(self)
+        self._receive.close()
+        self._control.close()
         if self.process is not None:
             self.process.join(0.1)  # reap it
 
