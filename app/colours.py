@@ -10,6 +10,9 @@ METHOD_COLOURS = {
     # the grey maps of the VSGP page the contours get a white outline
     "exact": "#000000", "fitc": "#882255", "vfe": "#44AA99", "dtc": "#999933", "pitc": "#332288",
     "power_ep": "#AA4499", "vsgp": "#56B4E9",
+    # the Scalable page (issue 13): Paul Tol muted colours not used above; GFITC is FITC-EP, so it
+    # keeps FITC's colour; the logistic-regression baseline is a grey (dashed) reference line
+    "sep": "#CC6677", "svi": "#117733", "gfitc": "#882255", "logistic": "#666666",
 }
 
 #: The Sparse page's methods, in its legend's order.

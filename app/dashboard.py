@@ -20,13 +20,14 @@ import gp_1d
 import gp_2d
 import paper_results
 import projection_explorer
+import scalable_page
 import sparse_page
 import variance_effects
 import vsgp_page
 
 from qpviz import tables
 
-PAGES = [projection_explorer, gp_1d, gp_2d, sparse_page, vsgp_page, variance_effects, paper_results]
+PAGES = [projection_explorer, gp_1d, gp_2d, sparse_page, vsgp_page, scalable_page, variance_effects, paper_results]
 
 #: Seconds after a page has loaded before every other QP table's fast form is derived in the
 #: background (deriving the Poisson families takes 1-2 s of CPU each): the first page's numbers and

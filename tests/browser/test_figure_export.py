@@ -29,6 +29,7 @@ PAGES = {
     "gp-2-d": "",
     "sparse": "",
     "vsgp": "",
+    "scalable": "",
     "variance-effects": "",
     "paper-results": "",
 }

@@ -22,7 +22,7 @@ from test_explorer_page import console_errors  # noqa: F401  (fails a test on an
 pytestmark = pytest.mark.browser
 
 #: Tab titles of the pages to check (app/dashboard.py's PAGES).
-TABS = ["Projection Explorer", "GP 1-D", "GP 2-D", "Sparse", "VSGP", "Variance effects", "Paper results"]
+TABS = ["Projection Explorer", "GP 1-D", "GP 2-D", "Sparse", "VSGP", "Scalable", "Variance effects", "Paper results"]
 #: The URL query that opens a page in projector mode (GP 1-D and Variance effects keep their
 #: own prefixed keys; the others share ``projector``).
 PROJECTOR_QUERY = {"GP 1-D": "g1_projector=true", "Sparse": "sp_projector=true", "Variance effects": "ve_projector=on"}

@@ -1,0 +1,232 @@
+"""The "Scalable" page (issue 13, paper 003): SEP, SVI and GFITC trained side by side, live.
+
+A thin Panel view over :mod:`qpviz.gpdemo.scalable_demo`: the controls pick a dataset, M, the
+minibatch size, Dask workers, the methods and epochs; Start runs each method in its own child
+process (:class:`scalable_demo.TrainingJob`), so training never holds the server's GIL and other
+sessions keep answering. While runs go, a periodic callback of this session (every
+:data:`POLL_MS` ms) drains their queues and streams the new points into the test-error and NTLL
+curves (``ColumnDataSource.stream``), moves each method's inducing points on the inputs' PCA
+plane and updates the status table. Stop (or closing the tab) asks the runs to stop; a run that
+does not end within a few seconds is terminated. Bad input never starts anything: a message says
+what to change and the plots keep the last run.
+"""
+from __future__ import annotations
+
+import panel as pn
+import param
+
+from explorer_figures import NumbersPane
+from figure_export import export_buttons
+from layout import enlarge, explained, set_projector, view_grid
+from long_jobs import JobPoller, cancel_when_session_ends
+from qpviz.gpdemo import scalable_demo as sd
+from scalable_figures import EXPLANATIONS, CurveFigures, DataFigure, status_html
+
+__all__ = ["TITLE", "URL_KEYS", "POLL_MS", "ScalablePage", "page"]
+
+TITLE = "Scalable"
+#: Query keys of the page's state (prefixed: every page of the app shares one URL).
+URL_KEYS = {"dataset": "sc_data", "m": "sc_m", "minibatch": "sc_mb", "workers": "sc_workers", "methods": "sc_methods",
+            "epochs": "sc_epochs"}
+#: How often a running session drains its runs' messages.
+POLL_MS = 300
+#: The error message's look (VSGP's and GP 2-D's).
+ALERT_STYLES = {"background": "#fbe3d6", "border": "2px solid #D55E00", "border-radius": "4px", "padding": "0 12px"}
+DEFAULTS = {"dataset": "digits odd vs even", "m": 20, "minibatch": 200, "workers": 0, "epochs": 5}
+
+
+class ScalablePage(pn.viewable.Viewer):
+    """Controls on the left; the curves, the PCA plane and the status table on the right."""
+
+    projector = param.Boolean(default=False, doc="Large fonts for a projector.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        w = pn.widgets
+        low, high = sd.RANGES["m"]
+        self.dataset = w.Select(label="dataset", options=list(sd.DATASETS), value=DEFAULTS["dataset"],
+                                css_classes=["qpviz-sc-dataset"])
+        self.m = w.IntInput(label=f"inducing points M ({low}-{high:,})", value=DEFAULTS["m"], css_classes=["qpviz-sc-m"])
+        low, high = sd.RANGES["minibatch"]
+        self.minibatch = w.IntInput(label=f"minibatch size ({low}-{high:,}; SEP, SVI)", value=DEFAULTS["minibatch"],
+                                    css_classes=["qpviz-sc-minibatch"])
+        self.workers = w.RadioButtonGroup(label="Dask workers", options={"in-process": 0, "1 worker": 1, "2 workers": 2},
+                                          value=DEFAULTS["workers"], css_classes=["qpviz-sc-workers"])
+        self.methods = w.CheckBoxGroup(label="methods", options={sd.LABELS[m]: m for m in sd.METHODS},
+                                       value=list(sd.METHODS), inline=True, css_classes=["qpviz-sc-methods"])
+        low, high = sd.RANGES["epochs"]
+        self.epochs = w.IntInput(label=f"epochs ({low}-{high}; SEP, SVI)", value=DEFAULTS["epochs"],
+                                 css_classes=["qpviz-sc-epochs"])
+        self.start_button = w.Button(label="Start", color="primary", css_classes=["qpviz-sc-start"])
+        self.stop_button = w.Button(label="Stop", disabled=True, css_classes=["qpviz-sc-stop"])
+        self.projector_toggle = w.Toggle(label="Projector mode (large fonts)", value=False)
+        self.alert = pn.pane.Markdown("", visible=False, css_classes=["qpviz-sc-error"], sizing_mode="stretch_width",
+                                      styles=ALERT_STYLES)
+        self.description = pn.pane.Markdown("Press **Start** to train.", sizing_mode="stretch_width",
+                                            css_classes=["qpviz-sc-description"])
+        self.dashboard = pn.pane.Markdown("", visible=False, sizing_mode="stretch_width", css_classes=["qpviz-sc-dask"])
+        self.status = NumbersPane("", sizing_mode="stretch_width", margin=(0, 10), css_classes=["qpviz-sc-status"])
+        self.curves, self.view = CurveFigures(), DataFigure()
+        self.jobs: dict[str, sd.TrainingJob] = {}
+        self.runs: dict[str, dict] = {}  # method -> {"state", "last" entry, "elapsed", "text"}
+        self.baseline = None
+        self.links: dict[str, str] = {}  # method -> its Dask dashboard's address
+        self.poller = JobPoller(self.tick, self.running, period_ms=POLL_MS)
+        self.start_button.on_click(self.start)
+        self.stop_button.on_click(self.stop)
+        self.projector_toggle.link(self, value="projector")
+        self._layout = self._build_layout()
+        self._sync_url()
+        cancel_when_session_ends(self.stop)
+
+    # -- runs --------------------------------------------------------------------------------
+    def running(self) -> bool:
+        return any(not job.ended for job in self.jobs.values())
+
+    def start(self, event=None) -> None:
+        """Start the chosen runs (stopping this session's current ones); bad input: a message only."""
+        try:
+            configs, skipped = sd.plan_runs(self.dataset.value, self.methods.value, self.m.value,
+                                            self.minibatch.value, self.epochs.value, self.workers.value)
+        except (ValueError, TypeError) as exc:
+            self._say(f"Not started: {exc}. The plots keep the last run.")
+            return
+        if not configs:
+            self._say("Nothing to run: " + "; ".join(f"{sd.LABELS[m]} {why}" for m, why in skipped.items()))
+            return
+        self.stop()
+        jobs = {}
+        try:
+            for config in configs:
+                jobs[config.method] = sd.TrainingJob(config).start()
+        except (RuntimeError, OSError) as exc:
+            for job in jobs.values():
+                job.stop(grace=0.0)
+            self._say(f"Not started: {exc}")
+            return
+        self.jobs, self.baseline, self.links = jobs, None, {}
+        self.runs = {m: {"state": "starting (loading data)"} if m in jobs else {"state": "not run", "text": skipped[m]}
+                     for m in sd.METHODS if m in jobs or m in skipped}
+        with pn.io.hold():
+            self._say("")
+            self.curves.clear()
+            self.view.clear()
+            self.description.object = f"Starting {', '.join(sd.LABELS[m] for m in jobs)} on {self.dataset.value} ..."
+            self._show_status()
+        self.poller.ensure()
+
+    def stop(self, event=None) -> None:
+        """Ask every run of this session to stop (each is terminated if it has not ended in a few seconds)."""
+        for method, job in self.jobs.items():
+            if not job.ended and not job.stop_requested:
+                job.stop()
+                self.runs[method]["state"] = "stopping"
+        if self.jobs:
+            self._show_status()
+
+    def tick(self) -> None:
+        """Take every run's new messages into the views (the poller calls this while runs go)."""
+        with pn.io.hold():
+            for method, job in self.jobs.items():
+                if job.ended:
+                    continue
+                run = self.runs[method]
+                run["elapsed"] = job.elapsed()
+                entries = []
+                for message in job.poll():
+                    if message["kind"] == "entry":
+                        entries.append(message)
+                    else:
+                        self._take(method, run, message)
+                if entries:
+                    self.curves.stream(method, entries)
+                    self.view.show_inducing(method, entries[-1]["z"])
+                    run["last"] = entries[-1]
+            self._show_status()
+
+    def _take(self, method: str, run: dict, message: dict) -> None:
+        """A start, note or end message of ``method``'s run."""
+        kind = message["kind"]
+        if kind == "start":
+            run["state"] = "running" if not self.jobs[method].stop_requested else "stopping"
+            if not self.view.shows_data:  # the first run to start shows its sample
+                self.view.show_data(message["sample"], message["labels"])
+                share = 100 * float(sum(message["explained"]))
+                self.description.object = f"{message['description']}; the PCA plane holds {share:.0f}% of the variance."
+            self.view.show_inducing(method, message["z"])
+            if message.get("baseline") is not None:
+                self.baseline = message["baseline"]
+                self.curves.show_baseline(self.baseline)
+            if message.get("dashboard"):
+                self.links[method] = message["dashboard"]
+        elif kind == "note":
+            run["text"] = message["text"]
+        elif kind == "end":
+            run["state"] = message["status"]
+            if message.get("text"):
+                run["text"] = message["text"]
+
+    def _show_status(self) -> None:
+        table = status_html(self.runs, self.baseline)
+        if table != self.status.object:  # (most ticks change nothing but a second of elapsed time)
+            self.status.object = table
+        lines = [f"- {sd.LABELS[m]}: [{link}]({link})" if self.runs[m]["state"] in ("running", "stopping")
+                 else f"- {sd.LABELS[m]}: closed ({self.runs[m]['state']})" for m, link in self.links.items()]
+        text = "\n".join(["**Dask dashboard** (on the server's machine):", *lines]) if lines else ""
+        if text != self.dashboard.object:
+            self.dashboard.param.update(object=text, visible=bool(text))
+        self.stop_button.disabled = not self.running()
+
+    def _say(self, text: str) -> None:
+        self.alert.param.update(object=text, visible=bool(text))
+
+    # -- layout ------------------------------------------------------------------------------
+    def _explained(self, view, key: str, css: str) -> pn.Column:
+        return explained(view, EXPLANATIONS[key], self._texts, css)
+
+    def _build_layout(self) -> pn.Row:
+        self._texts = [self.description, self.dashboard]
+        self._controls = pn.Column(
+            pn.pane.Markdown("### Data"), self.dataset, self.description,
+            pn.pane.Markdown("### Training"), self.m, self.minibatch, self.epochs,
+            pn.pane.Markdown("Dask workers (SEP, SVI)"), self.workers,
+            pn.pane.Markdown("Methods (GFITC up to N = 20,000)"), self.methods,
+            pn.Row(self.start_button, self.stop_button), self.dashboard,
+            pn.pane.Markdown("### Share"), export_buttons("scalable"), self.projector_toggle,
+            width=320,
+        )
+        figure = lambda fig, css: pn.pane.Bokeh(fig, sizing_mode="stretch_width", css_classes=[css])  # noqa: E731
+        self._grid = view_grid(
+            self._explained(figure(self.curves.figures["test_error"], "qpviz-sc-te"), "test_error", "qpviz-sc-te-view"),
+            self._explained(figure(self.curves.figures["ntll"], "qpviz-sc-ntll"), "ntll", "qpviz-sc-ntll-view"),
+            self._explained(figure(self.view.figure, "qpviz-sc-plane"), "view", "qpviz-sc-plane-view"),
+            self._explained(self.status, "status", "qpviz-sc-status-view"),
+            projector=self.projector,
+        )
+        self._texts.append(self.status)
+        self._apply_projector_mode()
+        return pn.Row(self._controls, pn.Column(self.alert, self._grid, sizing_mode="stretch_width"),
+                      sizing_mode="stretch_width")
+
+    @param.depends("projector", watch=True)
+    def _apply_projector_mode(self) -> None:
+        enlarge(self.projector, self._texts, self._controls.objects)
+        self.curves.style(self.projector)
+        self.view.style(self.projector)
+        set_projector(self._grid, self.projector)
+
+    def _sync_url(self) -> None:
+        location = pn.state.location
+        if location is None:
+            return
+        for name, key in URL_KEYS.items():
+            location.sync(getattr(self, name), {"value": key})
+        location.sync(self.projector_toggle, {"value": "projector"})
+
+    def __panel__(self):
+        return self._layout
+
+
+def page() -> tuple[str, pn.viewable.Viewable]:
+    """(tab title, page) for app/dashboard.py."""
+    return TITLE, ScalablePage()

