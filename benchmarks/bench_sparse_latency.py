@@ -13,7 +13,8 @@ message as the fits' new data, has changed in the browser) and **last change** (
 quiet for 400 ms: after a drag this includes the Power-EP evidence curve over 15 alphas, computed
 in the job pool after the fits are drawn). Goal (issue 12): fits drawn within 250 ms.
 
-Usage: .venv/bin/python benchmarks/bench_sparse_latency.py [--presses 15]
+Usage: .venv/bin/python benchmarks/bench_sparse_latency.py [--presses 15] [--preset "sine boundary"]
+(``--preset``: any preset of the page; the probit ones fit Power EP / QP with tempered moments)
 """
 from __future__ import annotations
 
@@ -32,7 +33,13 @@ from browser_measure import ARM_JS, QUIET_MS, TIMEOUT_MS, WAIT_JS, percentile, s
 from pagetools import CHROMIUM_ARGS, chromium_path, serve_app, stop  # noqa: E402
 from test_sparse_page import HANDLE_JS  # noqa: E402
 
-URL = "?page=sparse&sp_preset=" + quote("smooth regression (N = 200)") + "&sp_n=500&sp_m=20&sp_alpha=0"
+PRESET = "smooth regression (N = 200)"
+
+
+def page_url(preset: str) -> str:
+    """The Sparse page with ``preset`` at N = 500, M = 20, alpha 0 (the key steps go right)."""
+    return "?page=sparse&sp_preset=" + quote(preset) + "&sp_n=500&sp_m=20&sp_alpha=0"
+
 
 #: The numbers table's text (its HTML model), read before the action.
 NUMBERS_JS = """() => { for (const m of Bokeh.documents[0].all_models)
@@ -101,6 +108,7 @@ def report(name, pairs) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--presses", type=int, default=15)
+    ap.add_argument("--preset", default=PRESET, help="a Sparse-page preset, e.g. 'sine boundary' (probit)")
     args = ap.parse_args()
     process, url = serve_app(Path(tempfile.mkdtemp()) / "serve.log")
     try:
@@ -109,9 +117,9 @@ def main() -> int:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
             page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-            for name, action in (("Sparse, N=500, M=20, alpha key", alpha_step),
-                                 ("Sparse, N=500, M=20, handle drag", drag_handle())):
-                page.goto(url + URL)
+            for what, action in (("alpha key", alpha_step), ("handle drag", drag_handle())):
+                name = f"Sparse ({args.preset}), N=500, M=20, {what}"
+                page.goto(url + page_url(args.preset))
                 wait_for_bokeh(page)
                 settle(page, 1500)
                 pairs = []

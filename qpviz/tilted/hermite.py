@@ -27,7 +27,7 @@ quadrature (:mod:`qpviz.tilted.moments`) otherwise (``ok`` False):
 * the highest two coefficients must be negligible, |b_{n-2}| + |b_{n-1}| <= HERMITE_TAIL_TOL b_0
   (spectral decay: g is then a polynomial of low degree to within rounding, on the range of
   the nodes, and the rule integrates it exactly). The short rule (HERMITE_NODES) is tried
-  first, the long one (LONG_NODES, reaching ~10 widths) where the short one's test refuses;
+  first, the long one (LONG_NODES, reaching ~15 widths) where the short one's test refuses;
 * sigma_QP passes the same test on r (its top two Hermite coefficients against its mean): r is
   not smooth where F has a plateau, e.g. between two far-apart modes of Poisson-square, where the
   moments may still be accurate; sigma_QP alone then comes from the quadrature;
@@ -59,10 +59,14 @@ __all__ = ["HERMITE_NODES", "HERMITE_TAIL_TOL", "hermite_moments", "hermite_qp_s
            "hermite_summary"]
 
 #: nodes of the short Gauss-Hermite rule (narrow cavities: the large-N sweeps) and of the long one
-#: (tried where the short rule's tail test refuses: cavities like the Sparse page's, std ~0.2-0.6
-#: for probit); tests/test_tempered_fast.py measures both against the quadrature
+#: (tried where the short rule's tail test refuses: cavities like the Sparse page's, std ~0.2-1.2
+#: for probit). 64 rather than 32 long nodes: a probit cavity far on the flat side (y m ~ 2-5,
+#: std ~1, where Phi(y f)^alpha bends only in the far tail) needs them; with 32 the Sparse page's
+#: "sine boundary" preset sent 70% of its sites to the quadrature (a Power-EP fit at N = 500 took
+#: 110 ms, QP 470 ms), with 64 35% (70 ms and 240 ms). tests/test_tempered_fast.py measures both
+#: rules against the quadrature
 HERMITE_NODES = 12
-LONG_NODES = 32
+LONG_NODES = 64
 #: accept when |b_{n-2}| + |b_{n-1}| <= HERMITE_TAIL_TOL b_0 (module docstring)
 HERMITE_TAIL_TOL = 1e-11
 #: another start point beyond the nodes with log q above log q(mode) - FAR_LOG_DROP: quadrature
