@@ -27,7 +27,8 @@ quadrature (:mod:`qpviz.tilted.moments`) otherwise (``ok`` False):
 * the highest two coefficients must be negligible, |b_{n-2}| + |b_{n-1}| <= HERMITE_TAIL_TOL b_0
   (spectral decay: g is then a polynomial of low degree to within rounding, on the range of
   the nodes, and the rule integrates it exactly). The short rule (HERMITE_NODES) is tried
-  first, the long one (LONG_NODES, reaching ~15 widths) where the short one's test refuses;
+  first, then a middle one (MIDDLE_NODES, ~10 widths) and a long one (LONG_NODES, ~15 widths)
+  where the previous one's test refuses;
 * sigma_QP passes the same test on r (its top two Hermite coefficients against its mean): r is
   not smooth where F has a plateau, e.g. between two far-apart modes of Poisson-square, where the
   moments may still be accurate; sigma_QP alone then comes from the quadrature;
@@ -58,14 +59,15 @@ from qpviz.special import phi_of_ndtri
 __all__ = ["HERMITE_NODES", "HERMITE_TAIL_TOL", "hermite_moments", "hermite_qp_std", "hermite_projection",
            "hermite_summary"]
 
-#: nodes of the short Gauss-Hermite rule (narrow cavities: the large-N sweeps) and of the long one
-#: (tried where the short rule's tail test refuses: cavities like the Sparse page's, std ~0.2-1.2
-#: for probit). 64 rather than 32 long nodes: a probit cavity far on the flat side (y m ~ 2-5,
-#: std ~1, where Phi(y f)^alpha bends only in the far tail) needs them; with 32 the Sparse page's
-#: "sine boundary" preset sent 70% of its sites to the quadrature (a Power-EP fit at N = 500 took
-#: 110 ms, QP 470 ms), with 64 35% (70 ms and 240 ms). tests/test_tempered_fast.py measures both
-#: rules against the quadrature
+#: nodes of the short Gauss-Hermite rule (narrow cavities: the large-N sweeps), of the middle one
+#: (tried where the short rule's tail test refuses: cavities like the Sparse page's, std ~0.2-0.6
+#: for probit) and of the long one (where the middle one refuses: e.g. a probit cavity far on the
+#: flat side, y m ~ 2-5 with std ~1, where Phi(y f)^alpha bends only in the far tail; the Sparse
+#: page's "sine boundary" preset sent 70% of its sites to the quadrature without it, 35% with it:
+#: a Power-EP fit at N = 500 took 110 ms, then 70 ms; QP 470 ms, then 240 ms).
+#: tests/test_tempered_fast.py measures each against the quadrature
 HERMITE_NODES = 12
+MIDDLE_NODES = 32
 LONG_NODES = 64
 #: accept when |b_{n-2}| + |b_{n-1}| <= HERMITE_TAIL_TOL b_0 (module docstring)
 HERMITE_TAIL_TOL = 1e-11
@@ -99,6 +101,7 @@ def _hermite_tables(n: int) -> tuple:
 
 
 SHORT_RULE = _hermite_tables(HERMITE_NODES)
+MIDDLE_RULE = _hermite_tables(MIDDLE_NODES)
 LONG_RULE = _hermite_tables(LONG_NODES)
 _REACH = float(SHORT_RULE[0][-1])  # the short rule's outermost node, in Laplace widths
 
@@ -155,25 +158,27 @@ def _coefficients(lk, y, m, v, mu, s, shrink, lp_mu, nodes, transform, coef):
 @njit(**NUMBA_OPTIONS)
 def _expansion(lk, y, m, v, coef):
     """Hermite coefficients b_k of g in the Laplace frame into ``coef`` (module docstring), by the
-    short rule, or the long one where the short rule's tail test refuses; returns (ok, mu, s,
-    alpha log p(y|mu), long rule used)."""
+    short rule, else the middle one, else the long one (each where the previous one's tail test
+    refuses); returns (ok, mu, s, alpha log p(y|mu), the rule used: 0, 1 or 2)."""
     kink = lk_kink(lk, y)
     if kink == kink:  # a kink (not NaN): the quadrature splits its panels there
-        return False, m, 0.0, 0.0, False
+        return False, m, 0.0, 0.0, 0
     ok, mu, s, shrink = _laplace_frame(lk, y, m, v)
     if not ok:
-        return False, mu, s, 0.0, False
+        return False, mu, s, 0.0, 0
     lp_mu = lk_log_prob(lk, y, mu)
     if not np.isfinite(lp_mu):
-        return False, mu, s, 0.0, False
+        return False, mu, s, 0.0, 0
     s0, s1, s2 = lk_starts(lk, y, m, v)
     for start in (s0, s1, s2):
         if start == start and abs(start - mu) > _REACH * s and _log_q_gap(lk, y, m, v, mu, lp_mu, start) > -FAR_LOG_DROP:
-            return False, mu, s, 0.0, False
+            return False, mu, s, 0.0, 0
     if _coefficients(lk, y, m, v, mu, s, shrink, lp_mu, SHORT_RULE[0], SHORT_RULE[1], coef):
-        return True, mu, s, lp_mu, False
+        return True, mu, s, lp_mu, 0
+    if _coefficients(lk, y, m, v, mu, s, shrink, lp_mu, MIDDLE_RULE[0], MIDDLE_RULE[1], coef):
+        return True, mu, s, lp_mu, 1
     ok = _coefficients(lk, y, m, v, mu, s, shrink, lp_mu, LONG_RULE[0], LONG_RULE[1], coef)
-    return ok, mu, s, lp_mu, True
+    return ok, mu, s, lp_mu, 2
 
 
 @njit(**NUMBA_OPTIONS)
@@ -217,10 +222,13 @@ def _qp_std_rule(coef, s, transform, cumulative, pdf, cdf, sf):
 
 
 @njit(**NUMBA_OPTIONS)
-def _qp_std_of(coef, s, long_rule):
-    """:func:`_qp_std_rule` on the rule the coefficients came from."""
-    rule = LONG_RULE if long_rule else SHORT_RULE
-    return _qp_std_rule(coef, s, rule[1], rule[2], rule[3], rule[4], rule[5])
+def _qp_std_of(coef, s, rule_used):
+    """:func:`_qp_std_rule` on the rule the coefficients came from (0 short, 1 middle, 2 long)."""
+    if rule_used == 0:
+        return _qp_std_rule(coef, s, SHORT_RULE[1], SHORT_RULE[2], SHORT_RULE[3], SHORT_RULE[4], SHORT_RULE[5])
+    if rule_used == 1:
+        return _qp_std_rule(coef, s, MIDDLE_RULE[1], MIDDLE_RULE[2], MIDDLE_RULE[3], MIDDLE_RULE[4], MIDDLE_RULE[5])
+    return _qp_std_rule(coef, s, LONG_RULE[1], LONG_RULE[2], LONG_RULE[3], LONG_RULE[4], LONG_RULE[5])
 
 
 @njit(**NUMBA_OPTIONS)
@@ -244,11 +252,11 @@ def hermite_projection(lk, y, m, v, want_qp):
     """(ok, log Z, mean, var, sigma_QP) from one expansion: ``ok`` for the moments; sigma_QP (not
     clipped to the EP std) NaN unless ``want_qp`` and its own tail test accepts it."""
     coef = stack_buffer(LONG_NODES)
-    ok, mu, s, lp_mu, long_rule = _expansion(lk, y, m, v, coef)
+    ok, mu, s, lp_mu, rule_used = _expansion(lk, y, m, v, coef)
     if not ok:
         return False, np.nan, np.nan, np.nan, np.nan
     log_z, mean, var = _moments_of(coef, m, v, mu, s, lp_mu)
-    sigma = _qp_std_of(coef, s, long_rule) if want_qp else np.nan
+    sigma = _qp_std_of(coef, s, rule_used) if want_qp else np.nan
     return var > 0.0, log_z, mean, var, sigma
 
 
