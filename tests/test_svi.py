@@ -186,7 +186,7 @@ def test_a_fixed_kernel_needs_no_kernel_gradients():
     kernel = qpviz.kernels.Periodic(variance=1.0, lengthscale=1.0, period=3.0)  # no vector-Jacobian products
     post = qpviz.fit(X[:, :1], y, "probit", kernel, method="svi", inducing=5, minibatch=40)
     assert post.converged and post.kernel == kernel
-    with pytest.raises(NotImplementedError, match="vector-Jacobian"):
+    with pytest.raises(ValueError, match="needs kernel gradients.*vector-Jacobian"):  # said before training
         qpviz.fit(X[:, :1], y, "probit", kernel, method="svi", inducing=5, minibatch=40, optimise=True)
 
 
@@ -229,3 +229,13 @@ def test_dask_two_workers_equals_in_process_with_the_same_seed(minibatch):
     np.testing.assert_allclose(remote.inducing, local.inducing, atol=1e-8)
     np.testing.assert_allclose(remote.q_mean, local.q_mean, atol=1e-8)
     assert "dashboard_link" in remote.diagnostics
+
+
+def test_fit_svi_takes_a_likelihood_name_and_refuses_more_inducing_points_than_data():
+    from qpviz.inference.svi import fit_svi
+
+    X, y = _classification(20)
+    post = fit_svi(X, y, "probit", RBF(), inducing=4, minibatch=20, max_opt_iter=5)
+    assert post.likelihood.name == "probit"
+    with pytest.raises(ValueError, match="30 inducing points for 20 data points"):
+        fit_svi(X, y, "probit", RBF(), inducing=np.zeros((30, 2)), minibatch=20)

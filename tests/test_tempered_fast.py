@@ -27,7 +27,7 @@ import zlib
 import numpy as np
 import pytest
 import reference
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import qpviz
@@ -113,8 +113,8 @@ def test_theorem_2_qp_std_below_ep_std(setting, alpha, m, log_std, pick):
     ys = _observations(name)
     y = float(ys[pick % len(ys)])
     ok, _, _, var, sigma = hermite_summary(_likelihood(name, params, alpha), y, m, (10.0**log_std) ** 2)
-    if ok[0]:
-        assert sigma[0] <= math.sqrt(var[0]) * (1.0 + 1e-13)
+    assume(ok[0])  # the rule refused: nothing of its own to check (hypothesis reports too many refusals)
+    assert sigma[0] <= math.sqrt(var[0]) * (1.0 + 1e-13)
 
 
 def _sparse_cavities(n=400, seed=3):

@@ -87,19 +87,25 @@ class DaskExecutor:
             else:
                 client = Client(client)
             self._owned.insert(0, client)
-        if not isinstance(client, Client):
-            raise TypeError(f"client must be a dask.distributed.Client, a scheduler address or 'local'; got {client!r}")
-        self.client = client
-        workers = sorted(client.scheduler_info()["workers"])
-        if not workers:
-            raise ValueError("the Dask cluster has no workers")
-        self.bounds = shard_bounds(X.shape[0], len(workers))
-        # each shard's data go to its worker once (scatter), where the actor holding them is made
-        futures = [client.submit(shard_class, client.scatter(X[lo:hi], workers=[w]),
-                                 client.scatter(y[lo:hi], workers=[w]), *shard_args, os.getpid(), actor=True,
-                                 workers=[w], pure=False)
-                   for (lo, hi), w in zip(self.bounds, workers)]
-        self.shards = [f.result() for f in futures]
+        self.shards = []
+        try:
+            if not isinstance(client, Client):
+                raise TypeError(f"client must be a dask.distributed.Client, a scheduler address or 'local'; "
+                                f"got {client!r}")
+            self.client = client
+            workers = sorted(client.scheduler_info()["workers"])
+            if not workers:
+                raise ValueError("the Dask cluster has no workers")
+            self.bounds = shard_bounds(X.shape[0], len(workers))
+            # each shard's data go to its worker once (scatter), where the actor holding them is made
+            self._futures = [client.submit(shard_class, client.scatter(X[lo:hi], workers=[w]),
+                                           client.scatter(y[lo:hi], workers=[w]), *shard_args, os.getpid(),
+                                           actor=True, workers=[w], pure=False)
+                             for (lo, hi), w in zip(self.bounds, workers)]
+            self.shards = [f.result() for f in self._futures]
+        except BaseException:
+            self.close()  # a cluster or client made here does not outlive a failed start
+            raise
 
     @property
     def dashboard_link(self) -> str:
@@ -112,8 +118,15 @@ class DaskExecutor:
         return [None if p is None else p.result() for p in pending]
 
     def close(self):
+        """Release the shards (their actors and data on the workers) and close what this executor
+        started (a client it opened, a LocalCluster)."""
+        self.shards = []
+        for future in getattr(self, "_futures", []):
+            future.release()
+        self._futures = []
         for owned in self._owned:
             owned.close()
+        self._owned = []
 
 
 def shard_bounds(n: int, k: int) -> list[tuple[int, int]]:

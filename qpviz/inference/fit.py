@@ -180,7 +180,8 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
     training = {k: options.pop(k) for k in TRAINING_OPTIONS if k in options}
     if training and not (optimise or optimise_inducing):
         raise TypeError(f"{sorted(training)} report on training: they need optimise=True (or optimise_inducing=True)")
-    record = (TrainingRecord(max_opt_iter, label=f"{method} (L-BFGS-B)", validation=training.get("validation"),
+    # the bar counts evaluations of the evidence (L-BFGS-B's line searches make more than max_opt_iter)
+    record = (TrainingRecord(None, label=f"{method} (L-BFGS-B)", validation=training.get("validation"),
                              stop=training.get("stop"), callback=training.get("callback"),
                              progress=bool(training.get("progress", False))) if training else None)
     diagnostics: dict = {}
@@ -189,14 +190,16 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
         objective = "vb" if method == "vb" else "ep"
         if objective == "vb":
             ep_options = {k: v for k, v in options.items() if k in ("tol", "damping", "max_iter")}
-        prior, run_lik, report = optimise_hyperparameters(prior, run_lik, y, max_iter=max_opt_iter, bounds=bounds,
-                                                          optimise_likelihood=optimise_likelihood,
-                                                          objective=objective, optimise_kernel=optimise,
-                                                          optimise_inducing=optimise_inducing, record=record,
-                                                          predict_likelihood=lik if sparse_report else None,
-                                                          **ep_options)
-        if record is not None:
-            record.close()
+        try:
+            prior, run_lik, report = optimise_hyperparameters(prior, run_lik, y, max_iter=max_opt_iter, bounds=bounds,
+                                                              optimise_likelihood=optimise_likelihood,
+                                                              objective=objective, optimise_kernel=optimise,
+                                                              optimise_inducing=optimise_inducing, record=record,
+                                                              predict_likelihood=lik if sparse_report else None,
+                                                              **ep_options)
+        finally:
+            if record is not None:
+                record.close()
         if sparse_report:
             sparse_report["inducing"] = prior.Z
         else:
@@ -433,19 +436,23 @@ def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, bound
             pred_lik = lik if predict_likelihood is None else predict_likelihood
 
             def evaluate(X_val, y_val):
-                return metrics.evaluate(GPPosterior("ep", pred_lik, trial.X, y, state, value, True, 0, [], {}),
+                return metrics.evaluate(GPPosterior(objective, pred_lik, trial.X, y, state, value, True, 0, [], {}),
                                         X_val, y_val)
 
             live = {"inducing": trial.Z} if hasattr(trial, "Z") else None
             if not record.step(cache["evals"], 0, value, evaluate=evaluate, live=live):
                 raise _StopTraining
-        grad = state.grad_log_marginal() if optimise_kernel else np.empty(0)
+        if optimise_inducing:  # one pass of the covariance gradients for both (sparse_prior)
+            grad_kernel, grad_inducing = state.grad_kernel_and_inducing_params()
+        else:
+            grad_kernel = state.grad_log_marginal() if optimise_kernel else np.empty(0)
+            grad_inducing = np.empty(0)
+        grad = grad_kernel if optimise_kernel else np.empty(0)
         if lik_names:
             extra = (likelihood_log_param_grad(lik, lik_names, y, *cavities) if cavities is not None
                      else _expected_log_lik_grad(lik, lik_names, y, state.mean, state.var))
             grad = np.concatenate([grad, extra])
-        if optimise_inducing:
-            grad = np.concatenate([grad, state.grad_inducing_params()])
+        grad = np.concatenate([grad, grad_inducing])
         return -value, -grad
 
     theta0 = kernel0.log_params() if optimise_kernel else np.empty(0)

@@ -84,6 +84,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 
 import numpy as np
 from scipy import linalg
@@ -93,15 +94,16 @@ from qpviz.inference import metrics
 from qpviz.inference.distributed import DaskExecutor, LocalExecutor, prepare_worker
 from qpviz.inference.distributed import shard_bounds as _shard_bounds
 from qpviz.inference.distributed import split as _split
-from qpviz.inference.inducing import as_inducing, check_training_data, cholesky_kuu, covariance_vjp
+from qpviz.inference.inducing import cholesky_kuu, covariance_vjp
 from qpviz.inference.posterior import GPPosterior
 from qpviz.inference.sites import CLIPPED, OK, SKIPPED_CAVITY, SKIPPED_PROJECTION, SiteRule
-from qpviz.inference.stochastic import Adadelta, TrainingRecord, minibatches
+from qpviz.inference.stochastic import (Adadelta, TrainingRecord, check_positive_int, inducing_problem, minibatches,
+                                       steps_per_epoch)
 from qpviz.kernels import Kernel, as_inputs
 
 __all__ = ["fit_sep", "SEPState", "SEPModel", "SEPShard", "Broadcast", "refine_sites", "site_gradient",
            "log_evidence", "sep_gradient", "STOCHASTIC_DAMPING", "BATCH_DAMPING", "SignAdaptiveSteps", "STEP_RULES",
-           "LocalExecutor", "DaskExecutor", "SHARD_CHUNK"]
+           "SHARD_CHUNK"]
 
 #: supplement A.4: damping of the site parameters with minibatches (q is rebuilt after each)
 STOCHASTIC_DAMPING = 0.99
@@ -177,7 +179,9 @@ def refine_sites(X, y, tau, nu, A_old, rule: SiteRule, bc: Broadcast):
     nu_new = np.where(improper, nu, nu_new)
     status = np.where(improper, SKIPPED_CAVITY, status)
     A = np.where(keep[None, :], A_old, A)  # an unchanged site keeps its direction
-    terms = np.where(cav["proper"], log_z + cav["log_norm_diff"], np.nan)
+    # a point without a proper cavity (its stored factor outweighs q along a_old) adds no term
+    # to the estimate; the final log Z_q counts such points (diagnostics "n_improper_cavities")
+    terms = np.where(cav["proper"], log_z + cav["log_norm_diff"], 0.0)
     change = float(np.max(np.abs(np.concatenate([tau_new - tau, nu_new - nu])), initial=0.0))
     return dict(tau=tau_new, nu=nu_new, A=A, status=status, new_prec=(A * tau_new) @ A.T, new_lin=A @ nu_new,
                 old_prec=(A_old * tau) @ A_old.T, old_lin=A_old @ nu, evidence=float(np.sum(terms)),
@@ -270,16 +274,18 @@ class SEPShard:
             lin += rows.T @ self.nu[start:start + SHARD_CHUNK]
         return prec, lin
 
-    def evidence(self, bc: Broadcast) -> float:
-        """sum_j log Z~_j over the shard at q (no refinement)."""
-        total = 0.0
+    def evidence(self, bc: Broadcast) -> tuple[float, int]:
+        """(sum_j log Z~_j over the shard's points with a proper cavity at q (no refinement), the
+        number of points without one)."""
+        total, improper = 0.0, 0
         for start in range(0, self.X.shape[0], SHARD_CHUNK):
             sl = slice(start, start + SHARD_CHUNK)
             A, d = _columns(bc, self.X[sl])
             cav = _cavity(A, self.At[sl].T, self.tau[sl], self.nu[sl], bc)
             log_z = self.rule.likelihood.tilted_moments(self.y[sl], cav["mean"], cav["var"] + d).log_z
-            total += float(np.sum(np.where(cav["proper"], log_z + cav["log_norm_diff"], np.nan)))
-        return total
+            total += float(np.sum(np.where(cav["proper"], log_z + cav["log_norm_diff"], 0.0)))
+            improper += int(np.count_nonzero(~cav["proper"]))
+        return total, improper
 
     def sites(self):
         return self.tau.copy(), self.nu.copy(), int(np.count_nonzero(self.status == CLIPPED))
@@ -385,12 +391,15 @@ def sep_gradient(executor, parts, bc: Broadcast, scale: float):
     return g_theta + gt_uu, g_Z + 2.0 * gz_uu
 
 
-def log_evidence(executor, n_shards: int, kernel: Kernel, Z, prec, lin, jitter=None) -> float:
+def log_evidence(executor, n_shards: int, kernel: Kernel, Z, prec, lin, jitter=None, counts: bool = False):
     """log Z_q (supplement eq. 28) over every point at (kernel, Z) with the stored factors held fixed
     (Lambda = ``prec``, b = ``lin`` and each shard's sites and directions): the objective whose
-    gradient eq. 4 is at an EP fixed point."""
+    gradient eq. 4 is at an EP fixed point. Points without a proper cavity add nothing; with
+    ``counts`` the result is (log Z_q, how many such points)."""
     bc, norm_diff, _ = _rebuild(kernel, np.asarray(Z, float), prec, lin, jitter)
-    return norm_diff + sum(executor.call("evidence", [(bc,)] * n_shards))
+    parts = executor.call("evidence", [(bc,)] * n_shards)
+    value = norm_diff + sum(part[0] for part in parts)
+    return (value, sum(part[1] for part in parts)) if counts else value
 
 
 class SignAdaptiveSteps:
@@ -422,12 +431,6 @@ class SignAdaptiveSteps:
 STEP_RULES = {"adadelta": Adadelta, "sign": SignAdaptiveSteps}
 
 
-def _check_positive_int(value, name):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer; got {value!r}")
-    return int(value)
-
-
 def fit_sep(X, y, likelihood, kernel: Kernel, *, inducing=200, minibatch: int = 200, epochs: int = 5,
             optimise: bool = True, seed: int = 0, validation=None, client=None, projection: str = "ep",
             progress: bool = False, stop=None, callback=None, damping: float | None = None, tol: float = 1e-6,
@@ -452,17 +455,17 @@ def fit_sep(X, y, likelihood, kernel: Kernel, *, inducing=200, minibatch: int = 
     more than ``tol`` in a batch-mode step without hyper-parameter learning (``converged=True``;
     runs with minibatches or ``optimise=True`` report ``converged=False``: they stop after ``epochs``).
     """
-    from qpviz.inference.fit import _as_likelihood  # noqa: PLC0415 - fit imports this module lazily
-
-    lik = _as_likelihood(likelihood)
     if projection not in ("ep", "qp"):
         raise ValueError(f"projection must be 'ep' (moment matching) or 'qp' (W2); got {projection!r}")
-    X, y = check_training_data(kernel, X, y, lik)
+    lik, X, y, Z = inducing_problem(X, y, likelihood, kernel, inducing, seed, optimise)
     n = X.shape[0]
-    minibatch = _check_positive_int(minibatch, "minibatch (points per step)")
-    epochs = _check_positive_int(epochs, "epochs")
-    record_every = _check_positive_int(record_every, "record_every")
-    n_shards = _check_positive_int(n_shards, "n_shards")
+    minibatch = check_positive_int(minibatch, "minibatch (points per step)")
+    epochs = check_positive_int(epochs, "epochs")
+    record_every = check_positive_int(record_every, "record_every")
+    n_shards = check_positive_int(n_shards, "n_shards")
+    if client is not None and n_shards != 1:
+        raise ValueError("n_shards splits the data in-process; with a Dask client there is one shard per worker: "
+                         "drop n_shards")
     if not tol > 0:
         raise ValueError(f"tol must be > 0; got {tol!r}")
     stochastic = minibatch < n
@@ -473,21 +476,13 @@ def fit_sep(X, y, likelihood, kernel: Kernel, *, inducing=200, minibatch: int = 
     if damping is None:
         damping = STOCHASTIC_DAMPING if stochastic else BATCH_DAMPING
     rule = SiteRule.build(projection, lik, damping, use_table=use_table)
-    Z = as_inducing(inducing, X, seed)
-    M, D = Z.shape
-    if M > n:
-        raise ValueError(f"{M} inducing points for {n} data points: use at most {n}")
-    if optimise:
-        try:
-            kernel.cross_vjp(Z[:1], Z[:1], np.zeros((1, 1)))
-        except NotImplementedError as err:
-            raise ValueError(f"optimise=True needs kernel gradients: {err}") from None
+    M = Z.shape[0]
     executor = (LocalExecutor([SEPShard(X[lo:hi], y[lo:hi], M, rule) for lo, hi in _shard_bounds(n, n_shards)])
                 if client is None else DaskExecutor(client, X, y, SEPShard, M, rule))
-    bounds = (_shard_bounds(n, n_shards) if client is None else executor.bounds)
     try:
-        return _train(executor, bounds, X, y, lik, kernel, Z, rule, minibatch, epochs, optimise, seed, validation,
-                      progress, stop, callback, tol, jitter, record_every, stochastic, projection, step_rule)
+        return _train(executor, executor.bounds if client is not None else _shard_bounds(n, n_shards), X, y, lik,
+                      kernel, Z, rule, minibatch, epochs, optimise, seed, validation, progress, stop, callback, tol,
+                      jitter, record_every, stochastic, projection, step_rule)
     finally:
         executor.close()
 
@@ -501,8 +496,8 @@ def _train(executor, bounds, X, y, lik, kernel, Z, rule, minibatch, epochs, opti
     bc, norm_diff, jitter_used = _rebuild(kernel, Z, prec, lin, jitter)
     n_kernel = len(kernel.param_names)
     stepper = STEP_RULES[step_rule](n_kernel + M * D)
-    steps_per_epoch = len(minibatches(n, minibatch, np.random.default_rng(0)))
-    record = TrainingRecord(epochs * steps_per_epoch, label="SEP", validation=validation, every=record_every,
+    per_epoch = steps_per_epoch(n, minibatch)
+    record = TrainingRecord(epochs * per_epoch, label="SEP", validation=validation, every=record_every,
                             stop=stop, callback=callback, progress=progress)
     state = {"bc": bc, "jitter": jitter_used}
 
@@ -550,7 +545,7 @@ def _train(executor, bounds, X, y, lik, kernel, Z, rule, minibatch, epochs, opti
                                                               theta[n_kernel:].reshape(M, D), prec, lin, jitter)
                     state["bc"] = bc
             converged = (not optimise) and (not stochastic) and change < tol
-            last = converged or (epoch == epochs and step == epochs * steps_per_epoch)
+            last = converged or step == epochs * per_epoch
             go_on = record.step(step, epoch, evidence, evaluate, last=last, max_site_change=change,
                                 hyperparameters=dict(bc.kernel.params), live={"inducing": bc.Z})
             if converged or not go_on:
@@ -564,11 +559,15 @@ def _train(executor, bounds, X, y, lik, kernel, Z, rule, minibatch, epochs, opti
             state["bc"] = bc
     record.close()
     bc = state["bc"]
-    final_evidence = log_evidence(executor, len(bounds), bc.kernel, bc.Z, prec, lin, jitter)
+    final_evidence, improper = log_evidence(executor, len(bounds), bc.kernel, bc.Z, prec, lin, jitter, counts=True)
+    if improper:
+        warnings.warn(f"{improper} of {n} points had no proper cavity at the final q (their stored factors outweigh "
+                      "it); log Z_q leaves them out. More epochs, or a smaller damping (shorter site steps), usually remove them",
+                      RuntimeWarning, stacklevel=3)
     sites = executor.call("sites", [() for _ in bounds])
     tau = np.concatenate([s[0] for s in sites])
     nu = np.concatenate([s[1] for s in sites])
     post = posterior(final_evidence, converged, step, (tau, nu, sum(s[2] for s in sites)))
     post.diagnostics.update(stopped=record.stopped, steps=step, train_seconds=time.perf_counter() - start,
-                            dashboard=getattr(executor, "dashboard_link", None))
+                            dashboard_link=getattr(executor, "dashboard_link", None), n_improper_cavities=improper)
     return post

@@ -288,10 +288,11 @@ def _projection_of(method, coef, meta, lk, y, m, v, closed):
     def general(method, coef, meta, lk, y, m, v, closed):
         has_closed, log_z, mean, var = lk_moments(lk, y, m, v)
         if not has_closed:
-            fast, log_z, mean, var, sigma = hermite_projection(lk, y, m, v, method == QP)
+            # a table that covers the cavity gives sigma_QP: the expansion then computes moments only
+            h = table_log_ratio(coef, meta, y, m, v) if method == QP else np.nan
+            fast, log_z, mean, var, sigma = hermite_projection(lk, y, m, v, method == QP and h != h)
             if fast:
                 if method == QP:
-                    h = table_log_ratio(coef, meta, y, m, v)
                     if h == h:
                         sigma2 = v * math.exp(2.0 * h)
                     elif sigma == sigma:

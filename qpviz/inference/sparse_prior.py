@@ -306,11 +306,19 @@ class SparseGaussian:
 
     def grad_inducing_params(self) -> np.ndarray:
         """:meth:`grad_inducing` as one vector, in the order of :meth:`SparsePrior.inducing_params`."""
-        grad_Z, grad_C = self.grad_inducing()
+        return self.grad_kernel_and_inducing_params()[1]
+
+    def grad_kernel_and_inducing_params(self) -> tuple[np.ndarray, np.ndarray]:
+        """(:meth:`grad_log_marginal`, :meth:`grad_inducing_params`) from one pass of
+        :meth:`covariance_gradients` and one chain through the kernel (what learning both needs)."""
+        prior = self.prior
+        grad_theta, grad_Z, grad_C = covariance_vjp(prior.kernel, prior.X, prior.Z, prior.inducing_cov,
+                                                    *self.covariance_gradients())
         if grad_C is None:
-            return grad_Z.ravel()
-        packed = self.prior.inducing_params()[grad_Z.size:]
-        return np.concatenate([grad_Z.ravel(), packed_inducing_cov_grad(packed, grad_C, self.prior.spherical_cov)])
+            return grad_theta, grad_Z.ravel()
+        packed = prior.inducing_params()[grad_Z.size:]
+        return grad_theta, np.concatenate([grad_Z.ravel(), packed_inducing_cov_grad(packed, grad_C,
+                                                                                    prior.spherical_cov)])
 
     def covariance_gradients(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(dF/dK_uf (M, N), dF/dK_uu (M, M), dF/d diag K_ff (N,)) of the Power-EP energy F at a fixed

@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-__all__ = ["Adadelta", "minibatches", "TrainingRecord"]
+__all__ = ["Adadelta", "minibatches", "steps_per_epoch", "check_positive_int", "inducing_problem", "TrainingRecord"]
 
 
 class Adadelta:
@@ -47,15 +47,46 @@ class Adadelta:
         return step
 
 
+def check_positive_int(value, name: str) -> int:
+    """``value`` as an int, or a ValueError naming ``name`` when it is not a positive integer."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive integer; got {value!r}")
+    return int(value)
+
+
+def steps_per_epoch(n: int, size: int) -> int:
+    """Minibatches of :func:`minibatches` in one epoch: ceil(n / size)."""
+    return -(-int(n) // int(size))
+
+
 def minibatches(n: int, size: int, rng: np.random.Generator) -> list[np.ndarray]:
     """One epoch: a random permutation of 0..n-1 cut into consecutive batches of ``size`` (the
     last may be smaller); ``size >= n`` gives one batch with every index, in order."""
-    if isinstance(size, (bool, np.bool_)) or not isinstance(size, (int, np.integer)) or size < 1:
-        raise ValueError(f"minibatch must be a positive integer (points per step); got {size!r}")
+    size = check_positive_int(size, "minibatch (points per step)")
     if size >= n:
         return [np.arange(n)]
     order = rng.permutation(n)
     return [order[start:start + size] for start in range(0, n, size)]
+
+
+def inducing_problem(X, y, likelihood, kernel, inducing, seed: int, need_gradients: bool):
+    """What SEP and SVI check first: (likelihood object, X, y, Z). ``likelihood``: a name or a
+    qpviz likelihood; ``inducing``: Z (M, D) or an int M (K-means centres of X, ``seed``), M <= N;
+    ``need_gradients``: the kernel must have vector-Jacobian products (learning it and Z)."""
+    from qpviz.inference.fit import _as_likelihood  # noqa: PLC0415 - fit imports the trainers
+    from qpviz.inference.inducing import as_inducing, check_training_data  # noqa: PLC0415
+
+    lik = _as_likelihood(likelihood)
+    X, y = check_training_data(kernel, X, y, lik)
+    Z = as_inducing(inducing, X, seed)
+    if Z.shape[0] > X.shape[0]:
+        raise ValueError(f"{Z.shape[0]} inducing points for {X.shape[0]} data points: use at most {X.shape[0]}")
+    if need_gradients:
+        try:
+            kernel.cross_vjp(Z[:1], Z[:1], np.zeros((1, 1)))
+        except NotImplementedError as err:
+            raise ValueError(f"learning the kernel and Z needs kernel gradients: {err}") from None
+    return lik, X, y, Z
 
 
 class TrainingRecord:
@@ -64,10 +95,11 @@ class TrainingRecord:
     ``validation``: None or (X_val, y_val); ``evaluate(X_val, y_val)`` -> {"test_error", "ntll"}
     is called on each recorded step (every ``every`` steps and the last). ``stop``: None, a
     ``threading.Event`` (set it to stop) or a callable returning True to stop. ``callback(entry)``
-    sees each recorded entry (a live plot). ``progress``: a tqdm bar on stderr over ``total`` steps.
+    sees each recorded entry (a live plot). ``progress``: a tqdm bar on stderr over ``total`` steps
+    (None: a counter without an end).
     """
 
-    def __init__(self, total: int, *, label: str, validation=None, every: int = 1, stop=None, callback=None,
+    def __init__(self, total: int | None, *, label: str, validation=None, every: int = 1, stop=None, callback=None,
                  progress: bool = False):
         if validation is not None:
             if not isinstance(validation, (tuple, list)) or len(validation) != 2:
@@ -83,7 +115,8 @@ class TrainingRecord:
         if progress:
             from tqdm import tqdm  # noqa: PLC0415 - command-line runs only
 
-            self._bar = tqdm(total=int(total), unit="step", desc=label, file=sys.stderr, leave=False)
+            self._bar = tqdm(total=None if total is None else int(total), unit="step", desc=label, file=sys.stderr,
+                             leave=False)
 
     def wall_time(self) -> float:
         """Seconds of training so far (validation excluded)."""

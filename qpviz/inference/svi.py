@@ -35,9 +35,10 @@ from scipy import linalg, optimize
 from qpviz._blas import small_problem_threads
 from qpviz.inference import metrics
 from qpviz.inference.distributed import DaskExecutor, prepare_worker, split
-from qpviz.inference.inducing import as_inducing, check_training_data, cholesky_kuu, covariance_vjp
+from qpviz.inference.inducing import cholesky_kuu, covariance_vjp
 from qpviz.inference.posterior import _Predictions
-from qpviz.inference.stochastic import Adadelta, TrainingRecord, minibatches
+from qpviz.inference.stochastic import (Adadelta, TrainingRecord, check_positive_int, inducing_problem, minibatches,
+                                       steps_per_epoch)
 from qpviz.kernels import Kernel, as_inputs
 
 __all__ = ["SVIParameters", "ShardTerms", "shard_terms", "kl_terms", "svi_bound", "cholesky_vjp", "SVIPosterior",
@@ -358,12 +359,6 @@ def _initial_parameters(kernel, Z, whiten: bool, jitter) -> SVIParameters:
     return SVIParameters(np.zeros(M), L, kernel, Z)
 
 
-def _check_positive_int(value, name: str) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer; got {value!r}")
-    return int(value)
-
-
 def fit_svi(X, y, likelihood, kernel: Kernel, *, optimise: bool = True, inducing=200, minibatch: int = 200,
             epochs: int = 5, seed: int = 0, validation=None, whiten: bool = True, progress: bool = False, stop=None,
             callback=None, client=None, optimise_inducing=None, record_every=None, shard_size: int = SHARD_SIZE,
@@ -387,15 +382,14 @@ def fit_svi(X, y, likelihood, kernel: Kernel, *, optimise: bool = True, inducing
     """
     from qpviz.inference.fit import resolve_bounds  # noqa: PLC0415 - fit imports this module
 
-    X, y = check_training_data(kernel, X, y, likelihood)
+    learn_Z = optimise if optimise_inducing is None else bool(optimise_inducing)
+    likelihood, X, y, Z = inducing_problem(X, y, likelihood, kernel, inducing, seed, optimise or learn_Z)
     n = X.shape[0]
-    minibatch = _check_positive_int(minibatch, "minibatch")
-    epochs = _check_positive_int(epochs, "epochs")
-    shard_size = _check_positive_int(shard_size, "shard_size")
+    minibatch = check_positive_int(minibatch, "minibatch")
+    epochs = check_positive_int(epochs, "epochs")
+    shard_size = check_positive_int(shard_size, "shard_size")
     if bounds is not None and not optimise:
         raise TypeError("bounds limit the hyper-parameters that optimise=True fits; pass optimise=True or drop bounds")
-    Z = as_inducing(inducing, X, seed)
-    learn_Z = optimise if optimise_inducing is None else bool(optimise_inducing)
     packing = _Packing(kernel, Z, optimise, learn_Z)
     params = _initial_parameters(kernel, Z, whiten, jitter)
     x0 = packing.pack(params)
@@ -413,24 +407,25 @@ def fit_svi(X, y, likelihood, kernel: Kernel, *, optimise: bool = True, inducing
     batch = minibatch >= n
     if batch:
         total_steps = int(max_opt_iter)
-        every = 1 if record_every is None else _check_positive_int(record_every, "record_every")
+        every = 1 if record_every is None else check_positive_int(record_every, "record_every")
     else:
-        per_epoch = -(-n // minibatch)
+        per_epoch = steps_per_epoch(n, minibatch)
         total_steps = epochs * per_epoch
         every = (max(1, per_epoch // 20) if record_every is None
-                 else _check_positive_int(record_every, "record_every"))
+                 else check_positive_int(record_every, "record_every"))
     diagnostics: dict = {}
-    record = TrainingRecord(total_steps, label="svi", validation=validation, every=every, stop=stop,
-                            callback=callback, progress=progress)
+    # the data's shards on a Dask cluster (client=...), else summed here in shards of shard_size rows
+    executor = None if client is None else DaskExecutor(client, X, y, SVIShard)
+    record = None
     # every product has an inner or outer dimension M (M x |batch|, M x M): for M below
     # BLAS_SINGLE_THREAD_N, OpenBLAS threads mostly spin-wait on a busy machine (qpviz._blas; a
     # 2,000-point batch evaluation with M = 50 took 100 ms with threads, measured)
-    # the data's shards on a Dask cluster (client=...), else summed here in shards of shard_size rows
-    executor = None if client is None else DaskExecutor(client, X, y, SVIShard)
-    if executor is not None:
-        diagnostics["dashboard_link"] = executor.dashboard_link
     with small_problem_threads(Z.shape[0]):
         try:
+            if executor is not None:
+                diagnostics["dashboard_link"] = executor.dashboard_link
+            record = TrainingRecord(total_steps, label="svi", validation=validation, every=every, stop=stop,
+                                    callback=callback, progress=progress)
             if batch:
                 x, bound, converged, steps, message = _train_batch(X, y, likelihood, whiten, jitter, shard_size,
                                                                    packing, x0, box, max_opt_iter, record, evaluate,
@@ -445,7 +440,8 @@ def fit_svi(X, y, likelihood, kernel: Kernel, *, optimise: bool = True, inducing
                 bound = svi_bound(X, y, final, likelihood, whiten, jitter=jitter, shard_size=shard_size,
                                   gradients=False, executor=executor)[0]
         finally:
-            record.close()
+            if record is not None:
+                record.close()
             if executor is not None:
                 executor.close()
     diagnostics.update({"inducing": final.Z, "hyperparameters": final.kernel.params, "mode": "batch" if batch else
@@ -500,7 +496,7 @@ def _train_stochastic(X, y, likelihood, whiten, jitter, packing, x0, theta_bound
     theta_slice = slice(packing.M + packing.n_L, packing.M + packing.n_L + packing.n_theta)
     low = np.array([b[0] for b in theta_bounds])
     high = np.array([b[1] for b in theta_bounds])
-    step, total = 0, epochs * -(-n // minibatch)
+    step, total = 0, epochs * steps_per_epoch(n, minibatch)
     estimate = np.nan
     for epoch in range(1, epochs + 1):
         for rows in minibatches(n, minibatch, rng):

@@ -40,8 +40,9 @@ quadrature (:mod:`qpviz.tilted.moments`) otherwise (``ok`` False):
 
 Narrow cavities (the large-N regime of sparse Power EP / QP) give nearly Gaussian tilted
 distributions, where the short rule reaches ~1e-12 (~0.6 us per tempered probit site against
-~25 us of quadrature); the Sparse page's cavities (probit, std 0.2-0.6) mostly need the long
-rule; wide cavities of a probit (half a Gaussian) fail both tests and go to the quadrature.
+~25 us of quadrature); the Sparse page's cavities (probit, std 0.2-0.6) mostly need the middle
+rule, and those far on the probit's flat side the long one; wide cavities near the probit's step
+(half a Gaussian) fail every test and go to the quadrature.
 tests/test_tempered_fast.py measures the accuracy against the adaptive quadrature.
 """
 from __future__ import annotations
@@ -263,7 +264,7 @@ def hermite_projection(lk, y, m, v, want_qp):
 @njit(**NUMBA_OPTIONS)
 def hermite_summary_scalar(lk, y, m, v):
     """(ok, log Z, mean, var, sigma_QP): ``ok`` when both the moments and sigma_QP were accepted."""
-    ok, log_z, mean, var, sigma = hermite_projection(lk, y, m, v, True)
+    ok, log_z, mean, var, sigma = hermite_projection(lk, y, m, v, bool(True))
     return ok and sigma == sigma, log_z, mean, var, sigma
 
 
