@@ -71,20 +71,49 @@ class ScalablePage(pn.viewable.Viewer):
         self.runs: dict[str, dict] = {}  # method -> {"state", "last" entry, "elapsed", "text"}
         self.baseline = None
         self.links: dict[str, str] = {}  # method -> its Dask dashboard's address
-        self.poller = JobPoller(self.tick, self.running, period_ms=POLL_MS)
-        self.start_button.on_click(self.start)
+        self.poller = JobPoller(self._guarded(self.tick), self.running, period_ms=POLL_MS)
+        self.start_button.on_click(self._guarded(self.start))
         self.stop_button.on_click(self.stop)
         self.projector_toggle.link(self, value="projector")
         self._layout = self._build_layout()
         self._sync_url()
+        self._say(self._replace_bad_link_values())
         cancel_when_session_ends(self.stop)
 
     # -- runs --------------------------------------------------------------------------------
     def running(self) -> bool:
         return any(not job.ended for job in self.jobs.values())
 
+    def _guarded(self, callback):
+        """``callback`` for a widget or the poller: an unexpected error stops this session's runs and
+        becomes the page's message, never a browser console error repeated at every poll."""
+        def guarded(*args, **kwargs):
+            try:
+                callback(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 (a page callback must not raise)
+                self._fail(f"unexpected error: {type(exc).__name__}: {exc}")
+        return guarded
+
+    def _fail(self, text: str) -> None:
+        """Stop (at once, off the event loop) and let go of every run of this session; say ``text``."""
+        for method, job in self.jobs.items():
+            if not job.ended:
+                job.stop(grace=0.0, wait=False)
+                self.runs.get(method, {})["state"] = "stopped"
+        self.jobs = {}  # nothing left to poll: the poller stops
+        self._say(text + ". The runs were stopped; press Start to train again.")
+        try:
+            self._show_status()
+        except Exception:  # noqa: BLE001 (the status view itself may be what failed)
+            self.stop_button.disabled = True
+
+    def _own_running_jobs(self) -> int:
+        """This session's runs that the server counts as running (a new Start replaces them)."""
+        return sum(1 for job in self.jobs.values() if job.alive and not job.stop_requested)
+
     def start(self, event=None) -> None:
-        """Start the chosen runs (stopping this session's current ones); bad input: a message only."""
+        """Start the chosen runs (stopping this session's current ones); bad input: a message only.
+        A Start the server has no room for (MAX_RUNNING_JOBS) is refused before anything stops."""
         try:
             configs, skipped = sd.plan_runs(self.dataset.value, self.methods.value, self.m.value,
                                             self.minibatch.value, self.epochs.value, self.workers.value)
@@ -94,14 +123,20 @@ class ScalablePage(pn.viewable.Viewer):
         if not configs:
             self._say("Nothing to run: " + "; ".join(f"{sd.LABELS[m]} {why}" for m, why in skipped.items()))
             return
+        others = sd.running_jobs() - self._own_running_jobs()
+        if others + len(configs) > sd.MAX_RUNNING_JOBS:
+            self._say(f"Not started: this server already trains {others} models for other sessions (at most "
+                      f"{sd.MAX_RUNNING_JOBS} at a time on its cores) and this Start needs {len(configs)}: "
+                      "tick fewer methods, or try again in a minute. Your runs go on.")
+            return
         self.stop()
         jobs = {}
         try:
             for config in configs:
                 jobs[config.method] = sd.TrainingJob(config).start()
-        except (RuntimeError, OSError) as exc:
+        except (RuntimeError, OSError) as exc:  # (another session started in between)
             for job in jobs.values():
-                job.stop(grace=0.0)
+                job.stop(grace=0.0, wait=False)
             self._say(f"Not started: {exc}")
             return
         self.jobs, self.baseline, self.links = jobs, None, {}
@@ -214,6 +249,26 @@ class ScalablePage(pn.viewable.Viewer):
         self.curves.style(self.projector)
         self.view.style(self.projector)
         set_projector(self._grid, self.projector)
+
+    def _replace_bad_link_values(self) -> str:
+        """Values a link (the URL) brought that are no valid choice go back to their defaults;
+        returns a message naming them ('' if none)."""
+        valid = {"dataset": lambda v: v in sd.DATASETS,
+                 "workers": lambda v: v in self.workers.options.values(),
+                 "methods": lambda v: isinstance(v, list) and all(m in sd.METHODS for m in v)}
+        for name in ("m", "minibatch", "epochs"):
+            low, high = sd.RANGES[name]
+            valid[name] = lambda v, low=low, high=high: (isinstance(v, int) and not isinstance(v, bool)
+                                                        and low <= v <= high)
+        bad = {name: getattr(self, name).value for name, ok in valid.items() if not ok(getattr(self, name).value)}
+        defaults = {**DEFAULTS, "methods": list(sd.METHODS)}
+        for name in bad:
+            getattr(self, name).value = defaults[name]
+        if not bad:
+            return ""
+        replaced = "; ".join(f"{URL_KEYS[name]} = {value!r} was replaced by {defaults[name]!r}"
+                             for name, value in bad.items())
+        return f"The link asked for values that are no valid choice: {replaced}."
 
     def _sync_url(self) -> None:
         location = pn.state.location

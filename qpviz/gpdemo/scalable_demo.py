@@ -449,23 +449,26 @@ class TrainingJob:
         code = self.process.exitcode
         return {"kind": "end", "status": "error", "text": f"the training process ended without a result (exit code {code})"}
 
-    def stop(self, grace: float | None = None) -> None:
+    def stop(self, grace: float | None = None, wait: bool = True) -> None:
         """Ask the run to stop after its current step; terminate it if it still runs ``grace``
-        seconds later (default ``stop_grace``)."""
+        seconds later (default ``stop_grace``). ``wait=False``: an immediate termination (grace 0)
+        happens in a daemon thread, so that a server's event loop never waits for it."""
         if self.process is None:
             return
-        if self.stop_requested:
-            if grace is not None and grace <= 0:
-                self._terminate()  # a second, immediate stop: do not wait for the first one's timer
+        immediate = grace is not None and grace <= 0
+        if self.stop_requested and not immediate:
             return
-        self.stop_requested = True
-        try:
-            self._control.send("stop")
-        except OSError:  # the child has already gone
-            pass
+        if not self.stop_requested:
+            self.stop_requested = True
+            try:
+                self._control.send("stop")
+            except OSError:  # the child has already gone (or the job was forgotten)
+                pass
         grace = self.stop_grace if grace is None else grace
-        if grace <= 0:
-            self._terminate()
+        if grace <= 0 and wait:
+            self._terminate()  # (also a second, immediate stop: it does not wait for the first one's timer)
+        elif grace <= 0:
+            threading.Thread(target=self._terminate, daemon=True).start()
         else:
             timer = threading.Timer(grace, self._terminate)
             timer.daemon = True
