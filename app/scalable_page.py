@@ -33,6 +33,8 @@ POLL_MS = 300
 #: The error message's look (VSGP's and GP 2-D's).
 ALERT_STYLES = {"background": "#fbe3d6", "border": "2px solid #D55E00", "border-radius": "4px", "padding": "0 12px"}
 DEFAULTS = {"dataset": "digits odd vs even", "m": 20, "minibatch": 200, "workers": 0, "epochs": 5}
+#: The widgets whose value must be one of their options, and the default a bad link value gets.
+LINK_CHOICES = {"dataset": DEFAULTS["dataset"], "workers": DEFAULTS["workers"], "methods": list(sd.METHODS)}
 
 
 class ScalablePage(pn.viewable.Viewer):
@@ -76,8 +78,10 @@ class ScalablePage(pn.viewable.Viewer):
         self.stop_button.on_click(self.stop)
         self.projector_toggle.link(self, value="projector")
         self._layout = self._build_layout()
+        self._link_notes: dict[str, str] = {}
+        for name in LINK_CHOICES:
+            getattr(self, name).param.watch(self._replace_bad_link_value, "value")
         self._sync_url()
-        self._say(self._replace_bad_link_values())
         cancel_when_session_ends(self.stop)
 
     # -- runs --------------------------------------------------------------------------------
@@ -250,25 +254,23 @@ class ScalablePage(pn.viewable.Viewer):
         self.view.style(self.projector)
         set_projector(self._grid, self.projector)
 
-    def _replace_bad_link_values(self) -> str:
-        """Values a link (the URL) brought that are no valid choice go back to their defaults;
-        returns a message naming them ('' if none)."""
-        valid = {"dataset": lambda v: v in sd.DATASETS,
-                 "workers": lambda v: v in self.workers.options.values(),
-                 "methods": lambda v: isinstance(v, list) and all(m in sd.METHODS for m in v)}
-        for name in ("m", "minibatch", "epochs"):
-            low, high = sd.RANGES[name]
-            valid[name] = lambda v, low=low, high=high: (isinstance(v, int) and not isinstance(v, bool)
-                                                        and low <= v <= high)
-        bad = {name: getattr(self, name).value for name, ok in valid.items() if not ok(getattr(self, name).value)}
-        defaults = {**DEFAULTS, "methods": list(sd.METHODS)}
-        for name in bad:
-            getattr(self, name).value = defaults[name]
-        if not bad:
-            return ""
-        replaced = "; ".join(f"{URL_KEYS[name]} = {value!r} was replaced by {defaults[name]!r}"
-                             for name, value in bad.items())
-        return f"The link asked for values that are no valid choice: {replaced}."
+    def _valid_choice(self, name: str, value) -> bool:
+        """Whether ``value`` is one of the choices of the widget ``name`` (a link may ask for anything)."""
+        if name == "methods":
+            return isinstance(value, list) and all(method in sd.METHODS for method in value)
+        options = self.dataset.options if name == "dataset" else list(self.workers.options.values())
+        return value in options
+
+    def _replace_bad_link_value(self, event) -> None:
+        """A choice that is none of the widget's options (a link's value, applied when the page is
+        built and again when the browser connects) goes back to its default; the message names it."""
+        name = next(key for key in LINK_CHOICES if getattr(self, key) is event.obj)
+        if self._valid_choice(name, event.new):
+            return
+        default = LINK_CHOICES[name]
+        self._link_notes[name] = f"{URL_KEYS[name]} = {event.new!r} was replaced by {default!r}"
+        self._say("The link asked for values that are no valid choice: " + "; ".join(self._link_notes.values()) + ".")
+        event.obj.value = default
 
     def _sync_url(self) -> None:
         location = pn.state.location

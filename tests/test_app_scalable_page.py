@@ -104,11 +104,12 @@ def test_an_unexpected_error_in_start_is_a_message(monkeypatch):
 def test_bad_link_values_go_back_to_defaults_with_a_message():
     page = scalable_page.ScalablePage()
     page.workers.value, page.dataset.value, page.methods.value = 7, "nope", ["foo"]
-    note = page._replace_bad_link_values()
     for key in ("sc_workers = 7", "sc_data = 'nope'", "sc_methods = ['foo']"):
-        assert key in note, note
+        assert key in page.alert.object and page.alert.visible, page.alert.object
     assert page.workers.value == 0 and page.dataset.value == scalable_page.DEFAULTS["dataset"]
-    assert page.methods.value == list(sd.METHODS) and page._replace_bad_link_values() == ""
+    assert page.methods.value == list(sd.METHODS)
+    page.methods.value = ["sep"]  # a valid choice is kept
+    assert page.methods.value == ["sep"]
 
 
 def test_the_childs_text_is_escaped_in_the_status():
