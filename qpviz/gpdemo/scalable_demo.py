@@ -504,5 +504,5 @@ class TrainingJob:
         self._receive.close()
         self._control.close()
         if self.process is not None:
-            self.process.join(0.1)  # reap it
+            self.process.join(0)  # reap it if it has exited, never wait (poll runs on the server's event loop)
 

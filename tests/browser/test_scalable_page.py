@@ -77,7 +77,7 @@ def test_every_method_streams_its_curve_without_errors(scalable: Page):
 
 
 def test_a_long_run_streams_its_curves_and_stop_ends_it(page: Page, app_url: str, console_errors):  # noqa: F811
-    # GFITC (inducing inputs learnt, so they move) and SEP with 100 epochs: neither ends by itself
+    # GFITC (inducing inputs learnt, so they move) and SEP with 100 epochs (certainly long), in one Start
     open_scalable(page, f"{app_url}?page=scalable&sc_m=20&sc_epochs=100&sc_mb=50"
                         '&sc_methods=%5B%22sep%22%2C%22gfitc%22%5D')
     expect(page.locator(".qpviz-sc-epochs input")).to_have_value("100", timeout=TIMEOUT_MS)
@@ -99,8 +99,9 @@ def test_a_long_run_streams_its_curves_and_stop_ends_it(page: Page, app_url: str
     assert "running" in status_row(page, "SEP")
     expect(page.locator(".qpviz-sc-status tr", has_text="logistic")).to_contain_text(re.compile(r"0\.\d{4}"))
     page.locator(".qpviz-sc-stop button").click()
-    for label in ("GFITC", "SEP"):
-        expect(page.locator(".qpviz-sc-status tr", has_text=label)).to_contain_text("stopped", timeout=15_000)
+    # SEP's 100 epochs certainly outlast the test; GFITC's 60 optimiser steps may end first on a fast machine
+    expect(page.locator(".qpviz-sc-status tr", has_text="SEP")).to_contain_text("stopped", timeout=15_000)
+    expect(page.locator(".qpviz-sc-status tr", has_text="GFITC")).to_contain_text(re.compile("stopped|done"))
     assert "error" not in states(page).values(), states(page)
     expect(page.locator(".qpviz-sc-stop button")).to_be_disabled()
     stopped = total_points(page)
