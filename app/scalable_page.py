@@ -7,8 +7,11 @@ sessions keep answering. While runs go, a periodic callback of this session (eve
 :data:`POLL_MS` ms) drains their queues and streams the new points into the test-error and NTLL
 curves (``ColumnDataSource.stream``), moves each method's inducing points on the inputs' PCA
 plane and updates the status table. Stop (or closing the tab) asks the runs to stop; a run that
-does not end within a few seconds is terminated. Bad input never starts anything: a message says
-what to change and the plots keep the last run.
+does not end within a few seconds is terminated (in a thread: the server's event loop never waits
+for a process). Bad input never starts anything: a message says what to change and the plots keep
+the last run; a Start the server has no room for (at most ``MAX_RUNNING_JOBS`` runs) is refused
+before the session's current runs are stopped; a link's invalid choice goes back to its default
+with a message; an unexpected error in a callback stops the runs and says "unexpected error: ...".
 """
 from __future__ import annotations
 

@@ -363,8 +363,7 @@ def _stop_all() -> None:
         jobs = list(_RUNNING)
     for job in jobs:
         if job.alive:
-            job.stop(grace=0.0)
-            job._terminate()
+            job.stop(grace=0.0)  # (terminates at once, also a job already asked to stop)
 
 
 class TrainingJob:
