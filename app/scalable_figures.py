@@ -4,6 +4,8 @@ table. Nothing here reads widgets: the page hands over what its training runs se
 """
 from __future__ import annotations
 
+import html
+
 import numpy as np
 from bokeh.models import ColumnDataSource
 from bokeh.plotting import figure
@@ -161,7 +163,8 @@ def status_html(runs: dict, baseline: dict | None) -> str:
         state = "<strong>error</strong>" if run["state"] == "error" else run["state"]
         rows.append([swatch, state, str(last.get("step", "–")), str(last.get("epoch", "–")),
                      _number(last.get("wall_time"), 1), _number(run.get("elapsed"), 0),
-                     _number(last.get("test_error")), _number(last.get("ntll")), run.get("text", "")])
+                     _number(last.get("test_error")), _number(last.get("ntll")),
+                     html.escape(run.get("text", ""))])  # the child's words (an exception's text) are not HTML
     if baseline is not None:
         rows.append([f'<span style="color:{METHOD_COLOURS["logistic"]}">■</span> logistic', "done", "", "", "", "",
                      _number(baseline["test_error"]), _number(baseline["ntll"]), "scikit-learn, L2, lbfgs"])

@@ -7,8 +7,11 @@ sessions keep answering. While runs go, a periodic callback of this session (eve
 :data:`POLL_MS` ms) drains their queues and streams the new points into the test-error and NTLL
 curves (``ColumnDataSource.stream``), moves each method's inducing points on the inputs' PCA
 plane and updates the status table. Stop (or closing the tab) asks the runs to stop; a run that
-does not end within a few seconds is terminated. Bad input never starts anything: a message says
-what to change and the plots keep the last run.
+does not end within a few seconds is terminated (in a thread: the server's event loop never waits
+for a process). Bad input never starts anything: a message says what to change and the plots keep
+the last run; a Start the server has no room for (at most ``MAX_RUNNING_JOBS`` runs) is refused
+before the session's current runs are stopped; a link's invalid choice goes back to its default
+with a message; an unexpected error in a callback stops the runs and says "unexpected error: ...".
 """
 from __future__ import annotations
 
@@ -33,6 +36,8 @@ POLL_MS = 300
 #: The error message's look (VSGP's and GP 2-D's).
 ALERT_STYLES = {"background": "#fbe3d6", "border": "2px solid #D55E00", "border-radius": "4px", "padding": "0 12px"}
 DEFAULTS = {"dataset": "digits odd vs even", "m": 20, "minibatch": 200, "workers": 0, "epochs": 5}
+#: The widgets whose value must be one of their options, and the default a bad link value gets.
+LINK_CHOICES = {"dataset": DEFAULTS["dataset"], "workers": DEFAULTS["workers"], "methods": list(sd.METHODS)}
 
 
 class ScalablePage(pn.viewable.Viewer):
@@ -71,11 +76,14 @@ class ScalablePage(pn.viewable.Viewer):
         self.runs: dict[str, dict] = {}  # method -> {"state", "last" entry, "elapsed", "text"}
         self.baseline = None
         self.links: dict[str, str] = {}  # method -> its Dask dashboard's address
-        self.poller = JobPoller(self.tick, self.running, period_ms=POLL_MS)
-        self.start_button.on_click(self.start)
+        self.poller = JobPoller(self._guarded(self.tick), self.running, period_ms=POLL_MS)
+        self.start_button.on_click(self._guarded(self.start))
         self.stop_button.on_click(self.stop)
         self.projector_toggle.link(self, value="projector")
         self._layout = self._build_layout()
+        self._link_notes: dict[str, str] = {}
+        for name in LINK_CHOICES:
+            getattr(self, name).param.watch(self._replace_bad_link_value, "value")
         self._sync_url()
         cancel_when_session_ends(self.stop)
 
@@ -83,8 +91,36 @@ class ScalablePage(pn.viewable.Viewer):
     def running(self) -> bool:
         return any(not job.ended for job in self.jobs.values())
 
+    def _guarded(self, callback):
+        """``callback`` for a widget or the poller: an unexpected error stops this session's runs and
+        becomes the page's message, never a browser console error repeated at every poll."""
+        def guarded(*args, **kwargs):
+            try:
+                callback(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 (a page callback must not raise)
+                self._fail(f"unexpected error: {type(exc).__name__}: {exc}")
+        return guarded
+
+    def _fail(self, text: str) -> None:
+        """Stop (at once, off the event loop) and let go of every run of this session; say ``text``."""
+        for method, job in self.jobs.items():
+            if not job.ended:
+                job.stop(grace=0.0, wait=False)
+                self.runs.get(method, {})["state"] = "stopped"
+        self.jobs = {}  # nothing left to poll: the poller stops
+        self._say(text + ". The runs were stopped; press Start to train again.")
+        try:
+            self._show_status()
+        except Exception:  # noqa: BLE001 (the status view itself may be what failed)
+            self.stop_button.disabled = True
+
+    def _own_running_jobs(self) -> int:
+        """This session's runs that the server counts as running (a new Start replaces them)."""
+        return sum(1 for job in self.jobs.values() if job.alive and not job.stop_requested)
+
     def start(self, event=None) -> None:
-        """Start the chosen runs (stopping this session's current ones); bad input: a message only."""
+        """Start the chosen runs (stopping this session's current ones); bad input: a message only.
+        A Start the server has no room for (MAX_RUNNING_JOBS) is refused before anything stops."""
         try:
             configs, skipped = sd.plan_runs(self.dataset.value, self.methods.value, self.m.value,
                                             self.minibatch.value, self.epochs.value, self.workers.value)
@@ -94,14 +130,20 @@ class ScalablePage(pn.viewable.Viewer):
         if not configs:
             self._say("Nothing to run: " + "; ".join(f"{sd.LABELS[m]} {why}" for m, why in skipped.items()))
             return
+        others = sd.running_jobs() - self._own_running_jobs()
+        if others + len(configs) > sd.MAX_RUNNING_JOBS:
+            self._say(f"Not started: this server already trains {others} models for other sessions (at most "
+                      f"{sd.MAX_RUNNING_JOBS} at a time on its cores) and this Start needs {len(configs)}: "
+                      "tick fewer methods, or try again in a minute. Your runs go on.")
+            return
         self.stop()
         jobs = {}
         try:
             for config in configs:
                 jobs[config.method] = sd.TrainingJob(config).start()
-        except (RuntimeError, OSError) as exc:
+        except (RuntimeError, OSError) as exc:  # (another session started in between)
             for job in jobs.values():
-                job.stop(grace=0.0)
+                job.stop(grace=0.0, wait=False)
             self._say(f"Not started: {exc}")
             return
         self.jobs, self.baseline, self.links = jobs, None, {}
@@ -214,6 +256,24 @@ class ScalablePage(pn.viewable.Viewer):
         self.curves.style(self.projector)
         self.view.style(self.projector)
         set_projector(self._grid, self.projector)
+
+    def _valid_choice(self, name: str, value) -> bool:
+        """Whether ``value`` is one of the choices of the widget ``name`` (a link may ask for anything)."""
+        if name == "methods":
+            return isinstance(value, list) and all(method in sd.METHODS for method in value)
+        options = self.dataset.options if name == "dataset" else list(self.workers.options.values())
+        return value in options
+
+    def _replace_bad_link_value(self, event) -> None:
+        """A choice that is none of the widget's options (a link's value, applied when the page is
+        built and again when the browser connects) goes back to its default; the message names it."""
+        name = next(key for key in LINK_CHOICES if getattr(self, key) is event.obj)
+        if self._valid_choice(name, event.new):
+            return
+        default = LINK_CHOICES[name]
+        self._link_notes[name] = f"{URL_KEYS[name]} = {event.new!r} was replaced by {default!r}"
+        self._say("The link asked for values that are no valid choice: " + "; ".join(self._link_notes.values()) + ".")
+        event.obj.value = default
 
     def _sync_url(self) -> None:
         location = pn.state.location

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import time
 
+import scalable_figures
 import scalable_page
 from qpviz.gpdemo import scalable_demo as sd
+from test_scalable_demo import no_leaked_children  # noqa: F401  (autouse: every started child stopped in teardown)
 
 
 def tick_until_idle(page, timeout: float = 50.0) -> None:
@@ -47,3 +49,69 @@ def test_methods_that_cannot_run_say_why():
     page.start()
     assert page.alert.visible and "GFITC not run" in page.alert.object and "20,000" in page.alert.object
     assert page.jobs == {}
+
+
+def long_gfitc_page() -> scalable_page.ScalablePage:
+    page = scalable_page.ScalablePage()
+    page.m.value = 8
+    page.methods.value = ["gfitc"]
+    return page
+
+
+def test_a_refused_start_keeps_the_sessions_runs(monkeypatch):
+    monkeypatch.setattr(sd, "GFITC_MAX_ITER", 500)
+    page = long_gfitc_page()
+    page.start()
+    first = page.jobs["gfitc"]
+    monkeypatch.setattr(sd, "MAX_RUNNING_JOBS", 2)
+    page.methods.value = ["sep", "svi", "gfitc"]  # 3 runs on a server with room for 2
+    page.start()
+    assert page.alert.visible and "Not started" in page.alert.object and "Your runs go on" in page.alert.object
+    assert page.jobs["gfitc"] is first and not first.stop_requested and first.alive
+    page.methods.value = ["gfitc"]  # replaces this session's own run: room enough
+    page.start()
+    assert not page.alert.visible and page.jobs["gfitc"] is not first and first.stop_requested
+
+
+def test_an_unexpected_error_in_a_tick_stops_the_runs_and_says_so(monkeypatch):
+    monkeypatch.setattr(sd, "GFITC_MAX_ITER", 500)
+    page = long_gfitc_page()
+    page.start()
+    job = page.jobs["gfitc"]
+
+    def broken_poll():
+        raise KeyError("surprise")
+
+    monkeypatch.setattr(job, "poll", broken_poll)
+    page.poller._poll()  # what the periodic callback calls: it must not raise
+    assert page.alert.visible and "unexpected error: KeyError" in page.alert.object
+    assert not page.running() and page.stop_button.disabled and job.stop_requested
+    job.process.join(10)
+    assert not job.alive
+
+
+def test_an_unexpected_error_in_start_is_a_message(monkeypatch):
+    page = long_gfitc_page()
+
+    def broken_plan(*args):
+        raise ZeroDivisionError("no")
+
+    monkeypatch.setattr(sd, "plan_runs", broken_plan)
+    page.start_button.clicks += 1  # the button's own callback
+    assert page.alert.visible and "unexpected error: ZeroDivisionError: no" in page.alert.object
+
+
+def test_bad_link_values_go_back_to_defaults_with_a_message():
+    page = scalable_page.ScalablePage()
+    page.workers.value, page.dataset.value, page.methods.value = 7, "nope", ["foo"]
+    for key in ("sc_workers = 7", "sc_data = 'nope'", "sc_methods = ['foo']"):
+        assert key in page.alert.object and page.alert.visible, page.alert.object
+    assert page.workers.value == 0 and page.dataset.value == scalable_page.DEFAULTS["dataset"]
+    assert page.methods.value == list(sd.METHODS)
+    page.methods.value = ["sep"]  # a valid choice is kept
+    assert page.methods.value == ["sep"]
+
+
+def test_the_childs_text_is_escaped_in_the_status():
+    table = scalable_figures.status_html({"sep": {"state": "error", "text": "ValueError: <script>x</script>"}}, None)
+    assert "<script>" not in table and "&lt;script&gt;" in table

@@ -32,6 +32,10 @@ from __future__ import annotations
 
 import atexit
 import multiprocessing
+# imported before _stop_all is registered below: atexit runs handlers last-registered-first, so
+# _stop_all now runs before multiprocessing.util's handler, which joins non-daemon children
+import multiprocessing.connection  # noqa: F401
+import multiprocessing.util  # noqa: F401
 import os
 import signal
 import threading
@@ -216,7 +220,9 @@ def _fit_options(config: RunConfig, n: int) -> dict:
     if config.method == "gfitc":
         return {"method": "ep", "optimise_inducing": True, "max_opt_iter": config.max_opt_iter}
     options = {"method": config.method, "minibatch": config.minibatch, "epochs": config.epochs, "seed": config.seed}
-    if "record_every" in _fit_module().OPTIONS.get(config.method, ()):
+    from qpviz.inference.fit import OPTIONS  # noqa: PLC0415 - the child imports qpviz only when it runs
+
+    if "record_every" in OPTIONS.get(config.method, ()):
         steps_per_epoch = -(-n // config.minibatch)
         options["record_every"] = max(1, steps_per_epoch // RECORDS_PER_EPOCH)
     return options
@@ -339,17 +345,25 @@ def running_jobs() -> int:
     """Training processes of this server now running and not asked to stop (the others are
     forgotten: a session that started again without polling its old runs to their end)."""
     with _RUNNING_LOCK:
-        _RUNNING.difference_update([job for job in _RUNNING if not job.alive])
+        dead = [job for job in _RUNNING if not job.alive]
+        _RUNNING.difference_update(dead)
+    for job in dead:
+        if job.stop_requested:
+            job._forget()  # pipes closed, process reaped (an unstopped run keeps its last messages for poll)
+    with _RUNNING_LOCK:
         return sum(1 for job in _RUNNING if not job.stop_requested)
 
 
 @atexit.register
 def _stop_all() -> None:
-    """A server shutting down ends its runs (before multiprocessing waits for its children)."""
+    """A server shutting down ends its runs (before multiprocessing waits for its children): every
+    job still alive gets "stop" and is terminated now, also those already asked to stop (their
+    grace timer is a daemon thread, which dies at exit)."""
     with _RUNNING_LOCK:
         jobs = list(_RUNNING)
     for job in jobs:
-        job.stop(grace=0.0)
+        if job.alive:
+            job.stop(grace=0.0)  # (terminates at once, also a job already asked to stop)
 
 
 class TrainingJob:
@@ -427,33 +441,45 @@ class TrainingJob:
 
     def _lost_end(self) -> dict:
         self.ended = True
-        if self.terminated or self.stop_requested:
+        if self.terminated:
             return {"kind": "end", "status": "stopped", "text": f"terminated: no answer {self.stop_grace:g} s after Stop"}
+        if self.stop_requested:  # it ended by itself, and was forgotten before its "end" was read
+            return {"kind": "end", "status": "stopped", "text": ""}
         code = self.process.exitcode
         return {"kind": "end", "status": "error", "text": f"the training process ended without a result (exit code {code})"}
 
-    def stop(self, grace: float | None = None) -> None:
+    def stop(self, grace: float | None = None, wait: bool = True) -> None:
         """Ask the run to stop after its current step; terminate it if it still runs ``grace``
-        seconds later (default ``stop_grace``)."""
-        if self.process is None or self.stop_requested:
+        seconds later (default ``stop_grace``). ``wait=False``: an immediate termination (grace 0)
+        happens in a daemon thread, so that a server's event loop never waits for it."""
+        if self.process is None:
             return
-        self.stop_requested = True
-        try:
-            self._control.send("stop")
-        except OSError:  # the child has already gone
-            pass
+        immediate = grace is not None and grace <= 0
+        if self.stop_requested and not immediate:
+            return
+        if not self.stop_requested:
+            self.stop_requested = True
+            try:
+                self._control.send("stop")
+            except OSError:  # the child has already gone (or the job was forgotten)
+                pass
         grace = self.stop_grace if grace is None else grace
-        if grace <= 0:
-            self._terminate()
+        if grace <= 0 and wait:
+            self._terminate()  # (also a second, immediate stop: it does not wait for the first one's timer)
+        elif grace <= 0:
+            threading.Thread(target=self._terminate, daemon=True).start()
         else:
             timer = threading.Timer(grace, self._terminate)
             timer.daemon = True
             timer.start()
 
     def _terminate(self) -> None:
-        """End the child's process group (the child and its Dask workers): SIGTERM, SIGKILL after 1 s."""
+        """End the child's process group (the child and its Dask workers): SIGTERM, SIGKILL after 1 s;
+        then forget the job if it was stopped (its pipes closed, out of the running set)."""
         if not self.alive:
             self.process.join(0.1)
+            if self.stop_requested:
+                self._forget()
             return
         self.terminated = True
         for sig, wait in ((signal.SIGTERM, 1.0), (signal.SIGKILL, 1.0)):
@@ -467,12 +493,15 @@ class TrainingJob:
             self.process.join(wait)
             if not self.process.is_alive():
                 break
+        if self.stop_requested and not self.alive:
+            self._forget()
 
     def _forget(self) -> None:
+        """Out of the running set, pipes closed, process reaped (safe to call twice)."""
         with _RUNNING_LOCK:
             _RUNNING.discard(self)
         self._receive.close()
         self._control.close()
         if self.process is not None:
-            self.process.join(0.1)  # reap it
+            self.process.join(0)  # reap it if it has exited, never wait (poll runs on the server's event loop)
 
