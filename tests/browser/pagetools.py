@@ -93,8 +93,10 @@ def title_starting(page, prefix: str) -> str:
     return matches[-1] if matches else ""
 
 
-def wait_for_new_text(locator, old: str, timeout_ms: float = 60_000) -> str:
-    """Wait until ``locator.inner_text()`` differs from ``old`` and return the new text.
+def wait_for_new_text(locator, old: str, timeout_ms: float = 60_000, ready=None) -> str:
+    """Wait until ``locator.inner_text()`` differs from ``old`` (and ``ready(text)`` holds, if
+    given: e.g. a table row has all its cells, not a moment of Bokeh rewriting the pane) and
+    return the new text.
 
     (Playwright's ``not_to_have_text(old)`` compares the element's textContent, which has no tabs
     or newlines between cells, with ``old`` from ``inner_text()``: it never matches, so it would
@@ -103,7 +105,7 @@ def wait_for_new_text(locator, old: str, timeout_ms: float = 60_000) -> str:
     end = time.monotonic() + timeout_ms / 1000
     while True:
         text = locator.inner_text()
-        if text != old:
+        if text != old and (ready is None or ready(text)):
             return text
         if time.monotonic() > end:
             raise AssertionError(f"the text stayed {old!r} for {timeout_ms / 1000:g} s")

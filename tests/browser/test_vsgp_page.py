@@ -48,6 +48,11 @@ def vsgp_row(page: Page) -> str:
     return page.locator(".qpviz-vsgp-table tbody tr").first.inner_text()
 
 
+def whole_row(text: str) -> bool:
+    """A numbers-table row with all six cells (not a moment of the pane being rewritten)."""
+    return text.count("\t") >= 5
+
+
 @pytest.fixture
 def vsgp(page: Page, app_url: str, console_errors) -> Page:  # noqa: F811
     page.set_viewport_size({"width": 1500, "height": 1200})
@@ -75,7 +80,8 @@ def test_blur_slider_changes_the_vsgp_numbers_only(vsgp: Page):
     handle.focus()
     handle.press("ArrowLeft")  # blur 1 -> 0.9
     wait_for_title(vsgp, "VSGP: p(y=+1|x),\ntwo_gaussians N=150, M=5, EP, blur=0.9 full")
-    after = wait_for_new_text(vsgp.locator(".qpviz-vsgp-table tbody tr").first, before_vsgp, TIMEOUT_MS)
+    after = wait_for_new_text(vsgp.locator(".qpviz-vsgp-table tbody tr").first, before_vsgp, TIMEOUT_MS,
+                              ready=whole_row)
     # the log evidence moved (FITC's row: the same fit from the cache, apart from its timing column)
     assert after.split("\t")[3] != before_vsgp.split("\t")[3]
     fitc = vsgp.locator(".qpviz-vsgp-table tbody tr").nth(1).inner_text()
@@ -93,7 +99,7 @@ def test_dragging_a_centre_refits_and_goes_into_the_link(vsgp: Page):
     vsgp.mouse.move(start["px"] + 25, start["py"] - 20, steps=6)
     vsgp.mouse.move(start["px"] + 50, start["py"] - 40, steps=6)
     vsgp.mouse.up()
-    after = wait_for_new_text(vsgp.locator(".qpviz-vsgp-table tbody tr").first, before, TIMEOUT_MS)
+    after = wait_for_new_text(vsgp.locator(".qpviz-vsgp-table tbody tr").first, before, TIMEOUT_MS, ready=whole_row)
     assert after.split("\t")[3] != before.split("\t")[3]  # a new fit: its log evidence moved
     vsgp.wait_for_url(re.compile(r"[?&]vs_centres="), timeout=TIMEOUT_MS)
     linked = json.loads(parse_qs(urlparse(vsgp.url).query)["vs_centres"][0])
