@@ -19,7 +19,36 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
-__all__ = ["GPPosterior", "SamplePosterior"]
+__all__ = ["TrainingMarginals", "GPPosterior", "SamplePosterior"]
+
+
+class TrainingMarginals:
+    """``mean`` and ``var`` of f at the training inputs, computed from ``predict_f`` on first use,
+    in chunks of rows (no (M, N) array at large N): the sparse posteriors' training marginals.
+    A class using it sets ``self._train = None`` and has ``_training_inputs()`` (default ``self.X``)."""
+
+    _TRAINING_CHUNK = 8192
+
+    def _training_inputs(self):
+        return self.X
+
+    def _training_marginals(self):
+        if self._train is None:
+            X = self._training_inputs()
+            parts = [self.predict_f(X[start:start + self._TRAINING_CHUNK])
+                     for start in range(0, X.shape[0], self._TRAINING_CHUNK)]
+            self._train = tuple(np.concatenate([part[j] for part in parts]) for j in (0, 1))
+        return self._train
+
+    @property
+    def mean(self) -> np.ndarray:
+        """E f_n at the training inputs (computed on first use)."""
+        return self._training_marginals()[0]
+
+    @property
+    def var(self) -> np.ndarray:
+        """Var f_n at the training inputs (computed on first use)."""
+        return self._training_marginals()[1]
 
 
 class _Predictions:

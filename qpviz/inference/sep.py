@@ -95,7 +95,7 @@ from qpviz.inference.distributed import DaskExecutor, LocalExecutor, prepare_wor
 from qpviz.inference.distributed import shard_bounds as _shard_bounds
 from qpviz.inference.distributed import split as _split
 from qpviz.inference.inducing import cholesky_kuu, covariance_vjp
-from qpviz.inference.posterior import GPPosterior
+from qpviz.inference.posterior import GPPosterior, TrainingMarginals
 from qpviz.inference.sites import CLIPPED, OK, SKIPPED_CAVITY, SKIPPED_PROJECTION, SiteRule
 from qpviz.inference.stochastic import (Adadelta, TrainingRecord, check_positive_int, inducing_problem, minibatches,
                                        steps_per_epoch)
@@ -307,7 +307,7 @@ class SEPModel:
         return self.X.shape[0]
 
 
-class SEPState:
+class SEPState(TrainingMarginals):
     """SEP's q(u) = N(mean_u, cov_u) with its sites; ``predict_f`` is supplement eq. 36."""
 
     def __init__(self, prior: SEPModel, chol_kuu, mean_u, cov_u, tau, nu):
@@ -324,21 +324,8 @@ class SEPState:
             return mean, kernel(X_new) - Kus.T @ A + A.T @ self.cov_u @ A
         return mean, kernel.diag(X_new) - np.einsum("ij,ij->j", Kus, A) + np.einsum("ij,ij->j", A, self.cov_u @ A)
 
-    def _marginals(self, chunk: int = 8192):
-        if self._train is None:  # in chunks: no (M, N) array at large N
-            X = self.prior.X
-            parts = [self.predict_f(X[start:start + chunk]) for start in range(0, X.shape[0], chunk)]
-            self._train = tuple(np.concatenate([p[j] for p in parts]) for j in (0, 1))
-        return self._train
-
-    @property
-    def mean(self) -> np.ndarray:
-        """E f_n at the training inputs (computed on first use, O(N M^2))."""
-        return self._marginals()[0]
-
-    @property
-    def var(self) -> np.ndarray:
-        return self._marginals()[1]
+    def _training_inputs(self):
+        return self.prior.X
 
     @property
     def f_var(self) -> np.ndarray:

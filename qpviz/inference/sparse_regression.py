@@ -54,7 +54,7 @@ import numpy as np
 from scipy import linalg, optimize
 
 from qpviz.inference.inducing import as_inducing, check_training_data, cholesky_kuu, covariance_vjp, kmeans_inducing
-from qpviz.inference.posterior import _Predictions
+from qpviz.inference.posterior import TrainingMarginals, _Predictions
 from qpviz.kernels import VJP_KERNELS, Kernel, as_inputs
 
 __all__ = ["fit_sparse_regression", "SparseGaussianPosterior", "sparse_log_evidence", "kmeans_blocks",
@@ -302,7 +302,7 @@ def sparse_log_evidence(X, y, kernel, Z, noise_variance, method, *, alpha=1.0, b
 # The posterior
 # --------------------------------------------------------------------------------------------
 
-class SparseGaussianPosterior(_Predictions):
+class SparseGaussianPosterior(TrainingMarginals, _Predictions):
     """The sparse approximate posterior of a Gaussian-likelihood regression (module docstring).
 
     Same surface as :class:`qpviz.inference.posterior.GPPosterior`: ``method``,
@@ -347,19 +347,6 @@ class SparseGaussianPosterior(_Predictions):
         """Mean and variance of a new noisy observation: (m_*, v_* + s2)."""
         mean, var = self.predict_f(X_new)
         return mean, var + self.likelihood.variance
-
-    def _training(self):
-        if self._train is None:
-            self._train = self.predict_f(self.X)
-        return self._train
-
-    @property
-    def mean(self) -> np.ndarray:
-        return self._training()[0]
-
-    @property
-    def var(self) -> np.ndarray:
-        return self._training()[1]
 
     @property
     def site_mean(self):

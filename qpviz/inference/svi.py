@@ -36,7 +36,7 @@ from qpviz._blas import small_problem_threads
 from qpviz.inference import metrics
 from qpviz.inference.distributed import DaskExecutor, prepare_worker, split
 from qpviz.inference.inducing import cholesky_kuu, covariance_vjp
-from qpviz.inference.posterior import _Predictions
+from qpviz.inference.posterior import TrainingMarginals, _Predictions
 from qpviz.inference.stochastic import (Adadelta, TrainingRecord, check_positive_int, inducing_problem, minibatches,
                                        steps_per_epoch)
 from qpviz.kernels import Kernel, as_inputs
@@ -295,7 +295,7 @@ def svi_bound(X, y, params: SVIParameters, likelihood, whiten: bool = True, *, j
 # The posterior
 # --------------------------------------------------------------------------------------------
 
-class SVIPosterior(_Predictions):
+class SVIPosterior(TrainingMarginals, _Predictions):
     """q(f_*) = N(mu_*, s2_*) of paper 003 eq. 5 from a fitted q(u) (module docstring); the
     surface of :class:`qpviz.inference.posterior.GPPosterior` (``predict_f``, ``predict_proba``,
     ``predictive_log_density``, ``log_marginal_likelihood`` = the final bound, ``converged``,
@@ -333,19 +333,6 @@ class SVIPosterior(_Predictions):
         for rows in _shards(X_new.shape[0], SHARD_SIZE):
             mean[rows], var[rows], *_ = _marginals(X_new[rows], self._params, self._Luu, self.whiten)
         return mean, var
-
-    def _training(self):
-        if self._train is None:
-            self._train = self.predict_f(self.X)
-        return self._train
-
-    @property
-    def mean(self) -> np.ndarray:
-        return self._training()[0]
-
-    @property
-    def var(self) -> np.ndarray:
-        return self._training()[1]
 
 
 # --------------------------------------------------------------------------------------------
