@@ -158,17 +158,32 @@ def stack_buffer(typingctx, size):
     return _PTR(size), codegen
 
 
+@intrinsic
+def params_pointer(typingctx, params):
+    """The data pointer of the float64 array ``params``, as the kernels' ``params`` argument: the
+    array's ``.ctypes`` costs ~5 ns more per kernel call (measured: 31 against 26 ns per probit
+    log density), which the Gauss-Hermite route pays ~10 times per site. The handle tuple keeps
+    the array alive for the duration of every call."""
+    if not (isinstance(params, types.Array) and params.dtype == types.float64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return context.make_array(signature.args[0])(context, builder, args[0]).data
+
+    return _PTR(params), codegen
+
+
 @njit(**NUMBA_OPTIONS)
 def lk_log_prob(lk, y, f):
     """alpha log p(y | f)."""
-    return lk[6] * lk[0](lk[5].ctypes, y, f)
+    return lk[6] * lk[0](params_pointer(lk[5]), y, f)
 
 
 @njit(**NUMBA_OPTIONS)
 def lk_dlog_prob(lk, y, f):
     """(d/df, d^2/df^2) of alpha log p(y | f)."""
     out = stack_buffer(2)
-    lk[1](lk[5].ctypes, y, f, out)
+    lk[1](params_pointer(lk[5]), y, f, out)
     return lk[6] * out[0], lk[6] * out[1]
 
 
@@ -176,14 +191,14 @@ def lk_dlog_prob(lk, y, f):
 def lk_starts(lk, y, m, v):
     """Up to three points near the modes of the tilted density (NaN = unused)."""
     out = stack_buffer(3)
-    lk[2](lk[5].ctypes, y, m, v, out)
+    lk[2](params_pointer(lk[5]), y, m, v, out)
     return out[0], out[1], out[2]
 
 
 @njit(**NUMBA_OPTIONS)
 def lk_kink(lk, y):
     """The point where log p(y | f) is not smooth, or NaN."""
-    return lk[3](lk[5].ctypes, y)
+    return lk[3](params_pointer(lk[5]), y)
 
 
 @njit(**NUMBA_OPTIONS)
@@ -192,7 +207,7 @@ def lk_moments(lk, y, m, v):
     if lk[6] != 1.0:
         return False, np.nan, np.nan, np.nan
     out = stack_buffer(3)
-    ok = lk[4](lk[5].ctypes, y, m, v, out)
+    ok = lk[4](params_pointer(lk[5]), y, m, v, out)
     if ok == 0.0:
         return False, np.nan, np.nan, np.nan
     return True, out[0], out[1], out[2]

@@ -21,9 +21,9 @@ from qpviz import config
 from qpviz.inference import sites
 from qpviz.inference.ep import ConvergenceWarning
 from qpviz.inference.inducing import kmeans_inducing
-from qpviz.inference.sparse_prior import (VAR_FLOOR, SparsePrior, fit_power_ep, scaled_row_moments,
-                                          scaled_row_moments_numpy, sequential_sweep_reference,
-                                          sparse_sweep_sites_general)
+from qpviz.inference.sparse_prior import (VAR_FLOOR, SparsePrior, fit_power_ep, scale_columns, scale_columns_numpy,
+                                          scaled_column_moments, scaled_column_moments_numpy, sequential_sweep_reference,
+                                          solve_columns_in_place, sparse_sweep_sites_general)
 from qpviz.kernels import RBF
 
 KERNEL = RBF(1.3, 0.8)
@@ -313,16 +313,35 @@ def test_condition_marginals_match_the_dense_formulas_with_zero_and_negative_sit
         assert np.allclose(state.mean, cov @ nu, atol=1e-10)
 
 
-def test_scaled_row_moments_kernel_matches_its_numpy_reference():
+def test_scaled_column_moments_kernel_matches_its_numpy_reference():
     rng = np.random.default_rng(4)
-    rows, c = rng.normal(size=(50, 7)), rng.normal(size=7)
+    columns, c = rng.normal(size=(7, 50)), rng.normal(size=7)
     sqrt_tau = rng.uniform(0.0, 2.0, 50)
     sqrt_tau[[3, 10]] = [0.0, 1e-120]
-    var, mean = scaled_row_moments(rows, c, sqrt_tau)
-    ref_var, ref_mean = scaled_row_moments_numpy(rows, c, sqrt_tau)
+    var, mean = scaled_column_moments(columns, c, sqrt_tau)
+    ref_var, ref_mean = scaled_column_moments_numpy(columns, c, sqrt_tau)
     assert np.array_equal(np.isnan(var), np.isnan(ref_var)) and np.isnan(var[[3, 10]]).all()
     assert np.allclose(var, ref_var, rtol=1e-13, equal_nan=True) and np.allclose(mean, ref_mean, rtol=1e-13,
                                                                                      equal_nan=True)
+
+
+def test_scale_columns_kernel_matches_its_numpy_reference():
+    rng = np.random.default_rng(5)
+    W, sqrt_tau, nu = rng.normal(size=(6, 40)), rng.uniform(0.0, 2.0, 40), rng.normal(size=40)
+    out, ref_out = np.empty_like(W), np.empty_like(W)
+    weighted = scale_columns(W, sqrt_tau, nu, out)
+    ref_weighted = scale_columns_numpy(W, sqrt_tau, nu, ref_out)
+    assert np.array_equal(out, ref_out) and np.allclose(weighted, ref_weighted, rtol=1e-13)
+    assert not np.allclose(out, W)  # the kernel wrote the scaled columns
+
+
+def test_solve_columns_in_place_solves_every_column():
+    rng = np.random.default_rng(6)
+    lower = np.tril(rng.normal(size=(5, 5))) + 5.0 * np.eye(5)
+    columns = rng.normal(size=(5, 30))
+    expected = np.linalg.solve(lower, columns)
+    solve_columns_in_place(lower, columns)
+    assert np.allclose(columns, expected, rtol=1e-12)
 
 
 def test_condition_matches_the_dense_formulas_of_the_h_marginals():

@@ -29,6 +29,19 @@ quadrature (:mod:`qpviz.tilted.moments`) otherwise (``ok`` False):
   the nodes, and the rule integrates it exactly). The short rule (HERMITE_NODES) is tried
   first, then a middle one (MIDDLE_NODES, ~10 widths) and a long one (LONG_NODES, ~15 widths)
   where the previous one's test refuses;
+* the moments alone (EP, Power EP: no CDF) need only b_0, b_1, b_2, which the n-point rule
+  computes exactly for every part of g of degree <= 2n - 3 (it integrates polynomials of degree
+  2n - 1 exactly). Where the coefficients decay geometrically, |b_k| ~ rho^k, the error is
+  of the order of the first neglected degree, rho^(2n-2) ~ (|b_{n-1}| / b_0)^2. So the tiny
+  rule (TINY_NODES = 6) is tried first for the moments, accepted when |b_4| + |b_5| <=
+  MOMENT_TAIL_TOL b_0 = 1e-6 b_0 (error ~1e-12 relative). Its nodes reach only +-3.3 widths, so
+  g is also evaluated at the short rule's outermost nodes, +-5.5 widths, and the tiny rule is
+  used only where its polynomial sum_k b_k psi_k matches g there within PROBE_TOL = 1e-5 b_0:
+  what lies beyond +-3.3 widths then shows (a probit cavity far on the flat side, whose bend lies
+  6-8 widths out, misses by 1e-4-1e-2), and a mismatch below 1e-5 where the Gaussian weighs
+  x^2 phi(x) / phi(0) ~ 1e-5 moves the moments by ~1e-10 at most. It takes all the narrow
+  cavities of a large-N sparse sweep (8 evaluations of log p instead of 12). Where it refuses,
+  the chain above follows;
 * sigma_QP passes the same test on r (its top two Hermite coefficients against its mean): r is
   not smooth where F has a plateau, e.g. between two far-apart modes of Poisson-square, where the
   moments may still be accurate; sigma_QP alone then comes from the quadrature;
@@ -57,8 +70,8 @@ from qpviz._jit import lk_dlog_prob, lk_kink, lk_log_prob, lk_starts, stack_buff
 from qpviz.config import NUMBA_OPTIONS
 from qpviz.special import phi_of_ndtri
 
-__all__ = ["HERMITE_NODES", "HERMITE_TAIL_TOL", "hermite_moments", "hermite_qp_std", "hermite_projection",
-           "hermite_summary"]
+__all__ = ["HERMITE_NODES", "HERMITE_TAIL_TOL", "TINY_NODES", "MOMENT_TAIL_TOL", "hermite_moments", "hermite_qp_std",
+           "hermite_projection", "hermite_summary", "hermite_rules"]
 
 #: nodes of the short Gauss-Hermite rule (narrow cavities: the large-N sweeps), of the middle one
 #: (tried where the short rule's tail test refuses: cavities like the Sparse page's, std ~0.2-0.6
@@ -69,6 +82,12 @@ __all__ = ["HERMITE_NODES", "HERMITE_TAIL_TOL", "hermite_moments", "hermite_qp_s
 #: tests/test_tempered_fast.py measures each against the quadrature
 HERMITE_NODES = 12
 MIDDLE_NODES = 32
+#: nodes of the rule tried first when only the moments are wanted (module docstring), and its tail
+#: tolerance (tests/test_tempered_fast.py measures the moments it accepts against the quadrature)
+TINY_NODES = 6
+MOMENT_TAIL_TOL = 1e-6
+#: the tiny rule's polynomial must match g within PROBE_TOL b_0 at the short rule's outermost nodes
+PROBE_TOL = 1e-5
 LONG_NODES = 64
 #: accept when |b_{n-2}| + |b_{n-1}| <= HERMITE_TAIL_TOL b_0 (module docstring)
 HERMITE_TAIL_TOL = 1e-11
@@ -101,10 +120,27 @@ def _hermite_tables(n: int) -> tuple:
     return tuple(np.ascontiguousarray(a) for a in (nodes, psi * weights[None, :], cumulative, pdf, cdf, sf))
 
 
+TINY_RULE = _hermite_tables(TINY_NODES)
 SHORT_RULE = _hermite_tables(HERMITE_NODES)
 MIDDLE_RULE = _hermite_tables(MIDDLE_NODES)
 LONG_RULE = _hermite_tables(LONG_NODES)
 _REACH = float(SHORT_RULE[0][-1])  # the short rule's outermost node, in Laplace widths
+_TINY_REACH = float(TINY_RULE[0][-1])
+
+
+def _probe_basis(n: int, x: float) -> np.ndarray:
+    """psi_0(x) ... psi_{n-1}(x) (orthonormal Hermite polynomials of N(0, 1))."""
+    psi = np.zeros(n)
+    psi[0] = 1.0
+    psi[1] = x
+    for k in range(1, n - 1):
+        psi[k + 1] = (x * psi[k] - math.sqrt(k) * psi[k - 1]) / math.sqrt(k + 1)
+    return psi
+
+
+#: the probes of the tiny rule (module docstring): x = -+_REACH and the tiny basis there
+PROBES = np.array([-_REACH, _REACH])
+PROBE_BASIS = np.ascontiguousarray(np.vstack([_probe_basis(TINY_NODES, x) for x in PROBES]))
 
 
 @njit(**NUMBA_OPTIONS)
@@ -137,9 +173,9 @@ def _log_q_gap(lk, y, m, v, mu, lp_mu, f):
 
 
 @njit(**NUMBA_OPTIONS)
-def _coefficients(lk, y, m, v, mu, s, shrink, lp_mu, nodes, transform, coef):
+def _coefficients(lk, y, m, v, mu, s, shrink, lp_mu, nodes, transform, coef, tail_tol):
     """b_k = sum_j W_j g(x_j) psi_k(x_j) into ``coef`` for one rule (``transform[k, j] = W_j psi_k(x_j)``);
-    True when the tail test accepts them (module docstring)."""
+    True when the tail test accepts them, |b_{n-2}| + |b_{n-1}| <= tail_tol b_0 (module docstring)."""
     n = nodes.shape[0]
     for k in range(n):
         coef[k] = 0.0
@@ -153,14 +189,32 @@ def _coefficients(lk, y, m, v, mu, s, shrink, lp_mu, nodes, transform, coef):
         for k in range(n):
             coef[k] += transform[k, j] * g
     b0 = coef[0]
-    return b0 > 0.0 and abs(coef[n - 1]) + abs(coef[n - 2]) <= HERMITE_TAIL_TOL * b0
+    return b0 > 0.0 and abs(coef[n - 1]) + abs(coef[n - 2]) <= tail_tol * b0
 
 
 @njit(**NUMBA_OPTIONS)
-def _expansion(lk, y, m, v, coef):
+def _probes_match(lk, y, m, v, mu, s, shrink, lp_mu, coef):
+    """The tiny rule's polynomial matches g at the probes within PROBE_TOL b_0 (module docstring)."""
+    n = PROBE_BASIS.shape[1]
+    for p in range(PROBES.shape[0]):
+        x = PROBES[p]
+        gap = lk_log_prob(lk, y, mu + s * x) - lp_mu - s * x * (mu - m) / v + 0.5 * shrink * x * x
+        if not (gap < 50.0):
+            return False
+        poly = 0.0
+        for k in range(n):
+            poly += coef[k] * PROBE_BASIS[p, k]
+        if not (abs(math.exp(gap) - poly) <= PROBE_TOL * coef[0]):
+            return False
+    return True
+
+
+@njit(**NUMBA_OPTIONS)
+def _expansion(lk, y, m, v, coef, moments_only):
     """Hermite coefficients b_k of g in the Laplace frame into ``coef`` (module docstring), by the
-    short rule, else the middle one, else the long one (each where the previous one's tail test
-    refuses); returns (ok, mu, s, alpha log p(y|mu), the rule used: 0, 1 or 2)."""
+    tiny rule with the moments' tail test when ``moments_only``, else (or where it refuses) by
+    the short rule, else the middle one, else the long one (each where the previous one's tail
+    test refuses); returns (ok, mu, s, alpha log p(y|mu), the rule used: -1 tiny, 0, 1 or 2)."""
     kink = lk_kink(lk, y)
     if kink == kink:  # a kink (not NaN): the quadrature splits its panels there
         return False, m, 0.0, 0.0, 0
@@ -171,14 +225,21 @@ def _expansion(lk, y, m, v, coef):
     if not np.isfinite(lp_mu):
         return False, mu, s, 0.0, 0
     s0, s1, s2 = lk_starts(lk, y, m, v)
+    tiny_sees_all = True  # no other mode beyond the tiny rule's nodes either
     for start in (s0, s1, s2):
-        if start == start and abs(start - mu) > _REACH * s and _log_q_gap(lk, y, m, v, mu, lp_mu, start) > -FAR_LOG_DROP:
-            return False, mu, s, 0.0, 0
-    if _coefficients(lk, y, m, v, mu, s, shrink, lp_mu, SHORT_RULE[0], SHORT_RULE[1], coef):
+        if start == start and abs(start - mu) > _TINY_REACH * s and _log_q_gap(lk, y, m, v, mu, lp_mu, start) > -FAR_LOG_DROP:
+            if abs(start - mu) > _REACH * s:
+                return False, mu, s, 0.0, 0
+            tiny_sees_all = False
+    if (moments_only and tiny_sees_all
+            and _coefficients(lk, y, m, v, mu, s, shrink, lp_mu, TINY_RULE[0], TINY_RULE[1], coef, MOMENT_TAIL_TOL)
+            and _probes_match(lk, y, m, v, mu, s, shrink, lp_mu, coef)):
+        return True, mu, s, lp_mu, -1
+    if _coefficients(lk, y, m, v, mu, s, shrink, lp_mu, SHORT_RULE[0], SHORT_RULE[1], coef, HERMITE_TAIL_TOL):
         return True, mu, s, lp_mu, 0
-    if _coefficients(lk, y, m, v, mu, s, shrink, lp_mu, MIDDLE_RULE[0], MIDDLE_RULE[1], coef):
+    if _coefficients(lk, y, m, v, mu, s, shrink, lp_mu, MIDDLE_RULE[0], MIDDLE_RULE[1], coef, HERMITE_TAIL_TOL):
         return True, mu, s, lp_mu, 1
-    ok = _coefficients(lk, y, m, v, mu, s, shrink, lp_mu, LONG_RULE[0], LONG_RULE[1], coef)
+    ok = _coefficients(lk, y, m, v, mu, s, shrink, lp_mu, LONG_RULE[0], LONG_RULE[1], coef, HERMITE_TAIL_TOL)
     return ok, mu, s, lp_mu, 2
 
 
@@ -253,7 +314,7 @@ def hermite_projection(lk, y, m, v, want_qp):
     """(ok, log Z, mean, var, sigma_QP) from one expansion: ``ok`` for the moments; sigma_QP (not
     clipped to the EP std) NaN unless ``want_qp`` and its own tail test accepts it."""
     coef = stack_buffer(LONG_NODES)
-    ok, mu, s, lp_mu, rule_used = _expansion(lk, y, m, v, coef)
+    ok, mu, s, lp_mu, rule_used = _expansion(lk, y, m, v, coef, not want_qp)
     if not ok:
         return False, np.nan, np.nan, np.nan, np.nan
     log_z, mean, var = _moments_of(coef, m, v, mu, s, lp_mu)
@@ -269,16 +330,41 @@ def hermite_summary_scalar(lk, y, m, v):
 
 
 @njit(**NUMBA_OPTIONS)
-def _summary_batch(lk, y, m, v, out, ok):
+def _summary_batch(lk, y, m, v, out, ok, want_qp):
     for i in range(y.shape[0]):
-        ok[i], out[0, i], out[1, i], out[2, i], out[3, i] = hermite_summary_scalar(lk, y[i], m[i], v[i])
+        if want_qp:
+            ok[i], out[0, i], out[1, i], out[2, i], out[3, i] = hermite_summary_scalar(lk, y[i], m[i], v[i])
+        else:
+            ok[i], out[0, i], out[1, i], out[2, i] = hermite_moments(lk, y[i], m[i], v[i])
 
 
-def hermite_summary(likelihood, y, m, v):
+def hermite_summary(likelihood, y, m, v, qp: bool = True):
     """(ok, log Z, mean, var, sigma_QP) arrays by the Gauss-Hermite route (NaN where not ok), for
-    tests and benchmarks: broadcast y, m, v of a likelihood with numba kernels."""
+    tests and benchmarks: broadcast y, m, v of a likelihood with numba kernels. ``qp=False``: the
+    moments alone (:func:`hermite_moments`: the tiny rule first), ``ok`` for them, sigma_QP NaN."""
     y, m, v = (np.ascontiguousarray(a, dtype=np.float64).ravel() for a in np.broadcast_arrays(y, m, v))
     out = np.full((4, y.size), np.nan)
     ok = np.zeros(y.size, dtype=np.bool_)
-    _summary_batch(likelihood.jit_handle(), y, m, v, out, ok)
+    _summary_batch(likelihood.jit_handle(), y, m, v, out, ok, bool(qp))
     return ok, out[0], out[1], out[2], out[3]
+
+
+#: :func:`hermite_rules` labels: the rule index (-1 tiny, 0 short, 1 middle, 2 long) or refused
+REFUSED = 3
+
+
+@njit(**NUMBA_OPTIONS)
+def _rules_batch(lk, y, m, v, moments_only, out):
+    coef = stack_buffer(LONG_NODES)
+    for i in range(y.shape[0]):
+        ok, _, _, _, rule_used = _expansion(lk, y[i], m[i], v[i], coef, moments_only)
+        out[i] = rule_used if ok else REFUSED
+
+
+def hermite_rules(likelihood, y, m, v, qp: bool = True) -> np.ndarray:
+    """Which rule the expansion took at each broadcast (y, m, v): -1 tiny, 0 short, 1 middle,
+    2 long, :data:`REFUSED` (the quadrature); ``qp=False``: the moments alone (benchmarks, tests)."""
+    y, m, v = (np.ascontiguousarray(a, dtype=np.float64).ravel() for a in np.broadcast_arrays(y, m, v))
+    out = np.empty(y.size, dtype=np.int64)
+    _rules_batch(likelihood.jit_handle(), y, m, v, not qp, out)
+    return out
