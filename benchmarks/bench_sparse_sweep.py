@@ -29,10 +29,12 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 import qpviz  # noqa: E402
-from qpviz.inference.sites import SiteRule  # noqa: E402
+from qpviz.inference.sites import QP, SiteRule  # noqa: E402
 from qpviz.inference.sparse_prior import SparsePrior, fit_power_ep  # noqa: E402
 from qpviz.kernels import RBF  # noqa: E402
-from qpviz.tilted.hermite import hermite_summary  # noqa: E402
+from qpviz.tilted.hermite import REFUSED, hermite_rules  # noqa: E402
+
+RULE_NAMES = {-1: "6 nodes", 0: "12 nodes", 1: "32 nodes", 2: "64 nodes", REFUSED: "quadrature"}
 
 
 def probit_data(n: int, seed: int = 0):
@@ -57,20 +59,18 @@ def parallel_sweep(prior, rule, y, state):
     return prior.condition(tau, nu)
 
 
-def hermite_share(rule, y, state) -> float:
-    """Share of the sites whose f-cavity N(m, v + d_i) the Gauss-Hermite rule accepts."""
+def route(rule, y, state) -> str:
+    """How the rule's sites get their moments (and sigma_QP), for the printed line: the share of
+    the f-cavities N(m, v + d_i) each Gauss-Hermite rule takes (qpviz.tilted.hermite.hermite_rules)."""
+    if rule.closed:
+        return "closed-form moments"
     alpha = rule.power
     tau_c = 1.0 / state.var - alpha * state.tau
     mean_c = (state.mean / state.var - alpha * state.nu) / tau_c
-    ok = hermite_summary(rule.likelihood, y, mean_c, 1.0 / tau_c + rule.cond_var)[0]
-    return float(ok.mean())
-
-
-def route(rule, y, state) -> str:
-    """How the rule's sites get their moments (and sigma_QP), for the printed line."""
-    if rule.closed:
-        return "closed-form moments"
-    return f"Gauss-Hermite accepted {hermite_share(rule, y, state):.1%} of the sites"
+    rules = hermite_rules(rule.likelihood, y, mean_c, 1.0 / tau_c + rule.cond_var, qp=rule.method_code == QP)
+    shares = ", ".join(f"{name} {np.mean(rules == code):.1%}" for code, name in RULE_NAMES.items()
+                       if np.any(rules == code))
+    return f"Gauss-Hermite rules: {shares}"
 
 
 def large(n: int = 100_000, m: int = 200, repeats: int = 5) -> None:
