@@ -52,8 +52,8 @@ quadrature (:mod:`qpviz.tilted.moments`) otherwise (``ok`` False):
   y for Student-t) outside the nodes' range carries log q above log q(mu) - FAR_LOG_DROP.
 
 Narrow cavities (the large-N regime of sparse Power EP / QP) give nearly Gaussian tilted
-distributions, where the short rule reaches ~1e-12 (~0.6 us per tempered probit site against
-~25 us of quadrature); the Sparse page's cavities (probit, std 0.2-0.6) mostly need the middle
+distributions, where the tiny rule gives the moments (~0.5 us per tempered probit site update,
+against ~25 us of quadrature) and the short rule sigma_QP; the Sparse page's cavities (probit, std 0.2-0.6) mostly need the middle
 rule, and those far on the probit's flat side the long one; wide cavities near the probit's step
 (half a Gaussian) fail every test and go to the quadrature.
 tests/test_tempered_fast.py measures the accuracy against the adaptive quadrature.
@@ -173,16 +173,23 @@ def _log_q_gap(lk, y, m, v, mu, lp_mu, f):
 
 
 @njit(**NUMBA_OPTIONS)
+def _log_g(lk, y, mu, s, tilt, shrink, lp_mu, x):
+    """log g(x) = log q(mu + s x) - log q(mu) + x^2/2, its quadratic parts combined (x^2/2 - s^2 x^2/(2v)
+    = shrink x^2/2) and its linear one -s x (mu - m)/v = -tilt x."""
+    return lk_log_prob(lk, y, mu + s * x) - lp_mu - tilt * x + 0.5 * shrink * x * x
+
+
+@njit(**NUMBA_OPTIONS)
 def _coefficients(lk, y, m, v, mu, s, shrink, lp_mu, nodes, transform, coef, tail_tol):
     """b_k = sum_j W_j g(x_j) psi_k(x_j) into ``coef`` for one rule (``transform[k, j] = W_j psi_k(x_j)``);
     True when the tail test accepts them, |b_{n-2}| + |b_{n-1}| <= tail_tol b_0 (module docstring)."""
     n = nodes.shape[0]
     for k in range(n):
         coef[k] = 0.0
+    tilt = s * (mu - m) / v  # one division per site, not per node
     for j in range(n):
         x = nodes[j]
-        # log q(mu + s x) - log q(mu) + x^2/2, its quadratic parts combined: x^2/2 - s^2 x^2/(2v) = shrink x^2/2
-        gap = lk_log_prob(lk, y, mu + s * x) - lp_mu - s * x * (mu - m) / v + 0.5 * shrink * x * x
+        gap = _log_g(lk, y, mu, s, tilt, shrink, lp_mu, x)
         if not (gap < 50.0):  # NaN, or g far from 1: not nearly Gaussian
             return False
         g = math.exp(gap)
@@ -196,9 +203,10 @@ def _coefficients(lk, y, m, v, mu, s, shrink, lp_mu, nodes, transform, coef, tai
 def _probes_match(lk, y, m, v, mu, s, shrink, lp_mu, coef):
     """The tiny rule's polynomial matches g at the probes within PROBE_TOL b_0 (module docstring)."""
     n = PROBE_BASIS.shape[1]
+    tilt = s * (mu - m) / v
     for p in range(PROBES.shape[0]):
         x = PROBES[p]
-        gap = lk_log_prob(lk, y, mu + s * x) - lp_mu - s * x * (mu - m) / v + 0.5 * shrink * x * x
+        gap = _log_g(lk, y, mu, s, tilt, shrink, lp_mu, x)
         if not (gap < 50.0):
             return False
         poly = 0.0
