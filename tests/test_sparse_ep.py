@@ -425,3 +425,13 @@ def test_an_input_far_from_every_inducing_input_adds_its_own_term(parallel, alph
     assert alpha < 1 or own == pytest.approx(np.log(0.5), abs=1e-12)
     assert np.allclose(far.mean[:-1], near.mean, atol=1e-8)
     assert far.predict_f(X[-1:])[1][0] == pytest.approx(KERNEL.variance)
+
+
+def test_condition_takes_strided_site_arrays():
+    """Sites given as strided views (e.g. every other entry of a longer array) give the same state."""
+    prior = SparsePrior(KERNEL, X_R, Z_R)
+    rng = np.random.default_rng(12)
+    tau_long, nu_long = rng.uniform(0.1, 2.0, 2 * prior.n), rng.normal(size=2 * prior.n)
+    strided = prior.condition(tau_long[::2], nu_long[::2])
+    contiguous = prior.condition(tau_long[::2].copy(), nu_long[::2].copy())
+    assert np.array_equal(strided.var, contiguous.var) and np.array_equal(strided.mean, contiguous.mean)

@@ -149,8 +149,8 @@ class SparsePrior:
 
     def condition(self, tau, nu) -> "SparseGaussian":
         """q(u) proportional to N(u | 0, K_uu) prod_n exp(-tau_n h_n^2/2 + nu_n h_n) (module docstring)."""
-        tau = np.asarray(tau, float)
-        nu = np.asarray(nu, float)
+        tau = np.ascontiguousarray(tau, float)
+        nu = np.ascontiguousarray(nu, float)  # the kernels read them contiguously
         if tau.shape != (self.n,) or nu.shape != (self.n,):
             raise ValueError(f"site parameters must have shape ({self.n},); got {tau.shape} and {nu.shape}")
         return SparseGaussian(self, tau, nu)
