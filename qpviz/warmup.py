@@ -121,6 +121,21 @@ def _ep_fit() -> None:
         qpviz.fit(X, y, "probit", qpviz.kernels.RBF(), method=method)
 
 
+def _sparse_fits() -> None:
+    """What the Sparse and VSGP pages compile on their first fit: the sparse prior's kernels, the
+    sequential Power-EP sweeps (closed-form and general) and the tempered Gauss-Hermite route."""
+    import numpy as np
+
+    from qpviz.inference.sparse_prior import fit_power_ep
+    from qpviz.kernels import RBF
+
+    X = np.linspace(-2.0, 2.0, 12)[:, None]
+    y = np.where(np.sin(3.0 * X[:, 0]) > 0, 1.0, -1.0)
+    for method in ("ep", "qp"):
+        for alpha in (1.0, 0.5):
+            fit_power_ep(X, y, "probit", RBF(), method, X[::3], alpha=alpha, warn=False)
+
+
 def steps(what: str) -> list[list[tuple[str, Callable[[], None]]]]:
     """Three groups of (label, step) for ``what``: groups 0 and 1 may run at the same time (see
     the module docstring), group 2 runs after both and uses everything.
@@ -128,7 +143,7 @@ def steps(what: str) -> list[list[tuple[str, Callable[[], None]]]]:
     ``explorer`` is what the explorer's first page needs: the probit likelihood's closed-form
     moments and its QP table (its one-point quadratures run on the NumPy engine: nothing to
     compile); ``fit`` what probit EP and QP fits need; ``all`` adds the tilted quadrature, every
-    other likelihood the page offers and the fits.
+    other likelihood the page offers, the fits and the sparse (Power EP / QP) fits.
     """
     from qpviz.explorer import likelihood_names
 
@@ -145,6 +160,8 @@ def steps(what: str) -> list[list[tuple[str, Callable[[], None]]]]:
         others += rest[1::2]
     if what in ("fit", "all"):
         last += [("EP and QP fits", _ep_fit)]
+    if what == "all":
+        last += [("sparse Power EP and QP fits", _sparse_fits)]
     return [core, others, last]
 
 

@@ -19,6 +19,7 @@ def test_every_step_is_run_once_and_the_last_group_uses_the_others(what):
     last = [label for label, _ in groups[2]]
     assert ("explorer page" in last) == (what != "fit")
     assert ("EP and QP fits" in last) == (what != "explorer")
+    assert ("sparse Power EP and QP fits" in last) == (what == "all")
 
 
 def test_all_compiles_every_likelihood_the_page_offers_and_explorer_none():

@@ -192,7 +192,7 @@ class Likelihood:
             return None
         handle = self.__dict__.get("_jit_handle")
         if handle is None:
-            handle = make_handle(self.jit, self.param_array(), self.alpha)
+            handle = make_handle(self.jit, self.param_array(), self.alpha, unimodal=bool(self.log_concave))
             self.__dict__["_jit_handle"] = handle
         return handle
 

@@ -49,7 +49,8 @@ quadrature (:mod:`qpviz.tilted.moments`) otherwise (``ok`` False):
   wherever the kink lies (far from it their tilted distribution is Gaussian to rounding, and a
   site precision of exactly zero would come out of rounding noise);
 * none of the likelihood's start points (``lk_starts``: where other modes may lie, e.g. near
-  y for Student-t) outside the nodes' range carries log q above log q(mu) - FAR_LOG_DROP.
+  y for Student-t) outside the nodes' range carries log q above log q(mu) - FAR_LOG_DROP
+  (not asked of a log-concave likelihood, whose tilted densities have one mode).
 
 Narrow cavities (the large-N regime of sparse Power EP / QP) give nearly Gaussian tilted
 distributions, where the tiny rule gives the moments (~0.5 us per tempered probit site update,
@@ -232,13 +233,15 @@ def _expansion(lk, y, m, v, coef, moments_only):
     lp_mu = lk_log_prob(lk, y, mu)
     if not np.isfinite(lp_mu):
         return False, mu, s, 0.0, 0
-    s0, s1, s2 = lk_starts(lk, y, m, v)
     tiny_sees_all = True  # no other mode beyond the tiny rule's nodes either
-    for start in (s0, s1, s2):
-        if start == start and abs(start - mu) > _TINY_REACH * s and _log_q_gap(lk, y, m, v, mu, lp_mu, start) > -FAR_LOG_DROP:
-            if abs(start - mu) > _REACH * s:
-                return False, mu, s, 0.0, 0
-            tiny_sees_all = False
+    if lk[8] == 0.0:  # not log-concave (a log-concave tilted density has one mode: none to look for)
+        s0, s1, s2 = lk_starts(lk, y, m, v)
+        for start in (s0, s1, s2):
+            if (start == start and abs(start - mu) > _TINY_REACH * s
+                    and _log_q_gap(lk, y, m, v, mu, lp_mu, start) > -FAR_LOG_DROP):
+                if abs(start - mu) > _REACH * s:
+                    return False, mu, s, 0.0, 0
+                tiny_sees_all = False
     if (moments_only and tiny_sees_all
             and _coefficients(lk, y, m, v, mu, s, shrink, lp_mu, TINY_RULE[0], TINY_RULE[1], coef, MOMENT_TAIL_TOL)
             and _probes_match(lk, y, m, v, mu, s, shrink, lp_mu, coef)):
