@@ -185,17 +185,18 @@ def _coefficients(lk, y, m, v, mu, s, shrink, lp_mu, nodes, transform, coef, tai
     """b_k = sum_j W_j g(x_j) psi_k(x_j) into ``coef`` for one rule (``transform[k, j] = W_j psi_k(x_j)``);
     True when the tail test accepts them, |b_{n-2}| + |b_{n-1}| <= tail_tol b_0 (module docstring)."""
     n = nodes.shape[0]
-    for k in range(n):
-        coef[k] = 0.0
+    g = stack_buffer(LONG_NODES)
     tilt = s * (mu - m) / v  # one division per site, not per node
     for j in range(n):
-        x = nodes[j]
-        gap = _log_g(lk, y, mu, s, tilt, shrink, lp_mu, x)
+        gap = _log_g(lk, y, mu, s, tilt, shrink, lp_mu, nodes[j])
         if not (gap < 50.0):  # NaN, or g far from 1: not nearly Gaussian
             return False
-        g = math.exp(gap)
-        for k in range(n):
-            coef[k] += transform[k, j] * g
+        g[j] = math.exp(gap)
+    for k in range(n):  # a local sum per coefficient (not n updates of each through memory)
+        total = 0.0
+        for j in range(n):
+            total += transform[k, j] * g[j]
+        coef[k] = total
     b0 = coef[0]
     return b0 > 0.0 and abs(coef[n - 1]) + abs(coef[n - 2]) <= tail_tol * b0
 
@@ -260,7 +261,7 @@ def _moments_of(coef, m, v, mu, s, lp_mu):
     b0 = coef[0]
     shift = coef[1] / b0
     spread = math.sqrt(2.0) * coef[2] / b0  # E[x^2] - 1 in the Laplace frame
-    log_z = lp_mu - 0.5 * (mu - m) ** 2 / v + math.log(s / math.sqrt(v)) + math.log(b0)
+    log_z = lp_mu - 0.5 * (mu - m) ** 2 / v + math.log(s * b0 / math.sqrt(v))
     return log_z, mu + s * shift, s * s * (1.0 + (spread - shift * shift))
 
 
