@@ -34,7 +34,7 @@ from qpviz.inference.sparse_prior import SparsePrior, fit_power_ep  # noqa: E402
 from qpviz.kernels import RBF  # noqa: E402
 from qpviz.tilted.hermite import REFUSED, hermite_rules  # noqa: E402
 
-RULE_NAMES = {-1: "6 nodes", 0: "12 nodes", 1: "32 nodes", 2: "64 nodes", REFUSED: "quadrature"}
+RULE_NAMES = {-2: "Taylor", -1: "6 nodes", 0: "12 nodes", 1: "32 nodes", 2: "64 nodes", REFUSED: "quadrature"}
 
 
 def probit_data(n: int, seed: int = 0):
@@ -61,7 +61,7 @@ def parallel_sweep(prior, rule, y, state):
 
 def route(rule, y, state) -> str:
     """How the rule's sites get their moments (and sigma_QP), for the printed line: the share of
-    the f-cavities N(m, v + d_i) each Gauss-Hermite rule takes (qpviz.tilted.hermite.hermite_rules)."""
+    the f-cavities N(m, v + d_i) each route of qpviz.tilted.hermite takes (``hermite_rules``)."""
     if rule.closed:
         return "closed-form moments"
     alpha = rule.power
@@ -70,7 +70,7 @@ def route(rule, y, state) -> str:
     rules = hermite_rules(rule.likelihood, y, mean_c, 1.0 / tau_c + rule.cond_var, qp=rule.method_code == QP)
     shares = ", ".join(f"{name} {np.mean(rules == code):.1%}" for code, name in RULE_NAMES.items()
                        if np.any(rules == code))
-    return f"Gauss-Hermite rules: {shares}"
+    return f"moments / sigma_QP by: {shares}"
 
 
 def large(n: int = 100_000, m: int = 200, repeats: int = 5) -> None:

@@ -148,19 +148,60 @@ def test_numba_site_updates_match_the_quadrature_reference(method, alpha):
 
 
 @pytest.mark.parametrize("alpha", [0.5, 1.0])
-def test_a_large_sparse_sweeps_cavities_take_the_tiny_rule_for_their_moments(alpha):
+@pytest.mark.parametrize("name,route", [("probit", -2), ("logistic", -1)], ids=["probit-Taylor", "logistic-6-node"])
+def test_a_large_sparse_sweeps_cavities_take_the_fast_routes_for_their_moments(name, route, alpha):
     """The narrow cavities of a large sparse fit (std 1e-2-5e-2: N = 1e5, M = 200) get their moments
-    from the 6-node rule (the speed of the Power-EP sweep rests on it), as accurately as from the
-    quadrature; sigma_QP still takes the 12-node rule (it needs every coefficient)."""
+    from the Taylor route (probit: a Taylor kernel) or the 6-node rule (logistic: none), as
+    accurately as from the quadrature (the speed of the Power-EP sweep rests on them); sigma_QP
+    still takes the 12-node rule (it needs every coefficient)."""
     gen = np.random.default_rng(11)
-    y = gen.choice([-1.0, 1.0], 300)
+    y = gen.choice(np.asarray(_observations(name), float), 300)
     m = gen.uniform(-2.5, 2.5, 300)
     v = gen.uniform(0.01, 0.05, 300) ** 2
-    lik = _likelihood("probit", {}, alpha)
-    assert np.all(hermite_rules(lik, y, m, v, qp=False) == -1)
+    lik = _likelihood(name, {}, alpha)
+    rules = hermite_rules(lik, y, m, v, qp=False)
+    assert np.all(rules <= -1) and np.mean(rules == route) >= 0.9  # Taylor where it holds, else 6 nodes
     assert np.all(hermite_rules(lik, y, m, v, qp=True) == 0)
     ok, err = _errors(lik, y, m, v, qp=False)
     assert ok.all() and np.all(err <= TOL)
+
+
+def test_the_taylor_route_refuses_a_probit_cavity_far_on_the_flat_side():
+    """z = y m ~ 11 with std 3-4: log Phi's Taylor series at the mode still grows towards the bend
+    6-8 widths out; the route refuses (a longer rule or the quadrature answers, accurately)."""
+    lik = _likelihood("probit", {}, 1.0)
+    y, m, v = np.array([1.0, 1.0]), np.array([11.414644657823057, 11.471375965775142]), np.array([3.23, 4.44]) ** 2
+    assert not np.any(hermite_rules(lik, y, m, v, qp=False) == -2)
+    ok, err = _errors(lik, y, m, v, qp=False)
+    assert np.all(err[:, ok] <= TOL)
+
+
+@pytest.mark.parametrize("y,f", [(1.0, 0.3), (-1.0, 1.7), (1.0, -4.0), (1.0, -12.0), (-1.0, -6.0)])
+def test_probit_taylor_kernel_matches_log_phi(y, f):
+    """The probit's Taylor coefficients (Riccati recursion of the Mills ratio) sum to log Phi(y (f + t))
+    for small steps t, against SciPy's log_ndtr."""
+    from numba import njit
+    from scipy.special import log_ndtr
+
+    from qpviz._jit import lk_taylor, stack_buffer
+
+    @njit
+    def coefficients(lk, y, f):
+        buffer = stack_buffer(13)  # TAYLOR_TERMS + 1 (a literal for numba)
+        count = lk_taylor(lk, y, f, buffer)
+        out = np.empty(count)
+        for k in range(count):
+            out[k] = buffer[k]
+        return out
+
+    from qpviz._jit import TAYLOR_TERMS
+
+    assert TAYLOR_TERMS + 1 == 13
+    c = coefficients(qpviz.likelihood("probit").jit_handle(), y, f)
+    assert c.size >= 10
+    for t in (-0.1, 0.02, 0.15):
+        series = sum(c[k] * t**k for k in range(c.size))
+        assert abs(series - log_ndtr(y * (f + t))) <= 1e-13 * max(1.0, abs(log_ndtr(y * (f + t))))
 
 
 def test_the_tiny_rule_refuses_what_the_moments_cannot_take_from_it():

@@ -369,7 +369,7 @@ def power_gaussian_moments(lk, y, m, v):
     then var = v / (1 + alpha tau_p v), mean = (m + alpha nu_p v) / (1 + alpha tau_p v) and
     log Z~ = alpha c0 + log int exp(alpha (-tau_p f^2/2 + nu_p f)) N(f|m,v) df, O(alpha) without cancellation."""
     alpha = lk[6]
-    ok, log_z1, mean1, var1 = lk_moments((lk[0], lk[1], lk[2], lk[3], lk[4], lk[5], 1.0, lk[7], lk[8]), y, m, v)
+    ok, log_z1, mean1, var1 = lk_moments((lk[0], lk[1], lk[2], lk[3], lk[4], lk[5], 1.0, lk[7], lk[8], lk[9], lk[10]), y, m, v)
     if not ok:
         return np.nan, np.nan, np.nan
     tau_p, nu_p = site_natural(m, v, mean1, var1)

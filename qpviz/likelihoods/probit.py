@@ -59,6 +59,37 @@ def _starts(params, y, m, v, out):
     return 0.0
 
 
+#: Taylor coefficients of log Phi the ``taylor`` kernel writes after the value (<= TAYLOR_TERMS)
+PROBIT_TAYLOR_TERMS = 11
+
+
+def _taylor(params, y, f, out):
+    """out[k] = (1/k!) d^k/df^k log Phi(y f), k = 0 ... PROBIT_TAYLOR_TERMS.
+
+    With z = y f and r = phi(z) / Phi(z) (d/dz log Phi = r), r solves the Riccati equation
+    r' = -z r - r^2; its Taylor coefficients at z, r(z + u) = sum a_k u^k, follow from
+    (k + 1) a_{k+1} = -(z + 2 a_0) a_k - a_{k-1} - sum_{i=1}^{k-1} a_i a_{k-i}, a_0 = r,
+    a_1 = -r (r + z) (the r + z and log Phi of :func:`truncated_normal_terms`, without
+    cancellation), and log Phi(z + u) = log Phi(z) + sum_k a_k u^(k+1) / (k + 1), u = y t.
+    out[1:] holds the a_k while they are built."""
+    z = y * f
+    log_cdf, r, r_plus_z, _ = truncated_normal_terms(z)
+    out[0] = log_cdf
+    out[1] = r
+    out[2] = -r * r_plus_z
+    first = r_plus_z + r  # z + 2 a_0
+    for k in range(1, PROBIT_TAYLOR_TERMS - 1):  # a_{k+1} into out[k + 2]
+        total = -first * out[k + 1] - out[k]
+        for i in range(1, k):
+            total -= out[i + 1] * out[k - i + 1]
+        out[k + 2] = total / (k + 1)
+    sign = 1.0
+    for k in range(1, PROBIT_TAYLOR_TERMS + 1):
+        sign *= y
+        out[k] = out[k] * sign / k
+    return PROBIT_TAYLOR_TERMS + 1.0
+
+
 @register_likelihood
 class Probit(Likelihood):
     """p(y | f) = Phi(y f), the standard normal CDF of the signed latent value."""
@@ -67,7 +98,7 @@ class Probit(Likelihood):
     menu_rank = 20
     support = "binary"
     log_concave = True
-    jit = JitKernels(_log_prob, _dlog_prob, starts=_starts, moments=_moments)
+    jit = JitKernels(_log_prob, _dlog_prob, starts=_starts, moments=_moments, taylor=_taylor)
     qp_table = {"fold": "binary", "t_lo": -10.0, "t_hi": 10.0, "center": 0.0, "width": 1.0}
 
     def log_prob(self, y, f):
