@@ -5,7 +5,9 @@
 computation is :mod:`qpviz.gpdemo.sparse_demo`. Every fit is cached in :data:`FIT_CACHE` by (method,
 data, likelihood, kernel, Z, alpha, projection), so flipping back is instant; the Power-EP evidence
 curve over alpha (15 fits) runs in the job pool (:data:`long_jobs.EXECUTOR`) after the fits are
-drawn, so a drag or an alpha step redraws the fits without waiting for it.
+drawn, so a drag or an alpha step redraws the fits without waiting for it. A fit not in the cache
+starts from the sites of the model's last good fit of that method and projection when only alpha or
+Z changed since (:meth:`SparseModel.warm_start`): fewer sweeps to the same fixed point.
 """
 from __future__ import annotations
 
@@ -101,6 +103,8 @@ class SparseModel(param.Parameterized):
         self.likelihood_name = "gaussian"
         self._loading = False
         self._curve_job = None  # {key, future, cancel event}
+        # (method, projection) -> (data / likelihood / kernel keys, sites (tau, nu)) of the last good fit
+        self._warm_sites = {}
         self.load_preset(reset_n=True)
 
     # -- inputs ------------------------------------------------------------------------------
@@ -188,6 +192,16 @@ class SparseModel(param.Parameterized):
                 (type(kernel).__name__, tuple(sorted(kernel.params.items()))))
 
     # -- fitting -----------------------------------------------------------------------------
+    def _warm_key(self, method: str) -> tuple:
+        return method, self.projection if method == "power_ep" else "ep"
+
+    def warm_start(self, method: str, keys) -> tuple | None:
+        """The sites (tau, nu) of the last good fit of ``method`` (and projection) when its data,
+        likelihood and kernel (``keys``, :meth:`_keys`; N is in the data's digest) are the current
+        ones, i.e. only alpha or Z changed since; else None (a cold start)."""
+        kept = self._warm_sites.get(self._warm_key(method))
+        return kept[1] if kept is not None and kept[0] == keys else None
+
     def refit(self) -> bool:
         """Fit the chosen methods; on bad input keep the last fits and say what to change."""
         try:
@@ -205,12 +219,16 @@ class SparseModel(param.Parameterized):
                        (self.alpha, self.projection) if method == "power_ep" else None)
                 fit = FIT_CACHE.get_recent(key)
                 if fit is None:
-                    fit = sparse_demo.fit_sparse(X, y, lik, kernel, method, Z, grid, self.alpha, self.projection)
+                    fit = sparse_demo.fit_sparse(X, y, lik, kernel, method, Z, grid, self.alpha, self.projection,
+                                                 start=self.warm_start(method, keys))
                     FIT_CACHE.put(key, fit)
                 fits[method] = fit
         except (ValueError, TypeError, ArithmeticError, np.linalg.LinAlgError) as exc:
             self.message = f"Not refitted, the plots show the last good fit: {exc}"
-            return False
+            return False  # the warm starts stay those of the last good fits
+        # only this data / likelihood / kernel can start a later fit (older entries would never match)
+        self._warm_sites = {k: v for k, v in self._warm_sites.items() if v[0] == keys}
+        self._warm_sites.update({self._warm_key(m): (keys, f.sites) for m, f in fits.items() if f.sites is not None})
         self.grid = grid
         self.param.update(fits=fits, message="", version=self.version + 1)
         self._start_curve(X, y, lik, kernel, Z, keys)

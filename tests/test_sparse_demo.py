@@ -114,6 +114,54 @@ def test_bad_inputs_say_what_to_change():
         sparse_demo.fit_sparse(X, y_bad, lik, kernel, "fitc", X[:3], grid)
 
 
+def preset_inputs(name):
+    """(X, y, likelihood, kernel, Z, grid) of a preset as the page starts it."""
+    data = sparse_demo.make_preset(name)
+    lik = sparse_demo.make_likelihood(data.likelihood, data.noise)
+    kernel = oned.make_kernel("RBF", data.variance, data.lengthscale)
+    return data.X, data.y, lik, kernel, sparse_demo.initial_inducing(data.X, data.m), oned.make_grid(data.X)
+
+
+@pytest.mark.parametrize("projection", ["ep", "qp"])
+@pytest.mark.parametrize("preset", ["sine boundary", "smooth regression (N = 200)"])
+def test_a_warm_start_reaches_the_cold_fit(preset, projection):
+    """From the sites of the fit at alpha 0.45: an alpha step to 0.5, and a drag of one pseudo-input,
+    give the cold fit's evidence and predictions (within 1e-6); with the probit likelihood in fewer
+    sweeps (a Gaussian likelihood's sites are exact after one sweep from anywhere: 2 sweeps either way)."""
+    X, y, lik, kernel, Z, grid = preset_inputs(preset)
+    before = sparse_demo.fit_sparse(X, y, lik, kernel, "power_ep", Z, grid, 0.45, projection)
+    assert before.sites is not None and before.sites[0].shape == y.shape
+    dragged = Z.copy()
+    dragged[Z.shape[0] // 2] += 0.3
+    for alpha, Z_new in ((0.5, Z), (0.45, dragged)):
+        cold = sparse_demo.fit_sparse(X, y, lik, kernel, "power_ep", Z_new, grid, alpha, projection)
+        warm = sparse_demo.fit_sparse(X, y, lik, kernel, "power_ep", Z_new, grid, alpha, projection,
+                                      start=before.sites)
+        assert warm.converged and warm.evidence == pytest.approx(cold.evidence, abs=1e-6)
+        np.testing.assert_allclose(warm.mean, cold.mean, atol=1e-6)
+        np.testing.assert_allclose(warm.var, cold.var, atol=1e-6)
+        if lik.name == "probit":
+            assert warm.n_sweeps < cold.n_sweeps, (alpha, warm.n_sweeps, cold.n_sweeps)
+        else:
+            assert warm.n_sweeps <= cold.n_sweeps == 2
+
+
+def test_a_start_that_does_not_fit_the_data_falls_back_to_a_cold_fit():
+    X, y, lik, kernel, Z, grid = preset_inputs("probit step")
+    cold = sparse_demo.fit_sparse(X, y, lik, kernel, "fitc", Z, grid)
+    wrong_n = (np.ones(y.size + 1), np.zeros(y.size + 1))
+    warm = sparse_demo.fit_sparse(X, y, lik, kernel, "fitc", Z, grid, start=wrong_n)
+    assert warm.evidence == cold.evidence and warm.n_sweeps == cold.n_sweeps
+
+
+def test_the_evidence_curve_chains_its_alphas_to_the_cold_fits():
+    X, y, lik, kernel, Z, grid = preset_inputs("sine boundary")
+    alphas = [0.3, 0.35, 0.4]
+    curve = sparse_demo.evidence_curve(X, y, lik, kernel, Z, "qp", alphas=alphas)
+    cold = [sparse_demo.fit_sparse(X, y, lik, kernel, "power_ep", Z, grid, a, "qp").evidence for a in alphas]
+    np.testing.assert_allclose(curve, cold, atol=1e-6)
+
+
 # -- the page's model (no browser) ------------------------------------------------------------
 @pytest.fixture
 def model():
@@ -154,3 +202,37 @@ def test_model_new_pseudo_inputs_refit_and_m_follows(model):
     assert model.fits["fitc"].evidence != before
     model.m = 6  # K-means restart
     assert model.Z.shape == (6, 1) and model.message == ""
+
+
+def test_model_warm_starts_on_an_alpha_step_and_not_after_a_preset_change(model, monkeypatch):
+    import long_jobs
+    import sparse_page
+
+    monkeypatch.setattr(sparse_page, "FIT_CACHE", long_jobs.LRUCache(512))  # every fit below is computed
+    starts = {}
+    fit_sparse = sparse_demo.fit_sparse
+
+    def recording(X, y, lik, kernel, method, *args, start=None, **kwargs):
+        starts[method] = start
+        return fit_sparse(X, y, lik, kernel, method, *args, start=start, **kwargs)
+
+    monkeypatch.setattr(sparse_demo, "fit_sparse", recording)
+    last_good, noise = model.fits["power_ep"].sites, model.noise
+    model.noise = "0"  # a failed refit keeps the last good sites
+    model.alpha = 0.55  # (fails too: the noise is still bad)
+    assert "noise variance" in model.message and starts == {}
+    model.noise = noise  # the preset's noise again: the same likelihood, so the last good fits start these
+    assert starts["power_ep"] is last_good and starts["fitc"] is not None and starts["exact"] is None
+    starts.clear()
+    last_good = model.fits["power_ep"].sites
+    model.alpha = 0.6  # a slider step: only Power EP refits, from its last sites
+    assert list(starts) == ["power_ep"] and starts["power_ep"] is last_good
+    starts.clear()
+    model.projection = "qp"  # another projection: nothing of its own to start from yet
+    assert list(starts) == ["power_ep"] and starts["power_ep"] is None
+    starts.clear()
+    model.preset = "probit step"  # new data, likelihood and kernel: every fit cold
+    assert {"exact", "fitc", "vfe", "power_ep"} <= set(starts) and all(s is None for s in starts.values())
+    starts.clear()
+    model.set_inducing(model.Z[:, 0] + 0.1)  # a drag on the new preset starts from its fits
+    assert "exact" not in starts and all(starts[m] is not None for m in ("fitc", "vfe", "power_ep"))
