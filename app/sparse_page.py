@@ -6,8 +6,9 @@ computation is :mod:`qpviz.gpdemo.sparse_demo`. Every fit is cached in :data:`FI
 data, likelihood, kernel, Z, alpha, projection), so flipping back is instant; the Power-EP evidence
 curve over alpha (15 fits) runs in the job pool (:data:`long_jobs.EXECUTOR`) after the fits are
 drawn, so a drag or an alpha step redraws the fits without waiting for it. A fit not in the cache
-starts from the sites of the model's last good fit of that method and projection when only alpha or
-Z changed since (:meth:`SparseModel.warm_start`): fewer sweeps to the same fixed point.
+starts from the sites of the model's last good fits of that method and projection when only alpha
+or Z changed since (:meth:`SparseModel.warm_start`, :class:`sparse_demo.SiteTrail`): fewer sweeps
+to the same fixed point.
 """
 from __future__ import annotations
 
@@ -103,7 +104,7 @@ class SparseModel(param.Parameterized):
         self.likelihood_name = "gaussian"
         self._loading = False
         self._curve_job = None  # {key, future, cancel event}
-        # (method, projection) -> (data / likelihood / kernel keys, sites (tau, nu)) of the last good fit
+        # (method, projection) -> (data / likelihood / kernel keys, SiteTrail of its last good fits)
         self._warm_sites = {}
         self.load_preset(reset_n=True)
 
@@ -195,12 +196,23 @@ class SparseModel(param.Parameterized):
     def _warm_key(self, method: str) -> tuple:
         return method, self.projection if method == "power_ep" else "ep"
 
-    def warm_start(self, method: str, keys) -> tuple | None:
-        """The sites (tau, nu) of the last good fit of ``method`` (and projection) when its data,
+    def warm_start(self, method: str, keys, Z) -> tuple | None:
+        """The start (tau, nu) the last good fits of ``method`` (and projection) give a fit with
+        pseudo-inputs Z at the current alpha (:class:`sparse_demo.SiteTrail`) when their data,
         likelihood and kernel (``keys``, :meth:`_keys`; N is in the data's digest) are the current
         ones, i.e. only alpha or Z changed since; else None (a cold start)."""
         kept = self._warm_sites.get(self._warm_key(method))
-        return kept[1] if kept is not None and kept[0] == keys else None
+        if kept is None or kept[0] != keys:
+            return None
+        return kept[1].start(sparse_demo.method_power(method, self.alpha), Z)
+
+    def _remember_sites(self, fits: dict, keys, Z) -> None:
+        """The good ``fits``' sites start later fits (only of this data / likelihood / kernel)."""
+        self._warm_sites = {k: v for k, v in self._warm_sites.items() if v[0] == keys}
+        for method, fit in fits.items():
+            if fit.sites is not None:
+                trail = self._warm_sites.setdefault(self._warm_key(method), (keys, sparse_demo.SiteTrail()))[1]
+                trail.add(sparse_demo.method_power(method, self.alpha), Z, fit.sites)
 
     def refit(self) -> bool:
         """Fit the chosen methods; on bad input keep the last fits and say what to change."""
@@ -220,15 +232,13 @@ class SparseModel(param.Parameterized):
                 fit = FIT_CACHE.get_recent(key)
                 if fit is None:
                     fit = sparse_demo.fit_sparse(X, y, lik, kernel, method, Z, grid, self.alpha, self.projection,
-                                                 start=self.warm_start(method, keys))
+                                                 start=self.warm_start(method, keys, Z))
                     FIT_CACHE.put(key, fit)
                 fits[method] = fit
         except (ValueError, TypeError, ArithmeticError, np.linalg.LinAlgError) as exc:
             self.message = f"Not refitted, the plots show the last good fit: {exc}"
             return False  # the warm starts stay those of the last good fits
-        # only this data / likelihood / kernel can start a later fit (older entries would never match)
-        self._warm_sites = {k: v for k, v in self._warm_sites.items() if v[0] == keys}
-        self._warm_sites.update({self._warm_key(m): (keys, f.sites) for m, f in fits.items() if f.sites is not None})
+        self._remember_sites(fits, keys, Z)
         self.grid = grid
         self.param.update(fits=fits, message="", version=self.version + 1)
         self._start_curve(X, y, lik, kernel, Z, keys)

@@ -162,6 +162,26 @@ def test_the_evidence_curve_chains_its_alphas_to_the_cold_fits():
     np.testing.assert_allclose(curve, cold, atol=1e-6)
 
 
+def test_an_alpha_step_after_two_starts_from_the_secant_in_one_sweep():
+    """Two fits on the same Z at alpha 0.4 and 0.45: the next step, 0.5, starts from the secant through
+    their sites (SiteTrail) and needs fewer sweeps than from the last sites alone, same fit."""
+    X, y, lik, kernel, Z, grid = preset_inputs("sine boundary")
+    trail = sparse_demo.SiteTrail()
+    for alpha in (0.4, 0.45):
+        fit = sparse_demo.fit_sparse(X, y, lik, kernel, "power_ep", Z, grid, alpha, "qp", start=trail.start(alpha, Z))
+        trail.add(alpha, Z, fit.sites)
+    last = fit.sites
+    secant = trail.start(0.5, Z)
+    assert secant is not last and np.all(secant[0] >= 0)
+    assert trail.start(0.5, Z + 0.1) is last and trail.start(0.4, Z) is last  # a drag, a step back
+    cold = sparse_demo.fit_sparse(X, y, lik, kernel, "power_ep", Z, grid, 0.5, "qp")
+    from_last = sparse_demo.fit_sparse(X, y, lik, kernel, "power_ep", Z, grid, 0.5, "qp", start=last)
+    from_secant = sparse_demo.fit_sparse(X, y, lik, kernel, "power_ep", Z, grid, 0.5, "qp", start=secant)
+    assert from_secant.n_sweeps < from_last.n_sweeps < cold.n_sweeps
+    assert from_secant.evidence == pytest.approx(cold.evidence, abs=1e-6)
+    np.testing.assert_allclose(from_secant.mean, cold.mean, atol=1e-6)
+
+
 # -- the page's model (no browser) ------------------------------------------------------------
 @pytest.fixture
 def model():
@@ -217,16 +237,23 @@ def test_model_warm_starts_on_an_alpha_step_and_not_after_a_preset_change(model,
         return fit_sparse(X, y, lik, kernel, method, *args, start=start, **kwargs)
 
     monkeypatch.setattr(sparse_demo, "fit_sparse", recording)
-    last_good, noise = model.fits["power_ep"].sites, model.noise
+    assert model.alpha == 0.5
+    at_50, noise = model.fits["power_ep"].sites, model.noise
     model.noise = "0"  # a failed refit keeps the last good sites
     model.alpha = 0.55  # (fails too: the noise is still bad)
     assert "noise variance" in model.message and starts == {}
     model.noise = noise  # the preset's noise again: the same likelihood, so the last good fits start these
-    assert starts["power_ep"] is last_good and starts["fitc"] is not None and starts["exact"] is None
+    assert starts["power_ep"] is at_50 and starts["fitc"] is not None and starts["exact"] is None
+    at_55 = model.fits["power_ep"].sites
     starts.clear()
-    last_good = model.fits["power_ep"].sites
-    model.alpha = 0.6  # a slider step: only Power EP refits, from its last sites
-    assert list(starts) == ["power_ep"] and starts["power_ep"] is last_good
+    model.alpha = 0.6  # a slider step: only Power EP refits, from the secant through 0.5 and 0.55
+    assert list(starts) == ["power_ep"]
+    np.testing.assert_allclose(starts["power_ep"][0], np.maximum(2 * at_55[0] - at_50[0], 0.0), rtol=1e-12)
+    np.testing.assert_allclose(starts["power_ep"][1], 2 * at_55[1] - at_50[1], rtol=1e-12)
+    at_60 = model.fits["power_ep"].sites
+    starts.clear()
+    model.alpha = 0.45  # a step back (and beyond): from the last sites
+    assert list(starts) == ["power_ep"] and starts["power_ep"] is at_60
     starts.clear()
     model.projection = "qp"  # another projection: nothing of its own to start from yet
     assert list(starts) == ["power_ep"] and starts["power_ep"] is None
