@@ -216,6 +216,7 @@ class SparseModel(param.Parameterized):
 
     def refit(self) -> bool:
         """Fit the chosen methods; on bad input keep the last fits and say what to change."""
+        stopped = None  # the last good fits' curve job, stopped before these fits
         try:
             lik = self.likelihood()
             kernel = oned.make_kernel(self.kernel, self.variance, self.lengthscale)
@@ -223,6 +224,7 @@ class SparseModel(param.Parameterized):
             X, y, Z = sparse_demo.check_inputs(self.X, self.y, lik, self.Z)
             grid = oned.make_grid(X)
             keys = self._keys(lik, kernel)
+            stopped = self._cancel_other_curve(self._curve_key(keys, Z))
             fits = {}
             for method in sparse_demo.METHODS:
                 if method not in self.methods:
@@ -237,6 +239,8 @@ class SparseModel(param.Parameterized):
                 fits[method] = fit
         except (ValueError, TypeError, ArithmeticError, np.linalg.LinAlgError) as exc:
             self.message = f"Not refitted, the plots show the last good fit: {exc}"
+            if stopped is not None:  # the plots still show the last good fits: their curve too
+                self._submit_curve(stopped["key"], stopped["args"])
             return False  # the warm starts stay those of the last good fits
         self._remember_sites(fits, keys, Z)
         self.grid = grid
@@ -248,11 +252,9 @@ class SparseModel(param.Parameterized):
         """The Power-EP evidence over alpha: cached, or computed (inline, or in the pool when
         ``background``, after CURVE_DELAY_S, so that its thread does not compete with the message
         carrying the new fits; :func:`_delayed_curve`)."""
-        key = (*keys, Z.tobytes(), self.projection)
+        key = self._curve_key(keys, Z)
         cached = CURVE_CACHE.get_recent(key)
-        if self._curve_job is not None and self._curve_job["key"] != key:
-            self._curve_job["cancel"].set()  # a newer curve was asked for: stop the old one between alphas
-            self._curve_job = None
+        self._cancel_other_curve(key)
         if cached is not None:
             self.param.update(curve=cached, curve_version=self.curve_version + 1)
             return
@@ -262,10 +264,28 @@ class SparseModel(param.Parameterized):
             self.param.update(curve=curve, curve_version=self.curve_version + 1)
             return
         if self._curve_job is None:
-            cancel = threading.Event()
-            future = EXECUTOR.submit(_delayed_curve, X, y, lik, kernel, Z, self.projection, cancel)
-            self._curve_job = {"key": key, "future": future, "cancel": cancel}
+            self._submit_curve(key, (X, y, lik, kernel, Z, self.projection))
         self.param.update(curve=None, curve_version=self.curve_version + 1)
+
+    def _submit_curve(self, key, args) -> None:
+        """:func:`_delayed_curve` on ``args`` = (X, y, lik, kernel, Z, projection) in the pool."""
+        cancel = threading.Event()
+        self._curve_job = {"key": key, "future": EXECUTOR.submit(_delayed_curve, *args, cancel), "cancel": cancel,
+                           "args": args}
+
+    def _curve_key(self, keys, Z) -> tuple:
+        return (*keys, Z.tobytes(), self.projection)
+
+    def _cancel_other_curve(self, key) -> dict | None:
+        """A newer curve is asked for: stop the running one at its next alpha (returned, else None).
+        Called before the fits too, so that the old curve's thread does not slow them down (a drag
+        after a drag)."""
+        job = self._curve_job
+        if job is None or job["key"] == key:
+            return None
+        job["cancel"].set()
+        self._curve_job = None
+        return job
 
     @property
     def curve_pending(self) -> bool:

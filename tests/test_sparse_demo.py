@@ -263,3 +263,27 @@ def test_model_warm_starts_on_an_alpha_step_and_not_after_a_preset_change(model,
     starts.clear()
     model.set_inducing(model.Z[:, 0] + 0.1)  # a drag on the new preset starts from its fits
     assert "exact" not in starts and all(starts[m] is not None for m in ("fitc", "vfe", "power_ep"))
+
+
+def test_new_pseudo_inputs_stop_the_old_curve_before_fitting_and_a_failed_fit_restarts_it(monkeypatch):
+    import long_jobs
+    import sparse_page
+
+    monkeypatch.setattr(sparse_page, "CURVE_CACHE", long_jobs.LRUCache(64))  # the curve is computed
+    model = sparse_page.SparseModel(background=True)
+    old = model._curve_job
+    assert model.curve_pending and not old["cancel"].is_set()
+    stopped_before_fitting = []
+
+    def failing(*args, **kwargs):
+        stopped_before_fitting.append(old["cancel"].is_set())
+        raise ArithmeticError("no fixed point")
+
+    monkeypatch.setattr(sparse_demo, "fit_sparse", failing)
+    assert not model.set_inducing(model.Z[:, 0] + 0.1)
+    assert stopped_before_fitting == [True] and "no fixed point" in model.message
+    again = model._curve_job  # the plots show the last good fits: their curve is computed after all
+    assert again is not old and again["key"] == old["key"] and not again["cancel"].is_set()
+    again["future"].result(timeout=120)
+    model.poll_curve()
+    assert not model.curve_pending and np.all(np.isfinite(model.curve))
