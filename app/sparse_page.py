@@ -63,11 +63,11 @@ def decode_z(text: str) -> np.ndarray:
     return np.sort(values)[:, None]
 
 
-def _delayed_curve(X, y, lik, kernel, Z, projection, cancel: threading.Event) -> np.ndarray:
+def _delayed_curve(X, y, lik, kernel, Z, projection, trail, cancel: threading.Event) -> np.ndarray:
     """:func:`sparse_demo.evidence_curve` after CURVE_DELAY_S (at once NaN if cancelled meanwhile)."""
     if cancel.wait(CURVE_DELAY_S):
         return np.full(sparse_demo.ALPHA_GRID.size, np.nan)
-    return sparse_demo.evidence_curve(X, y, lik, kernel, Z, projection, cancel=cancel)
+    return sparse_demo.evidence_curve(X, y, lik, kernel, Z, projection, cancel=cancel, trail=trail)
 
 
 class SparseModel(param.Parameterized):
@@ -259,16 +259,26 @@ class SparseModel(param.Parameterized):
             self.param.update(curve=cached, curve_version=self.curve_version + 1)
             return
         if not self.background:
-            curve = sparse_demo.evidence_curve(X, y, lik, kernel, Z, self.projection)
+            curve = sparse_demo.evidence_curve(X, y, lik, kernel, Z, self.projection, trail=self._curve_start(Z))
             CURVE_CACHE.put(key, curve)
             self.param.update(curve=curve, curve_version=self.curve_version + 1)
             return
         if self._curve_job is None:
-            self._submit_curve(key, (X, y, lik, kernel, Z, self.projection))
+            self._submit_curve(key, (X, y, lik, kernel, Z, self.projection, self._curve_start(Z)))
         self.param.update(curve=None, curve_version=self.curve_version + 1)
 
+    def _curve_start(self, Z) -> sparse_demo.SiteTrail:
+        """The curve's first alphas start between the VFE fit (its alpha -> 0 end; the EP projection,
+        a start as good as QP's there) and the Power-EP fit just drawn: the same Z, no cold fit."""
+        trail = sparse_demo.SiteTrail()
+        for method in ("vfe", "power_ep"):
+            fit = self.fits.get(method)
+            if fit is not None and fit.sites is not None:
+                trail.add(sparse_demo.method_power(method, self.alpha), Z, fit.sites)
+        return trail
+
     def _submit_curve(self, key, args) -> None:
-        """:func:`_delayed_curve` on ``args`` = (X, y, lik, kernel, Z, projection) in the pool."""
+        """:func:`_delayed_curve` on ``args`` = (X, y, lik, kernel, Z, projection, trail) in the pool."""
         cancel = threading.Event()
         self._curve_job = {"key": key, "future": EXECUTOR.submit(_delayed_curve, *args, cancel), "cancel": cancel,
                            "args": args}

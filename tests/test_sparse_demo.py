@@ -155,11 +155,17 @@ def test_a_start_that_does_not_fit_the_data_falls_back_to_a_cold_fit():
 
 
 def test_the_evidence_curve_chains_its_alphas_to_the_cold_fits():
+    """Chained alone, or seeded with the page's VFE and Power-QP fits (as the page does): the cold
+    fits' evidence at every alpha."""
     X, y, lik, kernel, Z, grid = preset_inputs("sine boundary")
-    alphas = [0.3, 0.35, 0.4]
-    curve = sparse_demo.evidence_curve(X, y, lik, kernel, Z, "qp", alphas=alphas)
+    alphas = [0.0, 0.1, 0.3, 0.35]
     cold = [sparse_demo.fit_sparse(X, y, lik, kernel, "power_ep", Z, grid, a, "qp").evidence for a in alphas]
-    np.testing.assert_allclose(curve, cold, atol=1e-6)
+    seed = sparse_demo.SiteTrail()
+    seed.add(sparse_demo.VFE_ALPHA, Z, sparse_demo.fit_sparse(X, y, lik, kernel, "vfe", Z, grid).sites)
+    seed.add(0.5, Z, sparse_demo.fit_sparse(X, y, lik, kernel, "power_ep", Z, grid, 0.5, "qp").sites)
+    for trail in (None, seed):
+        curve = sparse_demo.evidence_curve(X, y, lik, kernel, Z, "qp", alphas=alphas, trail=trail)
+        np.testing.assert_allclose(curve, cold, atol=1e-6)
 
 
 def test_an_alpha_step_after_two_starts_from_the_secant_in_one_sweep():
@@ -167,13 +173,18 @@ def test_an_alpha_step_after_two_starts_from_the_secant_in_one_sweep():
     their sites (SiteTrail) and needs fewer sweeps than from the last sites alone, same fit."""
     X, y, lik, kernel, Z, grid = preset_inputs("sine boundary")
     trail = sparse_demo.SiteTrail()
+    fits = {}
     for alpha in (0.4, 0.45):
-        fit = sparse_demo.fit_sparse(X, y, lik, kernel, "power_ep", Z, grid, alpha, "qp", start=trail.start(alpha, Z))
-        trail.add(alpha, Z, fit.sites)
-    last = fit.sites
+        fits[alpha] = sparse_demo.fit_sparse(X, y, lik, kernel, "power_ep", Z, grid, alpha, "qp",
+                                             start=trail.start(alpha, Z))
+        trail.add(alpha, Z, fits[alpha].sites)
+    last = fits[0.45].sites
     secant = trail.start(0.5, Z)
     assert secant is not last and np.all(secant[0] >= 0)
-    assert trail.start(0.5, Z + 0.1) is last and trail.start(0.4, Z) is last  # a drag, a step back
+    np.testing.assert_allclose(secant[1], 2 * last[1] - fits[0.4].sites[1], rtol=1e-12)
+    between = trail.start(0.425, Z)  # half-way: the mean of the two fits' sites
+    np.testing.assert_allclose(between[1], (last[1] + fits[0.4].sites[1]) / 2, rtol=1e-12)
+    assert trail.start(0.5, Z + 0.1) is last and trail.start(0.3, Z) is last  # a drag, a step back past 0.4
     cold = sparse_demo.fit_sparse(X, y, lik, kernel, "power_ep", Z, grid, 0.5, "qp")
     from_last = sparse_demo.fit_sparse(X, y, lik, kernel, "power_ep", Z, grid, 0.5, "qp", start=last)
     from_secant = sparse_demo.fit_sparse(X, y, lik, kernel, "power_ep", Z, grid, 0.5, "qp", start=secant)

@@ -296,9 +296,10 @@ class SiteTrail:
     """The sites of the last two good fits of one Power-EP method (same data, likelihood, kernel and
     projection) and the warm start they give the next fit.
 
-    Same Z, powers a_e != a_l, new power a with r = (a - a_l) / (a_l - a_e) in (0, MAX_RATIO]: the
-    secant s = s_l + r (s_l - s_e) of the sites s = (tau, nu) (tau clipped at 0, as run_sites needs);
-    otherwise the last sites s_l (a drag, a step back, a first step).
+    Same Z, powers a_e != a_l, new power a with r = (a - a_l) / (a_l - a_e) in [-1, MAX_RATIO]: the
+    secant s = s_l + r (s_l - s_e) of the sites s = (tau, nu) (r < 0: between the two fits; tau
+    clipped at 0, as run_sites needs); otherwise the last sites s_l (a drag, a first step, a step
+    back past a_e).
     """
 
     #: Longest extrapolation, in steps of the last two powers (the slider moves one step at a time).
@@ -326,7 +327,7 @@ class SiteTrail:
             power_e, z_e, sites_e = self._fits[0]
             if z_e == z_l == np.asarray(Z, float).tobytes() and power_e != power_l:
                 ratio = (float(power) - power_l) / (power_l - power_e)
-                if 0.0 < ratio <= self.MAX_RATIO:
+                if -1.0 <= ratio <= self.MAX_RATIO and ratio != 0.0:
                     tau, nu = (last + ratio * (last - earlier) for last, earlier in zip(sites_l, sites_e))
                     return np.maximum(tau, 0.0), nu
         return sites_l
@@ -377,14 +378,16 @@ def fit_sparse(X, y, likelihood, kernel, method: str, Z, grid, alpha: float = 1.
                      sites=_sites_of(posterior) if power_ep else None, n_sweeps=int(getattr(posterior, "n_sweeps", 0)))
 
 
-def evidence_curve(X, y, likelihood, kernel, Z, projection: str = "ep", alphas=ALPHA_GRID, cancel=None) -> np.ndarray:
+def evidence_curve(X, y, likelihood, kernel, Z, projection: str = "ep", alphas=ALPHA_GRID, cancel=None,
+                   trail: SiteTrail | None = None) -> np.ndarray:
     """Power EP's log evidence at each slider alpha (0 drawn at VFE_ALPHA); NaN where a fit failed.
     ``cancel``: a threading.Event checked between alphas (a newer curve was asked for). Each alpha
     starts where the alphas before it point (:class:`SiteTrail`: neighbouring alphas have nearby
-    fixed points; fewer sweeps, the same evidence within the sweep tolerance)."""
+    fixed points; fewer sweeps, the same evidence within the sweep tolerance). ``trail``: fits of the
+    same data, model, Z and projection to start from (e.g. the page's; extended as the curve goes)."""
     X, y, Z = check_inputs(X, y, likelihood, Z)
     out = np.full(len(alphas), np.nan)
-    trail = SiteTrail()
+    trail = SiteTrail() if trail is None else trail
     for i, a in enumerate(alphas):
         if cancel is not None and cancel.is_set():
             break
