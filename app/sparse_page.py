@@ -196,15 +196,33 @@ class SparseModel(param.Parameterized):
     def _warm_key(self, method: str) -> tuple:
         return method, self.projection if method == "power_ep" else "ep"
 
-    def warm_start(self, method: str, keys, Z) -> tuple | None:
+    def _trail(self, method: str, keys) -> sparse_demo.SiteTrail | None:
+        kept = self._warm_sites.get(self._warm_key(method))
+        return kept[1] if kept is not None and kept[0] == keys else None
+
+    def warm_start(self, method: str, keys, Z, fits=None) -> tuple | None:
         """The start (tau, nu) the last good fits of ``method`` (and projection) give a fit with
         pseudo-inputs Z at the current alpha (:class:`sparse_demo.SiteTrail`) when their data,
         likelihood and kernel (``keys``, :meth:`_keys`; N is in the data's digest) are the current
-        ones, i.e. only alpha or Z changed since; else None (a cold start)."""
-        kept = self._warm_sites.get(self._warm_key(method))
-        if kept is None or kept[0] != keys:
+        ones, i.e. only alpha or Z changed since; else None (a cold start). Power EP after a move
+        of Z: moved as the move moved the VFE and FITC sites (:func:`sparse_demo.moved_start`;
+        ``fits``: this refit's fits so far, VFE and FITC at the new Z)."""
+        trail = self._trail(method, keys)
+        if trail is None:
             return None
-        return kept[1].start(sparse_demo.method_power(method, self.alpha), Z)
+        power = sparse_demo.method_power(method, self.alpha)
+        start = trail.start(power, Z)
+        old_z = trail.last_inducing
+        if method != "power_ep" or old_z == Z.tobytes() or fits is None:
+            return start
+        moves = []
+        for end in ("vfe", "fitc"):
+            end_trail, fit = self._trail(end, keys), fits.get(end)
+            before = end_trail.sites_at(sparse_demo.method_power(end, 0.0), old_z) if end_trail else None
+            moves.append((before, fit.sites) if fit is not None else (None, None))
+        if any(s is None for move in moves for s in move):
+            return start  # an end not fitted (unticked, not converged): the old sites as they are
+        return sparse_demo.moved_start(start, power, *moves)
 
     def _remember_sites(self, fits: dict, keys, Z) -> None:
         """The good ``fits``' sites start later fits (only of this data / likelihood / kernel)."""
@@ -234,7 +252,7 @@ class SparseModel(param.Parameterized):
                 fit = FIT_CACHE.get_recent(key)
                 if fit is None:
                     fit = sparse_demo.fit_sparse(X, y, lik, kernel, method, Z, grid, self.alpha, self.projection,
-                                                 start=self.warm_start(method, keys, Z))
+                                                 start=self.warm_start(method, keys, Z, fits))
                     FIT_CACHE.put(key, fit)
                 fits[method] = fit
         except (ValueError, TypeError, ArithmeticError, np.linalg.LinAlgError) as exc:

@@ -146,6 +146,28 @@ def test_a_warm_start_reaches_the_cold_fit(preset, projection):
             assert warm.n_sweeps <= cold.n_sweeps == 2
 
 
+def test_after_a_drag_power_ep_moved_like_vfe_and_fitc_needs_fewer_sweeps():
+    """A drag moves Power QP's sites (alpha 0.5) about as it moves the VFE and FITC sites, mixed by
+    alpha: from there fewer sweeps than from the old sites, to the same fit."""
+    X, y, lik, kernel, Z, grid = preset_inputs("sine boundary")
+    dragged = Z.copy()
+    dragged[Z.shape[0] // 2] += 0.4
+
+    def fits(Z_now, start=None):
+        return {m: sparse_demo.fit_sparse(X, y, lik, kernel, m, Z_now, grid, 0.5, "qp",
+                                          start=None if start is None else start[m].sites)
+                for m in ("vfe", "fitc", "power_ep")}
+
+    old = fits(Z)
+    new = fits(dragged, old)
+    moved = sparse_demo.moved_start(old["power_ep"].sites, 0.5, (old["vfe"].sites, new["vfe"].sites),
+                                    (old["fitc"].sites, new["fitc"].sites))
+    from_moved = sparse_demo.fit_sparse(X, y, lik, kernel, "power_ep", dragged, grid, 0.5, "qp", start=moved)
+    assert from_moved.n_sweeps < new["power_ep"].n_sweeps, (from_moved.n_sweeps, new["power_ep"].n_sweeps)
+    assert from_moved.evidence == pytest.approx(new["power_ep"].evidence, abs=1e-6)
+    np.testing.assert_allclose(from_moved.mean, new["power_ep"].mean, atol=1e-6)
+
+
 def test_a_start_that_does_not_fit_the_data_falls_back_to_a_cold_fit():
     X, y, lik, kernel, Z, grid = preset_inputs("probit step")
     cold = sparse_demo.fit_sparse(X, y, lik, kernel, "fitc", Z, grid)
@@ -272,8 +294,14 @@ def test_model_warm_starts_on_an_alpha_step_and_not_after_a_preset_change(model,
     model.preset = "probit step"  # new data, likelihood and kernel: every fit cold
     assert {"exact", "fitc", "vfe", "power_ep"} <= set(starts) and all(s is None for s in starts.values())
     starts.clear()
+    before = {m: f.sites for m, f in model.fits.items() if f.sites is not None}
     model.set_inducing(model.Z[:, 0] + 0.1)  # a drag on the new preset starts from its fits
-    assert "exact" not in starts and all(starts[m] is not None for m in ("fitc", "vfe", "power_ep"))
+    assert "exact" not in starts and starts["fitc"] is before["fitc"] and starts["vfe"] is before["vfe"]
+    after = model.fits  # Power EP: its sites moved as the drag moved VFE's and FITC's
+    expected = sparse_demo.moved_start(before["power_ep"], model.alpha, (before["vfe"], after["vfe"].sites),
+                                       (before["fitc"], after["fitc"].sites))
+    for got, want in zip(starts["power_ep"], expected):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
 def test_new_pseudo_inputs_stop_the_old_curve_before_fitting_and_a_failed_fit_restarts_it(monkeypatch):
