@@ -103,7 +103,7 @@ class SparseModel(param.Parameterized):
         self.classification = False
         self.likelihood_name = "gaussian"
         self._loading = False
-        self._curve_job = None  # {key, future, cancel event}
+        self._curve_job = None  # {key, future, cancel event, args (to submit it again)}
         # (method, projection) -> (data / likelihood / kernel keys, SiteTrail of its last good fits)
         self._warm_sites = {}
         self.load_preset(reset_n=True)
