@@ -5,7 +5,10 @@
 computation is :mod:`qpviz.gpdemo.sparse_demo`. Every fit is cached in :data:`FIT_CACHE` by (method,
 data, likelihood, kernel, Z, alpha, projection), so flipping back is instant; the Power-EP evidence
 curve over alpha (15 fits) runs in the job pool (:data:`long_jobs.EXECUTOR`) after the fits are
-drawn, so a drag or an alpha step redraws the fits without waiting for it.
+drawn, so a drag or an alpha step redraws the fits without waiting for it. A fit not in the cache
+starts from the sites of the model's last good fits of that method and projection when only alpha
+or Z changed since (:meth:`SparseModel.warm_start`, :class:`sparse_demo.SiteTrail`): fewer sweeps
+to the same fixed point.
 """
 from __future__ import annotations
 
@@ -60,11 +63,11 @@ def decode_z(text: str) -> np.ndarray:
     return np.sort(values)[:, None]
 
 
-def _delayed_curve(X, y, lik, kernel, Z, projection, cancel: threading.Event) -> np.ndarray:
+def _delayed_curve(X, y, lik, kernel, Z, projection, trail, cancel: threading.Event) -> np.ndarray:
     """:func:`sparse_demo.evidence_curve` after CURVE_DELAY_S (at once NaN if cancelled meanwhile)."""
     if cancel.wait(CURVE_DELAY_S):
         return np.full(sparse_demo.ALPHA_GRID.size, np.nan)
-    return sparse_demo.evidence_curve(X, y, lik, kernel, Z, projection, cancel=cancel)
+    return sparse_demo.evidence_curve(X, y, lik, kernel, Z, projection, cancel=cancel, trail=trail)
 
 
 class SparseModel(param.Parameterized):
@@ -100,7 +103,9 @@ class SparseModel(param.Parameterized):
         self.classification = False
         self.likelihood_name = "gaussian"
         self._loading = False
-        self._curve_job = None  # {key, future, cancel event}
+        self._curve_job = None  # {key, future, cancel event, args (to submit it again)}
+        # (method, projection) -> (data / likelihood / kernel keys, SiteTrail of its last good fits)
+        self._warm_sites = {}
         self.load_preset(reset_n=True)
 
     # -- inputs ------------------------------------------------------------------------------
@@ -188,8 +193,48 @@ class SparseModel(param.Parameterized):
                 (type(kernel).__name__, tuple(sorted(kernel.params.items()))))
 
     # -- fitting -----------------------------------------------------------------------------
+    def _warm_key(self, method: str) -> tuple:
+        return method, self.projection if method == "power_ep" else "ep"
+
+    def _trail(self, method: str, keys) -> sparse_demo.SiteTrail | None:
+        kept = self._warm_sites.get(self._warm_key(method))
+        return kept[1] if kept is not None and kept[0] == keys else None
+
+    def warm_start(self, method: str, keys, Z, fits=None) -> tuple | None:
+        """The start (tau, nu) the last good fits of ``method`` (and projection) give a fit with
+        pseudo-inputs Z at the current alpha (:class:`sparse_demo.SiteTrail`) when their data,
+        likelihood and kernel (``keys``, :meth:`_keys`; N is in the data's digest) are the current
+        ones, i.e. only alpha or Z changed since; else None (a cold start). Power EP after a move
+        of Z: moved as the move moved the VFE and FITC sites (:func:`sparse_demo.moved_start`;
+        ``fits``: this refit's fits so far, VFE and FITC at the new Z)."""
+        trail = self._trail(method, keys)
+        if trail is None:
+            return None
+        power = sparse_demo.method_power(method, self.alpha)
+        start = trail.start(power, Z)
+        old_z = trail.last_inducing
+        if method != "power_ep" or old_z == Z.tobytes() or fits is None:
+            return start
+        moves = []
+        for end in ("vfe", "fitc"):
+            end_trail, fit = self._trail(end, keys), fits.get(end)
+            before = end_trail.sites_at(sparse_demo.method_power(end, 0.0), old_z) if end_trail else None
+            moves.append((before, fit.sites) if fit is not None else (None, None))
+        if any(s is None for move in moves for s in move):
+            return start  # an end not fitted (unticked, not converged): the old sites as they are
+        return sparse_demo.moved_start(start, power, *moves)
+
+    def _remember_sites(self, fits: dict, keys, Z) -> None:
+        """The good ``fits``' sites start later fits (only of this data / likelihood / kernel)."""
+        self._warm_sites = {k: v for k, v in self._warm_sites.items() if v[0] == keys}
+        for method, fit in fits.items():
+            if fit.sites is not None:
+                trail = self._warm_sites.setdefault(self._warm_key(method), (keys, sparse_demo.SiteTrail()))[1]
+                trail.add(sparse_demo.method_power(method, self.alpha), Z, fit.sites)
+
     def refit(self) -> bool:
         """Fit the chosen methods; on bad input keep the last fits and say what to change."""
+        stopped = None  # the last good fits' curve job, stopped before these fits
         try:
             lik = self.likelihood()
             kernel = oned.make_kernel(self.kernel, self.variance, self.lengthscale)
@@ -197,6 +242,7 @@ class SparseModel(param.Parameterized):
             X, y, Z = sparse_demo.check_inputs(self.X, self.y, lik, self.Z)
             grid = oned.make_grid(X)
             keys = self._keys(lik, kernel)
+            stopped = self._cancel_other_curve(self._curve_key(keys, Z))
             fits = {}
             for method in sparse_demo.METHODS:
                 if method not in self.methods:
@@ -205,12 +251,16 @@ class SparseModel(param.Parameterized):
                        (self.alpha, self.projection) if method == "power_ep" else None)
                 fit = FIT_CACHE.get_recent(key)
                 if fit is None:
-                    fit = sparse_demo.fit_sparse(X, y, lik, kernel, method, Z, grid, self.alpha, self.projection)
+                    fit = sparse_demo.fit_sparse(X, y, lik, kernel, method, Z, grid, self.alpha, self.projection,
+                                                 start=self.warm_start(method, keys, Z, fits))
                     FIT_CACHE.put(key, fit)
                 fits[method] = fit
         except (ValueError, TypeError, ArithmeticError, np.linalg.LinAlgError) as exc:
             self.message = f"Not refitted, the plots show the last good fit: {exc}"
-            return False
+            if stopped is not None:  # the plots still show the last good fits: their curve too
+                self._submit_curve(stopped["key"], stopped["args"])
+            return False  # the warm starts stay those of the last good fits
+        self._remember_sites(fits, keys, Z)
         self.grid = grid
         self.param.update(fits=fits, message="", version=self.version + 1)
         self._start_curve(X, y, lik, kernel, Z, keys)
@@ -220,24 +270,50 @@ class SparseModel(param.Parameterized):
         """The Power-EP evidence over alpha: cached, or computed (inline, or in the pool when
         ``background``, after CURVE_DELAY_S, so that its thread does not compete with the message
         carrying the new fits; :func:`_delayed_curve`)."""
-        key = (*keys, Z.tobytes(), self.projection)
+        key = self._curve_key(keys, Z)
         cached = CURVE_CACHE.get_recent(key)
-        if self._curve_job is not None and self._curve_job["key"] != key:
-            self._curve_job["cancel"].set()  # a newer curve was asked for: stop the old one between alphas
-            self._curve_job = None
+        self._cancel_other_curve(key)
         if cached is not None:
             self.param.update(curve=cached, curve_version=self.curve_version + 1)
             return
         if not self.background:
-            curve = sparse_demo.evidence_curve(X, y, lik, kernel, Z, self.projection)
+            curve = sparse_demo.evidence_curve(X, y, lik, kernel, Z, self.projection, trail=self._curve_start(Z))
             CURVE_CACHE.put(key, curve)
             self.param.update(curve=curve, curve_version=self.curve_version + 1)
             return
         if self._curve_job is None:
-            cancel = threading.Event()
-            future = EXECUTOR.submit(_delayed_curve, X, y, lik, kernel, Z, self.projection, cancel)
-            self._curve_job = {"key": key, "future": future, "cancel": cancel}
+            self._submit_curve(key, (X, y, lik, kernel, Z, self.projection, self._curve_start(Z)))
         self.param.update(curve=None, curve_version=self.curve_version + 1)
+
+    def _curve_start(self, Z) -> sparse_demo.SiteTrail:
+        """The curve's first alphas start between the VFE fit (its alpha -> 0 end; the EP projection,
+        a start as good as QP's there) and the Power-EP fit just drawn: the same Z, no cold fit."""
+        trail = sparse_demo.SiteTrail()
+        for method in ("vfe", "power_ep"):
+            fit = self.fits.get(method)
+            if fit is not None and fit.sites is not None:
+                trail.add(sparse_demo.method_power(method, self.alpha), Z, fit.sites)
+        return trail
+
+    def _submit_curve(self, key, args) -> None:
+        """:func:`_delayed_curve` on ``args`` = (X, y, lik, kernel, Z, projection, trail) in the pool."""
+        cancel = threading.Event()
+        self._curve_job = {"key": key, "future": EXECUTOR.submit(_delayed_curve, *args, cancel), "cancel": cancel,
+                           "args": args}
+
+    def _curve_key(self, keys, Z) -> tuple:
+        return (*keys, Z.tobytes(), self.projection)
+
+    def _cancel_other_curve(self, key) -> dict | None:
+        """A newer curve is asked for: stop the running one at its next alpha (returned, else None).
+        Called before the fits too, so that the old curve's thread does not slow them down (a drag
+        after a drag)."""
+        job = self._curve_job
+        if job is None or job["key"] == key:
+            return None
+        job["cancel"].set()
+        self._curve_job = None
+        return job
 
     @property
     def curve_pending(self) -> bool:

@@ -6,7 +6,8 @@ on Z or alpha: cached after the first fit):
 
 * **alpha key press**: one step right on the alpha slider (0.05; a new Power-EP fit each time);
 * **handle drag**: a mouse drag of one pseudo-input by half a unit (a new Z each time: FITC,
-  VFE and Power EP refit).
+  VFE and Power EP refit), at alpha ``--drag-alpha`` (default 0, the VFE end; 0.5 is where
+  Power QP on "sine boundary" is slowest).
 
 Two times per action, from the key press or from the mouse release that ends the drag: **fits drawn** (the numbers table, sent in the same
 message as the fits' new data, has changed in the browser) and **last change** (the documents
@@ -14,7 +15,10 @@ quiet for 400 ms: after a drag this includes the Power-EP evidence curve over 15
 in the job pool after the fits are drawn). Goal (issue 12): fits drawn within 250 ms.
 
 Usage: .venv/bin/python benchmarks/bench_sparse_latency.py [--presses 15] [--preset "sine boundary"]
-(``--preset``: any preset of the page; the probit ones fit Power EP / QP with tempered moments)
+[--projection qp] [--drag-alpha 0.5] (``--preset``: any preset of the page; the probit ones fit Power
+EP / QP with tempered moments; ``--projection``: Power EP's projection, "ep" (KL, the page's default)
+or "qp" (W2)).
+Each refit starts from the sites of the page's previous fit (a warm start; app/sparse_page.py).
 """
 from __future__ import annotations
 
@@ -36,9 +40,11 @@ from test_sparse_page import HANDLE_JS  # noqa: E402
 PRESET = "smooth regression (N = 200)"
 
 
-def page_url(preset: str) -> str:
-    """The Sparse page with ``preset`` at N = 500, M = 20, alpha 0 (the key steps go right)."""
-    return "?page=sparse&sp_preset=" + quote(preset) + "&sp_n=500&sp_m=20&sp_alpha=0"
+def page_url(preset: str, projection: str = "ep", alpha: float = 0.0) -> str:
+    """The Sparse page with ``preset`` at N = 500, M = 20, ``alpha`` (0 for the key steps: they go
+    right), Power EP projecting by ``projection``."""
+    return (f"?page=sparse&sp_preset={quote(preset)}&sp_n=500&sp_m=20&sp_alpha={alpha:g}"
+            f"&sp_proj={projection}")
 
 
 #: The numbers table's text (its HTML model), read before the action.
@@ -109,6 +115,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--presses", type=int, default=15)
     ap.add_argument("--preset", default=PRESET, help="a Sparse-page preset, e.g. 'sine boundary' (probit)")
+    ap.add_argument("--projection", default="ep", choices=("ep", "qp"), help="Power EP's projection (default ep)")
+    ap.add_argument("--drag-alpha", type=float, default=0.0, help="alpha during the drags (default 0)")
     args = ap.parse_args()
     process, url = serve_app(Path(tempfile.mkdtemp()) / "serve.log")
     try:
@@ -117,9 +125,10 @@ def main() -> int:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
             page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-            for what, action in (("alpha key", alpha_step), ("handle drag", drag_handle())):
-                name = f"Sparse ({args.preset}), N=500, M=20, {what}"
-                page.goto(url + page_url(args.preset))
+            drag = "handle drag" + (f" at alpha {args.drag_alpha:g}" if args.drag_alpha else "")
+            for what, action, alpha in (("alpha key", alpha_step, 0.0), (drag, drag_handle(), args.drag_alpha)):
+                name = f"Sparse ({args.preset}, {args.projection.upper()}), N=500, M=20, {what}"
+                page.goto(url + page_url(args.preset, args.projection, alpha))
                 wait_for_bokeh(page)
                 settle(page, 1500)
                 pairs = []

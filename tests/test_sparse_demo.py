@@ -114,6 +114,107 @@ def test_bad_inputs_say_what_to_change():
         sparse_demo.fit_sparse(X, y_bad, lik, kernel, "fitc", X[:3], grid)
 
 
+def preset_inputs(name):
+    """(X, y, likelihood, kernel, Z, grid) of a preset as the page starts it."""
+    data = sparse_demo.make_preset(name)
+    lik = sparse_demo.make_likelihood(data.likelihood, data.noise)
+    kernel = oned.make_kernel("RBF", data.variance, data.lengthscale)
+    return data.X, data.y, lik, kernel, sparse_demo.initial_inducing(data.X, data.m), oned.make_grid(data.X)
+
+
+@pytest.mark.parametrize("projection", ["ep", "qp"])
+@pytest.mark.parametrize("preset", ["sine boundary", "smooth regression (N = 200)"])
+def test_a_warm_start_reaches_the_cold_fit(preset, projection):
+    """From the sites of the fit at alpha 0.45: an alpha step to 0.5, and a drag of one pseudo-input,
+    give the cold fit's evidence and predictions (within 1e-6); with the probit likelihood in fewer
+    sweeps (a Gaussian likelihood's sites are exact after one sweep from anywhere: 2 sweeps either way)."""
+    X, y, lik, kernel, Z, grid = preset_inputs(preset)
+    before = sparse_demo.fit_sparse(X, y, lik, kernel, "power_ep", Z, grid, 0.45, projection)
+    assert before.sites is not None and before.sites[0].shape == y.shape
+    dragged = Z.copy()
+    dragged[Z.shape[0] // 2] += 0.3
+    for alpha, Z_new in ((0.5, Z), (0.45, dragged)):
+        cold = sparse_demo.fit_sparse(X, y, lik, kernel, "power_ep", Z_new, grid, alpha, projection)
+        warm = sparse_demo.fit_sparse(X, y, lik, kernel, "power_ep", Z_new, grid, alpha, projection,
+                                      start=before.sites)
+        assert warm.converged and warm.evidence == pytest.approx(cold.evidence, abs=1e-6)
+        np.testing.assert_allclose(warm.mean, cold.mean, atol=1e-6)
+        np.testing.assert_allclose(warm.var, cold.var, atol=1e-6)
+        if lik.name == "probit":
+            assert warm.n_sweeps < cold.n_sweeps, (alpha, warm.n_sweeps, cold.n_sweeps)
+        else:
+            assert warm.n_sweeps <= cold.n_sweeps == 2
+
+
+def test_after_a_drag_power_ep_moved_like_vfe_and_fitc_needs_fewer_sweeps():
+    """A drag moves Power QP's sites (alpha 0.5) about as it moves the VFE and FITC sites, mixed by
+    alpha: from there fewer sweeps than from the old sites, to the same fit."""
+    X, y, lik, kernel, Z, grid = preset_inputs("sine boundary")
+    dragged = Z.copy()
+    dragged[Z.shape[0] // 2] += 0.4
+
+    def fits(Z_now, start=None):
+        return {m: sparse_demo.fit_sparse(X, y, lik, kernel, m, Z_now, grid, 0.5, "qp",
+                                          start=None if start is None else start[m].sites)
+                for m in ("vfe", "fitc", "power_ep")}
+
+    old = fits(Z)
+    new = fits(dragged, old)
+    moved = sparse_demo.moved_start(old["power_ep"].sites, 0.5, (old["vfe"].sites, new["vfe"].sites),
+                                    (old["fitc"].sites, new["fitc"].sites))
+    from_moved = sparse_demo.fit_sparse(X, y, lik, kernel, "power_ep", dragged, grid, 0.5, "qp", start=moved)
+    assert from_moved.n_sweeps < new["power_ep"].n_sweeps, (from_moved.n_sweeps, new["power_ep"].n_sweeps)
+    assert from_moved.evidence == pytest.approx(new["power_ep"].evidence, abs=1e-6)
+    np.testing.assert_allclose(from_moved.mean, new["power_ep"].mean, atol=1e-6)
+
+
+def test_a_start_that_does_not_fit_the_data_falls_back_to_a_cold_fit():
+    X, y, lik, kernel, Z, grid = preset_inputs("probit step")
+    cold = sparse_demo.fit_sparse(X, y, lik, kernel, "fitc", Z, grid)
+    wrong_n = (np.ones(y.size + 1), np.zeros(y.size + 1))
+    warm = sparse_demo.fit_sparse(X, y, lik, kernel, "fitc", Z, grid, start=wrong_n)
+    assert warm.evidence == cold.evidence and warm.n_sweeps == cold.n_sweeps
+
+
+def test_the_evidence_curve_chains_its_alphas_to_the_cold_fits():
+    """Chained alone, or seeded with the page's VFE and Power-QP fits (as the page does): the cold
+    fits' evidence at every alpha."""
+    X, y, lik, kernel, Z, grid = preset_inputs("sine boundary")
+    alphas = [0.0, 0.1, 0.3, 0.35]
+    cold = [sparse_demo.fit_sparse(X, y, lik, kernel, "power_ep", Z, grid, a, "qp").evidence for a in alphas]
+    seed = sparse_demo.SiteTrail()
+    seed.add(sparse_demo.VFE_ALPHA, Z, sparse_demo.fit_sparse(X, y, lik, kernel, "vfe", Z, grid).sites)
+    seed.add(0.5, Z, sparse_demo.fit_sparse(X, y, lik, kernel, "power_ep", Z, grid, 0.5, "qp").sites)
+    for trail in (None, seed):
+        curve = sparse_demo.evidence_curve(X, y, lik, kernel, Z, "qp", alphas=alphas, trail=trail)
+        np.testing.assert_allclose(curve, cold, atol=1e-6)
+
+
+def test_an_alpha_step_after_two_starts_from_the_secant_in_one_sweep():
+    """Two fits on the same Z at alpha 0.4 and 0.45: the next step, 0.5, starts from the secant through
+    their sites (SiteTrail) and needs fewer sweeps than from the last sites alone, same fit."""
+    X, y, lik, kernel, Z, grid = preset_inputs("sine boundary")
+    trail = sparse_demo.SiteTrail()
+    fits = {}
+    for alpha in (0.4, 0.45):
+        fits[alpha] = sparse_demo.fit_sparse(X, y, lik, kernel, "power_ep", Z, grid, alpha, "qp",
+                                             start=trail.start(alpha, Z))
+        trail.add(alpha, Z, fits[alpha].sites)
+    last = fits[0.45].sites
+    secant = trail.start(0.5, Z)
+    assert secant is not last and np.all(secant[0] >= 0)
+    np.testing.assert_allclose(secant[1], 2 * last[1] - fits[0.4].sites[1], rtol=1e-12)
+    between = trail.start(0.425, Z)  # half-way: the mean of the two fits' sites
+    np.testing.assert_allclose(between[1], (last[1] + fits[0.4].sites[1]) / 2, rtol=1e-12)
+    assert trail.start(0.5, Z + 0.1) is last and trail.start(0.3, Z) is last  # a drag, a step back past 0.4
+    cold = sparse_demo.fit_sparse(X, y, lik, kernel, "power_ep", Z, grid, 0.5, "qp")
+    from_last = sparse_demo.fit_sparse(X, y, lik, kernel, "power_ep", Z, grid, 0.5, "qp", start=last)
+    from_secant = sparse_demo.fit_sparse(X, y, lik, kernel, "power_ep", Z, grid, 0.5, "qp", start=secant)
+    assert from_secant.n_sweeps < from_last.n_sweeps < cold.n_sweeps
+    assert from_secant.evidence == pytest.approx(cold.evidence, abs=1e-6)
+    np.testing.assert_allclose(from_secant.mean, cold.mean, atol=1e-6)
+
+
 # -- the page's model (no browser) ------------------------------------------------------------
 @pytest.fixture
 def model():
@@ -154,3 +255,74 @@ def test_model_new_pseudo_inputs_refit_and_m_follows(model):
     assert model.fits["fitc"].evidence != before
     model.m = 6  # K-means restart
     assert model.Z.shape == (6, 1) and model.message == ""
+
+
+def test_model_warm_starts_on_an_alpha_step_and_not_after_a_preset_change(model, monkeypatch):
+    import long_jobs
+    import sparse_page
+
+    monkeypatch.setattr(sparse_page, "FIT_CACHE", long_jobs.LRUCache(512))  # every fit below is computed
+    starts = {}
+    fit_sparse = sparse_demo.fit_sparse
+
+    def recording(X, y, lik, kernel, method, *args, start=None, **kwargs):
+        starts[method] = start
+        return fit_sparse(X, y, lik, kernel, method, *args, start=start, **kwargs)
+
+    monkeypatch.setattr(sparse_demo, "fit_sparse", recording)
+    assert model.alpha == 0.5
+    at_50, noise = model.fits["power_ep"].sites, model.noise
+    model.noise = "0"  # a failed refit keeps the last good sites
+    model.alpha = 0.55  # (fails too: the noise is still bad)
+    assert "noise variance" in model.message and starts == {}
+    model.noise = noise  # the preset's noise again: the same likelihood, so the last good fits start these
+    assert starts["power_ep"] is at_50 and starts["fitc"] is not None and starts["exact"] is None
+    at_55 = model.fits["power_ep"].sites
+    starts.clear()
+    model.alpha = 0.6  # a slider step: only Power EP refits, from the secant through 0.5 and 0.55
+    assert list(starts) == ["power_ep"]
+    np.testing.assert_allclose(starts["power_ep"][0], np.maximum(2 * at_55[0] - at_50[0], 0.0), rtol=1e-12)
+    np.testing.assert_allclose(starts["power_ep"][1], 2 * at_55[1] - at_50[1], rtol=1e-12)
+    at_60 = model.fits["power_ep"].sites
+    starts.clear()
+    model.alpha = 0.45  # a step back (and beyond): from the last sites
+    assert list(starts) == ["power_ep"] and starts["power_ep"] is at_60
+    starts.clear()
+    model.projection = "qp"  # another projection: nothing of its own to start from yet
+    assert list(starts) == ["power_ep"] and starts["power_ep"] is None
+    starts.clear()
+    model.preset = "probit step"  # new data, likelihood and kernel: every fit cold
+    assert {"exact", "fitc", "vfe", "power_ep"} <= set(starts) and all(s is None for s in starts.values())
+    starts.clear()
+    before = {m: f.sites for m, f in model.fits.items() if f.sites is not None}
+    model.set_inducing(model.Z[:, 0] + 0.1)  # a drag on the new preset starts from its fits
+    assert "exact" not in starts and starts["fitc"] is before["fitc"] and starts["vfe"] is before["vfe"]
+    after = model.fits  # Power EP: its sites moved as the drag moved VFE's and FITC's
+    expected = sparse_demo.moved_start(before["power_ep"], model.alpha, (before["vfe"], after["vfe"].sites),
+                                       (before["fitc"], after["fitc"].sites))
+    for got, want in zip(starts["power_ep"], expected):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_new_pseudo_inputs_stop_the_old_curve_before_fitting_and_a_failed_fit_restarts_it(monkeypatch):
+    import long_jobs
+    import sparse_page
+
+    monkeypatch.setattr(sparse_page, "CURVE_CACHE", long_jobs.LRUCache(64))  # the curve is computed
+    model = sparse_page.SparseModel(background=True)
+    old = model._curve_job
+    assert model.curve_pending and not old["cancel"].is_set()
+    stopped_before_fitting = []
+
+    def failing(*args, **kwargs):
+        stopped_before_fitting.append(old["cancel"].is_set())
+        raise ArithmeticError("no fixed point")
+
+    monkeypatch.setattr(sparse_demo, "fit_sparse", failing)
+    assert not model.set_inducing(model.Z[:, 0] + 0.1)
+    assert stopped_before_fitting == [True] and "no fixed point" in model.message
+    again = model._curve_job  # the plots show the last good fits: their curve is computed after all
+    assert again is not old and again["key"] == old["key"] and not again["cancel"].is_set()
+    again["future"].result(timeout=120)
+    model.poll_curve()
+    assert not model.curve_pending and np.all(np.isfinite(model.curve))
