@@ -129,6 +129,26 @@ def limit_heap_growth() -> None:
         pass
 
 
+_FROZEN = threading.Lock()
+_frozen_once = False
+
+
+def freeze_long_lived() -> None:
+    """Once per server process, before the first session's page is built: collect, then move every
+    object alive (the imported modules: Panel, Bokeh, NumPy, numba and its compiled kernels, qpviz)
+    to the collector's permanent generation (``gc.freeze``). A full collection then scans only what
+    sessions made since: measured on the VSGP page, a 188 ms collection in the middle of a slider
+    step (one press in 15 took 280 ms instead of 100). These objects live as long as the server
+    anyway; a session's own objects stay collectable (its end collects them,
+    :func:`release_freed_memory`)."""
+    global _frozen_once
+    with _FROZEN:
+        if not _frozen_once:
+            gc.collect()
+            gc.freeze()
+            _frozen_once = True
+
+
 def release_freed_memory() -> None:
     """Collect cycles and hand the heap's free pages back to the system (glibc's malloc_trim):
     a closed session's pages are freed, but glibc keeps freed memory in its arenas, so without

@@ -16,5 +16,6 @@ tcp_nodelay.enable()  # the server's replies reach the browser without Nagle's 4
 closed_tabs.enable()  # a tab closed mid-write drops its message (no server traceback)
 dashboard.limit_heap_growth()  # freed arrays go back to the system (idempotent)
 pn.state.onload(dashboard.preload_later)
+dashboard.freeze_long_lived()  # the imports out of the full collections' way (once per process)
 
 dashboard.build().servable()
