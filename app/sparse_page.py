@@ -258,7 +258,8 @@ class SparseModel(param.Parameterized):
         except (ValueError, TypeError, ArithmeticError, np.linalg.LinAlgError) as exc:
             self.message = f"Not refitted, the plots show the last good fit: {exc}"
             if stopped is not None:  # the plots still show the last good fits: their curve too
-                self._submit_curve(stopped["key"], stopped["args"])
+                # a fresh trail: the stopped job's thread may still extend its own at its current alpha
+                self._submit_curve(stopped["key"], (*stopped["args"][:-1], self._curve_start(stopped["args"][4])))
             return False  # the warm starts stay those of the last good fits
         self._remember_sites(fits, keys, Z)
         self.grid = grid

@@ -232,6 +232,8 @@ def lk_taylor(lk, y, f, out):
     if lk[10] == 0.0:
         return 0
     count = int(lk[9](params_pointer(lk[5]), y, f, out))
+    if count > TAYLOR_TERMS + 1:  # a kernel past the documented limit: not used
+        return 0
     for k in range(count):
         out[k] *= lk[6]
     return count

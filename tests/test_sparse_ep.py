@@ -435,3 +435,14 @@ def test_condition_takes_strided_site_arrays():
     strided = prior.condition(tau_long[::2], nu_long[::2])
     contiguous = prior.condition(tau_long[::2].copy(), nu_long[::2].copy())
     assert np.array_equal(strided.var, contiguous.var) and np.array_equal(strided.mean, contiguous.mean)
+
+
+def test_sequential_sweeps_read_a_c_ordered_copy_of_w_built_once():
+    """W is stored (M, N) for the BLAS calls; the sequential sweeps read w_n row by row from a C-ordered
+    (N, M) copy built on first use (not from the strided view Wt), dropped when the prior is pickled."""
+    import pickle
+
+    prior = SparsePrior(KERNEL, X_R, Z_R)
+    rows = prior.rows()
+    assert rows.flags.c_contiguous and np.array_equal(rows, prior.Wt) and prior.rows() is rows
+    assert pickle.loads(pickle.dumps(prior))._rows is None

