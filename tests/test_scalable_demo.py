@@ -265,3 +265,27 @@ def test_an_exiting_server_ends_its_runs_at_once():
     pid = int(result.stdout.split()[0])
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_a_job_is_forgotten_once_when_threads_race_to_forget_it():
+    """A stop's daemon thread, a timer and the event loop's poll can all forget a job at once: its
+    pipes are closed exactly once (two closes of one descriptor gave EBADF in CI, and could close
+    another object's reused descriptor)."""
+    import threading
+
+    job = sd.TrainingJob(gfitc_config(max_opt_iter=4))  # not started: pipes only
+    closes = []
+    real_close = job._receive.close
+
+    def slow_close():
+        closes.append(threading.get_ident())
+        time.sleep(0.05)  # wide enough for the other threads to arrive meanwhile
+        real_close()
+
+    job._receive.close = slow_close
+    threads = [threading.Thread(target=job._forget) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(closes) == 1 and job._receive.closed and job._control.closed

@@ -379,6 +379,10 @@ class TrainingJob:
         self._receive, self._child_send = self._context.Pipe(duplex=False)
         self._child_control, self._control = self._context.Pipe(duplex=False)
         self._eof = False
+        # _forget runs from several threads (a stop's daemon thread, a timer, the event loop's poll):
+        # two unguarded closes of one pipe close its descriptor twice (EBADF, or another object's fd)
+        self._forget_lock = threading.Lock()
+        self._forgotten = False
         self.process = None
         self.started_at = None
         self.stop_requested = False
@@ -497,11 +501,14 @@ class TrainingJob:
             self._forget()
 
     def _forget(self) -> None:
-        """Out of the running set, pipes closed, process reaped (safe to call twice)."""
-        with _RUNNING_LOCK:
-            _RUNNING.discard(self)
-        self._receive.close()
-        self._control.close()
+        """Out of the running set, pipes closed, process reaped (safe to call twice, from any thread)."""
+        with self._forget_lock:
+            if not self._forgotten:
+                self._forgotten = True
+                with _RUNNING_LOCK:
+                    _RUNNING.discard(self)
+                self._receive.close()
+                self._control.close()
         if self.process is not None:
             self.process.join(0)  # reap it if it has exited, never wait (poll runs on the server's event loop)
 
