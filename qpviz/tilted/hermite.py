@@ -124,17 +124,24 @@ _NEWTON_STEPS = 12
 _NEWTON_STOP = 0.1
 
 
+def _hermite_basis(n: int, x: np.ndarray) -> np.ndarray:
+    """psi_0(x) ... psi_{n-1}(x), rows of an (n, len(x)) array: the orthonormal Hermite polynomials
+    of N(0, 1), psi_{k+1} = (x psi_k - sqrt(k) psi_{k-1}) / sqrt(k + 1)."""
+    psi = np.zeros((n, x.size))
+    psi[0] = 1.0
+    psi[1] = x
+    for k in range(1, n - 1):
+        psi[k + 1] = (x * psi[k] - math.sqrt(k) * psi[k - 1]) / math.sqrt(k + 1)
+    return psi
+
+
 def _hermite_tables(n: int) -> tuple:
     """One rule's arrays: nodes x_j; the transform TRANSFORM[k, j] = W_j psi_k(x_j) (W_j the n-point
     Gauss-Hermite weights of N(0, 1)); the CDF matrix CUMULATIVE[j, k] = psi_{k-1}(x_j)/sqrt(k)
     (k >= 1; column 0 is zero); phi(x_j), Phi(x_j), Phi(-x_j)."""
     nodes, weights = hermite_e.hermegauss(n)
     weights = weights / math.sqrt(2.0 * math.pi)
-    psi = np.zeros((n, n))
-    psi[0] = 1.0
-    psi[1] = nodes
-    for k in range(1, n - 1):
-        psi[k + 1] = (nodes * psi[k] - math.sqrt(k) * psi[k - 1]) / math.sqrt(k + 1)
+    psi = _hermite_basis(n, nodes)
     cumulative = np.zeros((n, n))
     for k in range(1, n):
         cumulative[:, k] = psi[k - 1] / math.sqrt(k)
@@ -152,19 +159,9 @@ _REACH = float(SHORT_RULE[0][-1])  # the short rule's outermost node, in Laplace
 _TINY_REACH = float(TINY_RULE[0][-1])
 
 
-def _probe_basis(n: int, x: float) -> np.ndarray:
-    """psi_0(x) ... psi_{n-1}(x) (orthonormal Hermite polynomials of N(0, 1))."""
-    psi = np.zeros(n)
-    psi[0] = 1.0
-    psi[1] = x
-    for k in range(1, n - 1):
-        psi[k + 1] = (x * psi[k] - math.sqrt(k) * psi[k - 1]) / math.sqrt(k + 1)
-    return psi
-
-
 #: the probes of the tiny rule (module docstring): x = -+_REACH and the tiny basis there
 PROBES = np.array([-_REACH, _REACH])
-PROBE_BASIS = np.ascontiguousarray(np.vstack([_probe_basis(TINY_NODES, x) for x in PROBES]))
+PROBE_BASIS = np.ascontiguousarray(_hermite_basis(TINY_NODES, PROBES).T)
 
 
 @njit(**NUMBA_OPTIONS)
@@ -425,6 +422,11 @@ def hermite_summary_scalar(lk, y, m, v):
     return ok and sigma == sigma, log_z, mean, var, sigma
 
 
+def _flat_inputs(y, m, v):
+    """y, m, v broadcast together, as contiguous 1-D float64 arrays (the batch kernels' inputs)."""
+    return tuple(np.ascontiguousarray(a, dtype=np.float64).ravel() for a in np.broadcast_arrays(y, m, v))
+
+
 @njit(**NUMBA_OPTIONS)
 def _summary_batch(lk, y, m, v, out, ok, want_qp):
     for i in range(y.shape[0]):
@@ -438,7 +440,7 @@ def hermite_summary(likelihood, y, m, v, qp: bool = True):
     """(ok, log Z, mean, var, sigma_QP) arrays by the Gauss-Hermite route (NaN where not ok), for
     tests and benchmarks: broadcast y, m, v of a likelihood with numba kernels. ``qp=False``: the
     moments alone (:func:`hermite_moments`: the tiny rule first), ``ok`` for them, sigma_QP NaN."""
-    y, m, v = (np.ascontiguousarray(a, dtype=np.float64).ravel() for a in np.broadcast_arrays(y, m, v))
+    y, m, v = _flat_inputs(y, m, v)
     out = np.full((4, y.size), np.nan)
     ok = np.zeros(y.size, dtype=np.bool_)
     _summary_batch(likelihood.jit_handle(), y, m, v, out, ok, bool(qp))
@@ -461,7 +463,7 @@ def hermite_rules(likelihood, y, m, v, qp: bool = True) -> np.ndarray:
     """Which rule the expansion took at each broadcast (y, m, v): -2 the Taylor route, -1 tiny,
     0 short, 1 middle, 2 long, :data:`REFUSED` (the quadrature); ``qp=False``: the moments alone
     (benchmarks, tests)."""
-    y, m, v = (np.ascontiguousarray(a, dtype=np.float64).ravel() for a in np.broadcast_arrays(y, m, v))
+    y, m, v = _flat_inputs(y, m, v)
     out = np.empty(y.size, dtype=np.int64)
     _rules_batch(likelihood.jit_handle(), y, m, v, not qp, out)
     return out
