@@ -201,7 +201,7 @@ def _stack(tables, columns) -> np.ndarray:
 
 def _pima(folder, clean):
     tr, tr2, te = (_mass_table(folder, f) for f in ("pima.tr", "pima.tr2", "pima.te"))
-    features = list(tr)[:-1]  # the label `type` is last
+    features = [c for c in tr if c != "type"]  # type: the label
     complete = ~np.isnan(_stack([tr2], features)).any(axis=1)
     tr2 = {c: v[complete] for c, v in tr2.items()}
     tables = (tr, te) if clean else (tr, tr2, te)
