@@ -1,7 +1,8 @@
 """The qpviz dashboard: one tab per page (app/main.py serves :func:`build` at /app).
 
-Adding a page: write app/<page>.py with ``TITLE`` and ``page() -> (title, viewable)``, import it
-here and append it to PAGES. Bokeh runs app/main.py with app/ on sys.path, so pages import as
+Adding a page: write app/<page>.py with ``TITLE``, ``page() -> (title, viewable)`` and the URL
+query keys it reads (``URL_KEYS``, or ``url_keys()``: see :func:`url_keys`), import it here and
+append it to PAGES. Bokeh runs app/main.py with app/ on sys.path, so pages import as
 top-level modules. This is an ordinary module (imported once per server), not the served script:
 Bokeh runs the script afresh for each session and empties its globals when the session ends, so
 callbacks that outlive a session (e.g. on_session_destroyed) must live here.
@@ -42,6 +43,20 @@ def preload_later() -> None:
     timer.start()
 
 
+#: The query key of the open tab (:class:`TabInUrl`).
+PAGE_KEY = "page"
+
+
+def url_keys(module=None):
+    """The URL query keys page ``module`` reads: its ``url_keys()``, or its ``URL_KEYS`` (a mapping
+    name -> key, or the keys). Without ``module``: {tab slug: keys} of every page, the tab's own
+    key included (the browser tests feed every one of them a hostile value)."""
+    if module is None:
+        return {tab_slug(m.TITLE): (PAGE_KEY, *url_keys(m)) for m in PAGES}
+    keys = module.url_keys() if hasattr(module, "url_keys") else module.URL_KEYS
+    return tuple(keys.values()) if isinstance(keys, dict) else tuple(keys)
+
+
 def tab_slug(title: str) -> str:
     """A tab's key in the URL: its title in lower case, words joined by '-' ("GP 1-D" -> "gp-1-d")."""
     return "-".join("".join(c if c.isalnum() else " " for c in title.lower()).split())
@@ -57,7 +72,7 @@ class TabInUrl:
         self.holder.param.watch(self._open, "value")
         tabs.param.watch(self._opened, "active")
         if pn.state.location is not None:
-            pn.state.location.sync(self.holder, {"value": "page"})
+            pn.state.location.sync(self.holder, {"value": PAGE_KEY})
 
     def _open(self, event) -> None:
         if event.new in self.slugs:

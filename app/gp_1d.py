@@ -22,6 +22,7 @@ from gp_1d_model import MAX_UPLOAD_BYTES, GP1DModel
 from long_jobs import GuardedModelCalls, JobPoller, cancel_when_session_ends
 from figure_export import export_buttons
 from layout import HandOff, enlarge, explained, set_projector, view_grid
+import safe_text
 from qpviz import explorer
 from qpviz.gpdemo import oned, presets
 
@@ -36,7 +37,7 @@ LENGTHSCALE_RANGE = (0.05, 30.0)
 #: URL query keys of the page's state (prefixed: the explorer uses lik, y, m, s, projector).
 URL_KEYS = {"preset": "g1_preset", "n_points": "g1_n", "seed": "g1_seed", "likelihood": "g1_lik",
             "kernel": "g1_kernel", "variance": "g1_var", "lengthscale": "g1_ls", "methods": "g1_methods",
-            "step_method": "g1_step"}
+            "step_method": "g1_step", "projector": "g1_projector", "data_query": "g1_data"}
 
 #: Method labels of the method buttons.
 _LABELS = {"ep": "EP", "qp": "QP", "vb": "VB", "laplace": "Laplace", "mcmc": "MCMC"}
@@ -213,7 +214,7 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
             self.lengthscale.value = m.lengthscale
             self.methods.value = list(m.methods)
             self.step_method.value = m.step_method
-            self.description.object = f"*{presets.DESCRIPTIONS[m.preset]}*"
+            self.description.object = f"*{safe_text.message(presets.DESCRIPTIONS[m.preset])}*"
         finally:
             self._syncing = False
 
@@ -229,14 +230,15 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
         if not query:
             self.explorer_link.object = ""
             return
-        link = f'<a href="?{query}" target="_blank">open site {self.model.site.index} in the Projection Explorer</a>'
-        self.explorer_link.object = link + (f"<br><small>{note}</small>" if note else "")
+        link = f'<a href="?{safe_text.html_text(query, None)}" target="_blank">open site {self.model.site.index} in the Projection Explorer</a>'
+        self.explorer_link.object = link + (f"<br><small>{safe_text.html_text(note, safe_text.MESSAGE_LIMIT)}</small>"
+                                            if note else "")
 
     def _show_messages(self, *events) -> None:
         m = self.model
-        self.alert.object, self.alert.visible = m.message, bool(m.message)
-        self.info.object, self.info.visible = m.note, bool(m.note)
-        self.status.object = m.job_status
+        self.alert.object, self.alert.visible = safe_text.message(m.message), bool(m.message)
+        self.info.object, self.info.visible = safe_text.message(m.note), bool(m.note)
+        self.status.object = safe_text.message(m.job_status)
         self.progress.visible = self.progress.active = m.job_running
         self.cancel_button.disabled = not m.job_running
 
@@ -296,11 +298,10 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
             return
         widgets = {"preset": self.preset, "n_points": self.n_points, "seed": self.seed, "likelihood": self.likelihood,
                    "kernel": self.kernel, "variance": self.variance, "lengthscale": self.lengthscale,
-                   "methods": self.methods, "step_method": self.step_method}
+                   "methods": self.methods, "step_method": self.step_method, "projector": self.projector_toggle}
         for name, widget in widgets.items():
             location.sync(widget, {"value": URL_KEYS[name]})
-        location.sync(self.projector_toggle, {"value": "g1_projector"})
-        location.sync(self.model, {"data_query": "g1_data"})  # clicked / uploaded points
+        location.sync(self.model, {"data_query": URL_KEYS["data_query"]})  # clicked / uploaded points
 
     def __panel__(self):
         return self._layout

@@ -41,6 +41,8 @@ from explorer_figures import NumbersPane, style_figure
 from figure_export import export_buttons
 from layout import HandOff, enlarge, explained, formula as formula_pane, set_projector, view_row
 from long_jobs import JobPoller, cancel_when_session_ends
+import safe_text
+from qpviz.checks import quoted
 from qpviz import kernels
 from qpviz.gpdemo import oned, twod
 from colours import METHOD_COLOURS
@@ -132,9 +134,9 @@ def _validated(name: str, value) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number in [{lo:g}, {hi:g}]; got {value!r}") from None
+        raise ValueError(f"{name} must be a number in [{lo:g}, {hi:g}]; got {quoted(value)}") from None
     if not np.isfinite(number) or not lo <= number <= hi:
-        raise ValueError(f"{name} must be a number in [{lo:g}, {hi:g}]; got {value!r}")
+        raise ValueError(f"{name} must be a number in [{lo:g}, {hi:g}]; got {quoted(value)}")
     return number
 
 
@@ -389,7 +391,7 @@ class GP2DPage(pn.viewable.Viewer):
                 _validated(name, getattr(self, name))
             except ValueError:
                 default = self.param[name].default
-                replaced.append(f"{name} = {getattr(self, name)!r} (valid: {RANGES[name][0]:g} to {RANGES[name][1]:g}) "
+                replaced.append(f"{name} = {quoted(getattr(self, name))} (valid: {RANGES[name][0]:g} to {RANGES[name][1]:g}) "
                                 f"was replaced by {default!r}")
                 setattr(self, name, default)
         location = pn.state.location
@@ -403,7 +405,7 @@ class GP2DPage(pn.viewable.Viewer):
                     kept = False
                 if not kept:
                     lo, hi = RANGES[name]
-                    replaced.append(f"{name} = {asked!r} (valid: {lo:g} to {hi:g}) was replaced by {shown!r}")
+                    replaced.append(f"{name} = {quoted(asked)} (valid: {lo:g} to {hi:g}) was replaced by {shown!r}")
                     self.param.trigger(name)  # the URL sync writes the value shown into the link
         if not self.methods:
             replaced.append("no method was chosen: EP and QP are shown")
@@ -572,7 +574,7 @@ class GP2DPage(pn.viewable.Viewer):
 
     @param.depends("job_status", "job_running", watch=True)
     def _show_job(self) -> None:
-        self.status.object = self.job_status
+        self.status.object = safe_text.message(self.job_status)
         self.progress.visible = self.progress.active = self.job_running
         self.cancel_button.disabled = not self.job_running
 
@@ -584,7 +586,7 @@ class GP2DPage(pn.viewable.Viewer):
             # stylesheets' CDN addresses (console errors offline): show it on the next tick instead
             doc.add_next_tick_callback(self._show_message)
             return
-        self.alert.object = self.message
+        self.alert.object = safe_text.message(self.message)
         self.alert.visible = bool(self.message)
 
     def _arrange_pairs(self) -> None:

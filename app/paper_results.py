@@ -21,6 +21,8 @@ import param
 
 from figure_export import export_buttons
 from layout import enlarge, explained
+import safe_text
+from qpviz.checks import quoted
 from qpviz.reproduce import live as live_runs
 from qpviz.reproduce.datasets import DATASETS, PREPROCESSINGS
 from qpviz.reproduce.paper_table import PAPER_NAMES, PAPER_TABLE1, compare, compare_stars
@@ -102,9 +104,10 @@ def load_rows(results_dir, preprocessing: str) -> tuple[list[dict] | None, str]:
     try:
         rows = read_csv(path)
     except (OSError, ValueError, KeyError, TypeError) as err:
-        return None, f"{path} could not be read ({type(err).__name__}: {err}); rerun `python -m qpviz.reproduce table1`."
+        return None, safe_text.fill("{path} could not be read ({error}); rerun `python -m qpviz.reproduce table1`.",
+                                    path=path, error=f"{type(err).__name__}: {err}")
     if not rows:
-        return None, f"{path} holds no rows; rerun `python -m qpviz.reproduce table1`."
+        return None, safe_text.fill("{path} holds no rows; rerun `python -m qpviz.reproduce table1`.", path=path)
     return rows, ""
 
 
@@ -233,7 +236,7 @@ class PaperResults(pn.viewable.Viewer):
         """Show the committed rows of the current preprocessing (or the message) and its Figure 1."""
         rows, message = load_rows(self.results_dir, self.preprocessing)
         with pn.io.hold():
-            self.message.object = message
+            self.message.object = message  # the page's own Markdown (load_rows escapes what it quotes)
             self.message.visible = bool(message)
             self.table.object = comparison_html(rows)
             self.legend.object = legend_html(rows)
@@ -319,7 +322,7 @@ class PaperResults(pn.viewable.Viewer):
 
     def _show_live_error(self, text: str) -> None:
         self.live_status.object = "Failed."
-        self.live_error.object = f"```\n{text}\n```"
+        self.live_error.object = safe_text.code_block(text)
         self.live_error.visible = True
 
     def _stop_polling(self) -> None:
@@ -350,10 +353,10 @@ class PaperResults(pn.viewable.Viewer):
                 setattr(self, name, value)
             except (ValueError, TypeError):
                 objects = self.param[name].objects if hasattr(self.param[name], "objects") else ["true", "false"]
-                notes.append(f"{URL_KEYS[name]}={value!r} (valid: {', '.join(map(str, objects))}) was replaced by "
+                notes.append(f"{URL_KEYS[name]}={quoted(value)} (valid: {', '.join(map(str, objects))}) was replaced by "
                              f"{getattr(self, name)!r}")
                 self.param.trigger(name)  # the URL sync writes the value shown into the link
-        self.link_note.object = "This link asked for " + "; ".join(notes) + "." if notes else ""
+        self.link_note.object = safe_text.message("This link asked for " + "; ".join(notes) + ".") if notes else ""
         self.link_note.visible = bool(notes)
         return notes
 

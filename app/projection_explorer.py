@@ -43,10 +43,12 @@ from explorer_figures import ExplorerFigures, NumbersPane, numbers_html, style_f
 from explorer_widgets import PROJECTOR_WIDGET_CSS, ParameterInputs, PromptFloatSlider, PromptIntSlider, UrlState
 from figure_export import export_buttons
 from layout import CONTROLS_WIDTH, enlarge, explained, set_projector, view_grid
+import safe_text
 from qpviz import explorer
 from qpviz.explorer import ExplorerState
 
-__all__ = ["TITLE", "PROJECTOR_WIDGET_CSS", "WHY_QP_IS_NARROWER", "ProjectionExplorer", "cached_ratio_map", "page"]
+__all__ = ["TITLE", "PROJECTOR_WIDGET_CSS", "WHY_QP_IS_NARROWER", "ProjectionExplorer", "cached_ratio_map", "page",
+           "url_keys"]
 
 TITLE = "Projection Explorer"
 
@@ -211,8 +213,8 @@ class ProjectionExplorer(pn.viewable.Viewer):
                 notes.append(f"the link's view cannot be computed ({self.state.error}); showing the opening view instead")
                 self.state.update(**explorer.OPENING_VIEW)
             self._refresh_widgets()
-            self.link_note.object = "This link asked for values the page cannot show; it replaced them:\n\n" + "\n".join(
-                f"- {note}" for note in notes)
+            self.link_note.object = ("This link asked for values the page cannot show; it replaced them:\n\n"
+                                     + safe_text.bullets(notes))
             self.link_note.visible = bool(notes)
         return notes
 
@@ -286,7 +288,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
             self._syncing = False
 
     def _show_error(self, event=None) -> None:
-        self.alert.object = self.state.error
+        self.alert.object = safe_text.message(self.state.error)
         self.alert.visible = bool(self.state.error)
 
     def _on_tap(self, x=None, y=None) -> None:
@@ -304,7 +306,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
         sliders = (self.y_count, self.y_real, self.mean_slider, self.std_slider)
         immediate = (self.likelihood, *self.parameter_widgets.values(), self.y_label, self.show, self.projector_toggle,
                      self.map_scale)
-        return UrlState(location, keys=self.link_values(), values=self.link_values, read=self.apply_link,
+        return UrlState(location, keys=url_keys(), values=self.link_values, read=self.apply_link,
                         immediate=immediate, sliders=sliders)
 
     # -- views -----------------------------------------------------------------------------
@@ -434,6 +436,11 @@ def link_query(location) -> dict:
     if location is None or not location.search:
         return {}
     return dict(parse_qsl(location.search.lstrip("?")))
+
+
+def url_keys() -> tuple[str, ...]:
+    """The URL query keys of the page (every likelihood's parameters: registered ones too)."""
+    return explorer.link_keys()
 
 
 def page() -> tuple[str, pn.viewable.Viewable]:

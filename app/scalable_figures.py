@@ -4,8 +4,6 @@ table. Nothing here reads widgets: the page hands over what its training runs se
 """
 from __future__ import annotations
 
-import html
-
 import numpy as np
 from bokeh.models import ColumnDataSource
 from bokeh.plotting import figure
@@ -13,6 +11,7 @@ from bokeh.plotting import figure
 from colours import METHOD_COLOURS
 from explorer_figures import _table as html_table
 from explorer_figures import style_figure
+import safe_text
 from qpviz.gpdemo.scalable_demo import LABELS, METHODS
 
 __all__ = ["EXPLANATIONS", "CurveFigures", "DataFigure", "status_html", "MAX_POINTS"]
@@ -164,7 +163,7 @@ def status_html(runs: dict, baseline: dict | None) -> str:
         rows.append([swatch, state, str(last.get("step", "–")), str(last.get("epoch", "–")),
                      _number(last.get("wall_time"), 1), _number(run.get("elapsed"), 0),
                      _number(last.get("test_error")), _number(last.get("ntll")),
-                     html.escape(run.get("text", ""))])  # the child's words (an exception's text) are not HTML
+                     safe_text.html_text(run.get("text", ""), safe_text.MESSAGE_LIMIT)])  # an exception's words
     if baseline is not None:
         rows.append([f'<span style="color:{METHOD_COLOURS["logistic"]}">■</span> logistic', "done", "", "", "", "",
                      _number(baseline["test_error"]), _number(baseline["ntll"]), "scikit-learn, L2, lbfgs"])

@@ -22,6 +22,8 @@ from explorer_figures import NumbersPane
 from figure_export import export_buttons
 from layout import enlarge, explained, set_projector, view_grid
 from long_jobs import JobPoller, cancel_when_session_ends
+import safe_text
+from qpviz.checks import quoted
 from qpviz.gpdemo import scalable_demo as sd
 from scalable_figures import EXPLANATIONS, CurveFigures, DataFigure, status_html
 
@@ -30,7 +32,7 @@ __all__ = ["TITLE", "URL_KEYS", "POLL_MS", "ScalablePage", "page"]
 TITLE = "Scalable"
 #: Query keys of the page's state (prefixed: every page of the app shares one URL).
 URL_KEYS = {"dataset": "sc_data", "m": "sc_m", "minibatch": "sc_mb", "workers": "sc_workers", "methods": "sc_methods",
-            "epochs": "sc_epochs"}
+            "epochs": "sc_epochs", "projector_toggle": "projector"}
 #: How often a running session drains its runs' messages.
 POLL_MS = 300
 #: The error message's look (VSGP's and GP 2-D's).
@@ -153,7 +155,8 @@ class ScalablePage(pn.viewable.Viewer):
             self._say("")
             self.curves.clear()
             self.view.clear()
-            self.description.object = f"Starting {', '.join(sd.LABELS[m] for m in jobs)} on {self.dataset.value} ..."
+            self.description.object = safe_text.fill("Starting {methods} on {dataset} ...", methods=", ".join(
+                sd.LABELS[m] for m in jobs), dataset=self.dataset.value)
             self._show_status()
         self.poller.ensure()
 
@@ -194,7 +197,8 @@ class ScalablePage(pn.viewable.Viewer):
             if not self.view.shows_data:  # the first run to start shows its sample
                 self.view.show_data(message["sample"], message["labels"])
                 share = 100 * float(sum(message["explained"]))
-                self.description.object = f"{message['description']}; the PCA plane holds {share:.0f}% of the variance."
+                self.description.object = safe_text.fill("{description}; the PCA plane holds {share:.0f}% of the variance.",
+                                                         description=message["description"], share=share)
             self.view.show_inducing(method, message["z"])
             if message.get("baseline") is not None:
                 self.baseline = message["baseline"]
@@ -220,7 +224,7 @@ class ScalablePage(pn.viewable.Viewer):
         self.stop_button.disabled = not self.running()
 
     def _say(self, text: str) -> None:
-        self.alert.param.update(object=text, visible=bool(text))
+        self.alert.param.update(object=safe_text.message(text), visible=bool(text))
 
     # -- layout ------------------------------------------------------------------------------
     def _explained(self, view, key: str, css: str) -> pn.Column:
@@ -271,7 +275,7 @@ class ScalablePage(pn.viewable.Viewer):
         if self._valid_choice(name, event.new):
             return
         default = LINK_CHOICES[name]
-        self._link_notes[name] = f"{URL_KEYS[name]} = {event.new!r} was replaced by {default!r}"
+        self._link_notes[name] = f"{URL_KEYS[name]} = {quoted(event.new)} was replaced by {default!r}"
         self._say("The link asked for values that are no valid choice: " + "; ".join(self._link_notes.values()) + ".")
         event.obj.value = default
 
@@ -281,7 +285,6 @@ class ScalablePage(pn.viewable.Viewer):
             return
         for name, key in URL_KEYS.items():
             location.sync(getattr(self, name), {"value": key})
-        location.sync(self.projector_toggle, {"value": "projector"})
 
     def __panel__(self):
         return self._layout

@@ -24,6 +24,7 @@ from explorer_figures import NumbersPane
 from figure_export import export_buttons
 from layout import enlarge, explained, set_projector, view_grid
 from long_jobs import EXECUTOR, GuardedModelCalls, JobPoller, cancel_when_session_ends
+import safe_text
 from qpviz.gpdemo import oned, sparse_demo
 from sparse_figures import EXPLANATIONS, HANDLE_Y, SparseFigures, numbers_html
 
@@ -34,7 +35,7 @@ DEFAULT_PRESET = "smooth regression (N = 200)"
 #: URL keys of the page's state.
 URL_KEYS = {"preset": "sp_preset", "n_points": "sp_n", "seed": "sp_seed", "kernel": "sp_kernel",
             "variance": "sp_var", "lengthscale": "sp_ls", "noise": "sp_noise", "m": "sp_m", "z_text": "sp_z",
-            "alpha": "sp_alpha", "projection": "sp_proj", "methods": "sp_methods"}
+            "alpha": "sp_alpha", "projection": "sp_proj", "methods": "sp_methods", "projector": "sp_projector"}
 #: Fits and curves kept (shared by every session: equal keys are equal fits).
 FIT_CACHE = long_jobs.LRUCache(512)
 CURVE_CACHE = long_jobs.LRUCache(64)
@@ -468,8 +469,8 @@ class SparsePage(GuardedModelCalls, pn.viewable.Viewer):
             self._syncing = False
 
     def _show_messages(self, *events) -> None:
-        self.alert.object, self.alert.visible = self.model.message, bool(self.model.message)
-        self.description.object = f"*{self.model.note}*"
+        self.alert.object, self.alert.visible = safe_text.message(self.model.message), bool(self.model.message)
+        self.description.object = f"*{safe_text.message(self.model.note)}*" if self.model.note else ""
 
     def _explained(self, view, key: str) -> pn.Column:
         return explained(view, EXPLANATIONS[key], self._texts)
@@ -514,10 +515,9 @@ class SparsePage(GuardedModelCalls, pn.viewable.Viewer):
         widgets = {"preset": self.preset, "n_points": self.n_points, "seed": self.seed, "kernel": self.kernel,
                    "variance": self.variance, "lengthscale": self.lengthscale, "noise": self.noise,
                    "m": self.m_slider, "z_text": self.z_text, "alpha": self.alpha, "projection": self.projection,
-                   "methods": self.methods}
+                   "methods": self.methods, "projector": self.projector_toggle}
         for name, widget in widgets.items():
             location.sync(widget, {"value": URL_KEYS[name]})
-        location.sync(self.projector_toggle, {"value": "sp_projector"})
 
     def __panel__(self):
         return self._layout

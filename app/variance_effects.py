@@ -17,7 +17,6 @@ good views and says what to change. URL keys ``ve_dataset``, ``ve_seed``, ``ve_f
 """
 from __future__ import annotations
 
-import html
 import io
 import threading
 import time
@@ -32,6 +31,8 @@ from bokeh.plotting import figure
 from explorer_figures import NumbersPane, style_figure
 from figure_export import export_buttons
 from layout import enlarge, formula, set_projector, view_grid
+import safe_text
+from qpviz.checks import quoted
 from qpviz import variance_effects as ve
 from colours import METHOD_COLOURS as COLOURS
 
@@ -98,8 +99,9 @@ def scores_html(result: ve.VarianceResult) -> str:
     vb_kernel = ", ".join(f"{k} = {v:.4g}" for k, v in result.vb_hyperparameters.items()) or "not fitted"
     note = (f"<p>{result.n_train} training and {result.n_test} held-out points, {result.n_features} feature(s). "
             f"Kernel of EP, QP and Laplace: {kernel}; VB's: {vb_kernel}.</p>")
-    warned = "".join(f"<li>{w}</li>" for w in result.warnings)
-    warned += "".join(f"<li>{LABELS[m]} not fitted: {html.escape(why)}</li>" for m, why in result.skipped.items())
+    warned = "".join(f"<li>{safe_text.html_text(w, safe_text.MESSAGE_LIMIT)}</li>" for w in result.warnings)
+    warned += "".join(f"<li>{LABELS[m]} not fitted: {safe_text.html_text(why, safe_text.MESSAGE_LIMIT)}</li>"
+                      for m, why in result.skipped.items())
     return (f"<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>{note}"
             + (f"<p>Warnings:</p><ul>{warned}</ul>" if warned else ""))
 
@@ -240,7 +242,8 @@ class VarianceEffects(pn.viewable.Viewer):
         if value == self.seed:
             return
         if value is None or not 0 <= value <= MAX_SEED:
-            self.alert.object = f"The seed must be a whole number from 0 to {MAX_SEED}; {value} was replaced by {self.seed}."
+            self.alert.object = safe_text.fill("The seed must be a whole number from 0 to {max}; {value} was replaced "
+                                               "by {seed}.", max=MAX_SEED, value=value, seed=self.seed)
             self.alert.visible = True
             self.seed_input.value = self.seed
             return
@@ -264,7 +267,8 @@ class VarianceEffects(pn.viewable.Viewer):
     def _show_status(self) -> None:
         name, settings = self._job
         elapsed = time.monotonic() - self._started
-        self.status.object = f"Fitting **{name}** (seed {settings.seed}): {self._progress_text} ({elapsed:.1f} s)"
+        self.status.object = safe_text.fill("Fitting **{name}** (seed {seed}): {progress} ({elapsed:.1f} s)", name=name,
+                                            seed=settings.seed, progress=self._progress_text, elapsed=elapsed)
 
     def wait(self, timeout: float | None = None) -> None:
         """Block until the running fit ends and show its outcome (for tests and scripts)."""
@@ -292,8 +296,8 @@ class VarianceEffects(pn.viewable.Viewer):
             outcome = future.result()
         except ve.FitCancelled:
             self._back_to_last_good()
-            self.status.object = (f"Fit of {name} cancelled; the page shows the last good fit"
-                                  + (f" ({self.result.name}) again." if self.result is not None else "."))
+            self.status.object = safe_text.message(f"Fit of {name} cancelled; the page shows the last good fit"
+                                                   + (f" ({self.result.name}) again." if self.result is not None else "."))
             return
         except Exception as exc:  # noqa: BLE001 - a bad fit never reaches the browser console
             self._fail(f"The fit of {name} failed: {exc}. Try another seed or dataset, or turn optimisation off.")
@@ -316,7 +320,7 @@ class VarianceEffects(pn.viewable.Viewer):
 
     def _fail(self, message: str) -> None:
         self._back_to_last_good()
-        self.alert.object = message
+        self.alert.object = safe_text.message(message)
         self.alert.visible = True
         self.status.object = "The views show the last good fit." if self.result is not None else ""
 
@@ -327,9 +331,10 @@ class VarianceEffects(pn.viewable.Viewer):
         self.alert.visible = False
         self.result = outcome
         s = outcome.settings
-        self.status.object = (f"**{outcome.name}**: fold 1 of {s.n_folds} held out (seed {s.seed}), "
-                              f"hyper-parameters {'optimised' if s.optimise else 'fixed at 1'}; "
-                              f"fits took {sum(outcome.seconds.values()):.1f} s (cached now).")
+        self.status.object = safe_text.fill("**{name}**: fold 1 of {folds} held out (seed {seed}), hyper-parameters "
+                                            "{how}; fits took {seconds:.1f} s (cached now).", name=outcome.name,
+                                            folds=s.n_folds, seed=s.seed, how="optimised" if s.optimise else "fixed at 1",
+                                            seconds=sum(outcome.seconds.values()))
         with pn.io.hold():
             self._draw(outcome)
 
@@ -461,14 +466,14 @@ class VarianceEffects(pn.viewable.Viewer):
             key, value = event.name, event.new
             parsed = self.parse_query_value(key, value)
             if parsed is None:
-                bad.append(f"{key}={value!r}")
+                bad.append(f"{key}={quoted(value)}")
             else:
                 changes[key.removeprefix("ve_")] = parsed
         self.param.update(**changes)
         if bad:  # stays on the page (the fit's own messages come and go in self.alert)
-            self.link_alert.object = (f"The link's {', '.join(bad)} is not valid and was replaced: the page shows "
-                                      f"dataset={self.dataset}, seed={self.seed}, folds={self.folds}, "
-                                      f"optimise={'on' if self.optimise else 'off'}.")
+            self.link_alert.object = safe_text.message(
+                f"The link's {', '.join(bad)} is not valid and was replaced: the page shows dataset={self.dataset}, "
+                f"seed={self.seed}, folds={self.folds}, optimise={'on' if self.optimise else 'off'}.")
             self.link_alert.visible = True
             # the link shows what the page shows; written once this browser event is handled
             # (Panel does not echo a change back to the browser inside the event that sent it)

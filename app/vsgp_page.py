@@ -26,6 +26,8 @@ from explorer_figures import NumbersPane, _table as html_table
 from figure_export import export_buttons
 from gp_2d import PROBA_PALETTE, GridFigure
 from layout import enlarge, explained, set_projector, view_row
+import safe_text
+from qpviz.checks import quoted
 from qpviz.gpdemo import twod, vsgp_demo
 from qpviz.kernels import RBF
 
@@ -91,7 +93,7 @@ def out_of_range(values: dict) -> list[str]:
         except (TypeError, ValueError):
             good = False
         if not good:
-            problems.append(f"{name} must be a number in [{lo:g}, {hi:g}]; got {value!r}")
+            problems.append(f"{name} must be a number in [{lo:g}, {hi:g}]; got {quoted(value)}")
     return problems
 
 
@@ -300,7 +302,7 @@ class VSGPPage(pn.viewable.Viewer):
         """Before the first fit: numeric inputs out of range (a bad link) go back to their
         defaults, so the page opens consistent; returns what was replaced ('' if nothing)."""
         bad = [name for name in RANGES if out_of_range({name: getattr(self, name)})]
-        replaced = [f"{name} = {getattr(self, name)!r} (valid: {RANGES[name][0]:g} to {RANGES[name][1]:g}) was "
+        replaced = [f"{name} = {quoted(getattr(self, name))} (valid: {RANGES[name][0]:g} to {RANGES[name][1]:g}) was "
                     f"replaced by {self.param[name].default!r}" for name in bad]
         self.param.update({name: self.param[name].default for name in bad})
         return "The link asked for " + "; ".join(replaced) + "." if replaced else ""
@@ -312,7 +314,7 @@ class VSGPPage(pn.viewable.Viewer):
         doc = pn.state.curdoc
         in_session = doc is not None and doc.session_context is not None
         if not (self._drawing_tab and in_session):
-            self.alert.param.update(object=self.message, visible=bool(self.message))
+            self.alert.param.update(object=safe_text.message(self.message), visible=bool(self.message))
         else:
             doc.add_next_tick_callback(self._show_message)
 

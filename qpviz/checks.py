@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["as_float_array", "check_positive", "check_cavity"]
+__all__ = ["as_float_array", "check_positive", "check_cavity", "shorten", "quoted"]
 
 
 def as_float_array(x, name: str) -> np.ndarray:
@@ -42,3 +42,16 @@ def check_cavity(cavity_mean, cavity_var) -> tuple[np.ndarray, np.ndarray]:
             "Use a positive variance, e.g. cavity_var=1.0."
         )
     return mean, var
+
+
+def shorten(text: str, limit: int = 120) -> str:
+    """``text`` cut to at most ``limit`` characters, the cut marked by a final "…" (for a user's
+    value quoted in a message: the message still names it, without a page-long paragraph)."""
+    text = str(text)
+    return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
+
+
+def quoted(value, limit: int = 60) -> str:
+    """``repr(value)`` shortened (:func:`shorten`): how a message quotes what a user typed or a link
+    gave, which may be anything, of any length."""
+    return shorten(repr(value), limit)

@@ -31,6 +31,7 @@ from scipy import special
 
 import qpviz
 from qpviz import config
+from qpviz.checks import quoted, shorten
 from qpviz.likelihoods import REGISTRY
 from qpviz.likelihoods.base import Likelihood
 from qpviz.projection import Projection, kl_to_gaussian, qp_variance, w2_to_gaussian
@@ -57,6 +58,7 @@ __all__ = [
     "OPENING_VIEW",
     "COMMON_RATIO_SCALE",
     "LINK_SLIDER_KEYS",
+    "link_keys",
     "LinkReading",
     "read_link",
     "range_label",
@@ -102,9 +104,9 @@ def parse_number(value, name: str) -> float:
             raise TypeError
         number = float(value)  # also parses text such as " -1.25 "
     except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a number such as 1.5; got {value!r}") from None
+        raise TypeError(f"{name} must be a number such as 1.5; got {quoted(value)}") from None
     if not math.isfinite(number):
-        raise ValueError(f"{name} must be finite; got {value!r}")
+        raise ValueError(f"{name} must be finite; got {quoted(value)}")
     return number
 
 
@@ -115,7 +117,7 @@ def likelihood_names() -> list[str]:
 
 def _likelihood_class(name: str) -> type[Likelihood]:
     if not isinstance(name, str) or name not in REGISTRY:
-        raise ValueError(f"likelihood must be one of {likelihood_names()}; got {name!r}")
+        raise ValueError(f"likelihood must be one of {likelihood_names()}; got {quoted(name)}")
     return REGISTRY[name]
 
 
@@ -159,7 +161,7 @@ class ParameterControl:
         """The likelihood parameters this control sets when it shows ``value``."""
         if self.kind == "preset":
             if value not in self.presets:
-                raise ValueError(f"{self.label} must be one of {list(self.presets)}; got {value!r}")
+                raise ValueError(f"{self.label} must be one of {list(self.presets)}; got {quoted(value)}")
             return dict(self.presets[value])
         return {self.parameters[0]: value}
 
@@ -167,11 +169,11 @@ class ParameterControl:
         """The value this control shows for a link's text ``text`` (ValueError saying why not)."""
         if self.kind == "preset":
             if text not in self.presets:
-                raise ValueError(f"{self.label} must be one of {list(self.presets)}; got {text!r}")
+                raise ValueError(f"{self.label} must be one of {list(self.presets)}; got {quoted(text)}")
             return text
         value = parse_number(text, self.parameters[0])
         if self.kind == "select" and value not in self.options.values():
-            raise ValueError(f"{self.parameters[0]} must be one of {', '.join(self.options)}; got {text!r}")
+            raise ValueError(f"{self.parameters[0]} must be one of {', '.join(self.options)}; got {quoted(text)}")
         build_likelihood(self.likelihood, **{**initial_params(self.likelihood), **self.params_for(value)})
         return value
 
@@ -542,6 +544,13 @@ def _link_slider_value(key: str, text: str) -> float:
     return value
 
 
+def link_keys() -> tuple[str, ...]:
+    """Every URL query key :func:`read_link` reads: the likelihood, each likelihood's parameter
+    controls (registered ones included), the sliders and the display choices."""
+    controls = [control.key for name in likelihood_names() for control in parameter_controls(name)]
+    return ("lik", *controls, *LINK_SLIDER_KEYS, *LINK_CHOICES)
+
+
 def read_link(query: dict, opening: dict = OPENING_VIEW) -> LinkReading:
     """Read a shared link's query (URL key -> text, as typed) into one consistent view.
 
@@ -555,7 +564,7 @@ def read_link(query: dict, opening: dict = OPENING_VIEW) -> LinkReading:
 
     def replaced(key, text, why, shown):
         why = str(why).rstrip(".")
-        notes.append(f"{key}={text}: {why}; showing {shown} instead")
+        notes.append(f"{key}={shorten(text, 60)}: {why}; showing {shown} instead")
 
     names = likelihood_names()
     name = query.get("lik", opening["likelihood"])

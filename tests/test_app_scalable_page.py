@@ -8,12 +8,13 @@ import scalable_figures
 import scalable_page
 from qpviz.gpdemo import scalable_demo as sd
 from test_scalable_demo import no_leaked_children  # noqa: F401  (autouse: every started child stopped in teardown)
+from safe_text import shown
 
 
 def tick_until_idle(page, timeout: float = 50.0) -> None:
     end = time.monotonic() + timeout
     while page.running():
-        assert time.monotonic() < end, page.status.object
+        assert time.monotonic() < end, shown(page.status.object)
         page.tick()
         time.sleep(0.1)
 
@@ -30,14 +31,14 @@ def test_a_run_fills_the_views_and_bad_input_keeps_them(monkeypatch):
     points = len(page.curves.sources["gfitc"].data["t"])
     assert points >= 3 and page.runs["gfitc"]["state"] == "done"
     assert page.view.shows_data and len(page.view.inducing["gfitc"].data["x"]) == 8
-    assert len(page.curves.baseline.data["x"]) == 1 and "logistic" in page.status.object
-    assert "N = 1,497" in page.description.object and page.stop_button.disabled
+    assert len(page.curves.baseline.data["x"]) == 1 and "logistic" in shown(page.status.object)
+    assert "N = 1,497" in shown(page.description.object) and page.stop_button.disabled
     for widget, value, says in ((page.m, 0, "M (inducing points) must be"), (page.minibatch, 0, "minibatch size"),
                                 (page.methods, [], "tick at least one method")):
         good = widget.value
         widget.value = value
         page.start()
-        assert page.alert.visible and says in page.alert.object, page.alert.object
+        assert page.alert.visible and says in shown(page.alert.object), shown(page.alert.object)
         assert len(page.curves.sources["gfitc"].data["t"]) == points  # the last run stays
         widget.value = good
 
@@ -47,7 +48,7 @@ def test_methods_that_cannot_run_say_why():
     page.dataset.value = "synthetic 1M"
     page.methods.value = ["gfitc"]
     page.start()
-    assert page.alert.visible and "GFITC not run" in page.alert.object and "20,000" in page.alert.object
+    assert page.alert.visible and "GFITC not run" in shown(page.alert.object) and "20,000" in shown(page.alert.object)
     assert page.jobs == {}
 
 
@@ -66,7 +67,7 @@ def test_a_refused_start_keeps_the_sessions_runs(monkeypatch):
     monkeypatch.setattr(sd, "MAX_RUNNING_JOBS", 2)
     page.methods.value = ["sep", "svi", "gfitc"]  # 3 runs on a server with room for 2
     page.start()
-    assert page.alert.visible and "Not started" in page.alert.object and "Your runs go on" in page.alert.object
+    assert page.alert.visible and "Not started" in shown(page.alert.object) and "Your runs go on" in shown(page.alert.object)
     assert page.jobs["gfitc"] is first and not first.stop_requested and first.alive
     page.methods.value = ["gfitc"]  # replaces this session's own run: room enough
     page.start()
@@ -84,7 +85,7 @@ def test_an_unexpected_error_in_a_tick_stops_the_runs_and_says_so(monkeypatch):
 
     monkeypatch.setattr(job, "poll", broken_poll)
     page.poller._poll()  # what the periodic callback calls: it must not raise
-    assert page.alert.visible and "unexpected error: KeyError" in page.alert.object
+    assert page.alert.visible and "unexpected error: KeyError" in shown(page.alert.object)
     assert not page.running() and page.stop_button.disabled and job.stop_requested
     job.process.join(10)
     assert not job.alive
@@ -98,14 +99,14 @@ def test_an_unexpected_error_in_start_is_a_message(monkeypatch):
 
     monkeypatch.setattr(sd, "plan_runs", broken_plan)
     page.start_button.clicks += 1  # the button's own callback
-    assert page.alert.visible and "unexpected error: ZeroDivisionError: no" in page.alert.object
+    assert page.alert.visible and "unexpected error: ZeroDivisionError: no" in shown(page.alert.object)
 
 
 def test_bad_link_values_go_back_to_defaults_with_a_message():
     page = scalable_page.ScalablePage()
     page.workers.value, page.dataset.value, page.methods.value = 7, "nope", ["foo"]
     for key in ("sc_workers = 7", "sc_data = 'nope'", "sc_methods = ['foo']"):
-        assert key in page.alert.object and page.alert.visible, page.alert.object
+        assert key in shown(page.alert.object) and page.alert.visible, shown(page.alert.object)
     assert page.workers.value == 0 and page.dataset.value == scalable_page.DEFAULTS["dataset"]
     assert page.methods.value == list(sd.METHODS)
     page.methods.value = ["sep"]  # a valid choice is kept

@@ -17,6 +17,7 @@ from qpviz import explorer
 from qpviz.explorer import ExplorerState
 from qpviz.likelihoods import REGISTRY
 from qpviz.tables import families
+from safe_text import shown
 
 #: A valid observation per likelihood for the parametrised tests.
 Y = {"binary": -1.0, "count": 3.0, "real": 0.7}
@@ -330,7 +331,7 @@ def test_page_typed_y_beyond_the_slider_is_accepted(explorer_page):
     assert explorer_page.state.y == 25.0 and not explorer_page.alert.visible
     assert "y = 25" in explorer_page.figures["densities"].title.text
     explorer_page.y_text.value = "60"
-    assert "y must be in [-50, 50]" in explorer_page.alert.object and explorer_page.state.y == 25.0
+    assert "y must be in [-50, 50]" in shown(explorer_page.alert.object) and explorer_page.state.y == 25.0
 
 
 @pytest.mark.parametrize(
@@ -446,13 +447,13 @@ def test_page_of_a_user_registered_likelihood_has_its_number_input(user_likeliho
     widget.value = 2.0
     assert page.state.likelihood_params == {"scale": 2.0} and not page.alert.visible
     widget.value = 0.0
-    assert "scale must be a finite number in (0, inf)" in page.alert.object and widget.value == 2.0
+    assert "scale must be a finite number in (0, inf)" in shown(page.alert.object) and widget.value == 2.0
 
 
 def test_page_bad_typed_value_shows_alert_and_keeps_the_view(explorer_page):
     data = dict(explorer_page.sources["densities"].data)
     explorer_page.std_text.value = "zero"
-    assert explorer_page.alert.visible and "cavity std must be a number" in explorer_page.alert.object
+    assert explorer_page.alert.visible and "cavity std must be a number" in shown(explorer_page.alert.object)
     assert explorer_page.sources["densities"].data["tilted"] is data["tilted"]
     explorer_page.std_text.value = "0.7"
     assert not explorer_page.alert.visible and explorer_page.state.cavity_std == 0.7 and explorer_page.std_slider.value == 0.7
@@ -494,7 +495,7 @@ def test_page_map_failure_is_shown_not_raised(explorer_page, monkeypatch):
     image = explorer_page.map_image("probit", {}, 1.0)
     assert "not available" in image.opts.get().kwargs["title"]
     assert np.isnan(image.dimension_values(2)).all()
-    assert "table file damaged" in explorer_page.alert.object and explorer_page.alert.visible
+    assert "table file damaged" in shown(explorer_page.alert.object) and explorer_page.alert.visible
 
 
 # -- the classroom's findings (issue 10) ------------------------------------------------------------
@@ -564,7 +565,7 @@ def test_page_bad_link_gives_one_consistent_page_and_a_banner(explorer_page):
     notes = page.apply_link({"lik": "bogus", "count": "-3", "s": "nan", "step_eps": "0.7"})
     assert len(notes) == 4 and page.link_note.visible
     for note in notes:
-        assert note in page.link_note.object
+        assert note in shown(page.link_note.object)
     lik, y = explorer.OPENING_VIEW["likelihood"], explorer.OPENING_VIEW["y"]
     assert page.likelihood.value == page.state.likelihood == lik
     assert page.figures["densities"].title.text.startswith(f"(a) densities: {lik}, y = {y:g},")
@@ -670,7 +671,7 @@ def test_page_url_state_reads_the_address_the_browser_reports_and_writes_the_vie
     location.search = "?lik=bogus&count=-3&other_page=7"  # the browser reports the address it opened
     query = page.url.query()
     assert (query["lik"], query["count"], query["other_page"]) == ("poisson_square", "10", "7")
-    assert page.link_note.visible and "lik=bogus" in page.link_note.object and "count=-3" in page.link_note.object
+    assert page.link_note.visible and "lik=bogus" in shown(page.link_note.object) and "count=-3" in shown(page.link_note.object)
     read = []
     page.url._read = read.append
     location.search = location.search.replace("other_page=7", "other_page=8")  # another page writes its key

@@ -16,6 +16,7 @@ import paper_results
 from qpviz.reproduce import live, paper_table
 from qpviz.reproduce.paper_table import PAPER_NAMES, PAPER_TABLE1, compare, compare_stars, tolerance
 from qpviz.reproduce.report import CSV_COLUMNS, write_csv
+from safe_text import shown
 
 PAPER_TEXT = Path("/work/shared/papers/000_fd0ca91a80c3c0c5.txt")
 #: a tiny live rerun: wine1, one round of 2 folds, 3 optimiser iterations
@@ -142,12 +143,12 @@ def _committed(folder: Path, rows, name="table1.csv") -> Path:
 def test_missing_results_show_the_command_and_the_paper_numbers(tmp_path):
     view = paper_results.PaperResults(results_dir=tmp_path)
     assert view.message.visible
-    assert "No committed results yet" in view.message.object
-    assert "python -m qpviz.reproduce table1" in view.message.object
+    assert "No committed results yet" in shown(view.message.object)
+    assert "python -m qpviz.reproduce table1" in shown(view.message.object)
     assert "215.9 ± 8.4" in view.table.object  # the paper's column is there
     assert "qpviz-outside" not in view.table.object
     assert not view.figure.visible and view.figure_message.visible
-    assert "figure1.png" in view.figure_message.object
+    assert "figure1.png" in shown(view.figure_message.object)
     rows, message = paper_results.load_rows(tmp_path, "clean")
     assert rows is None and "table1_clean.csv" in message and "--preprocessing clean" in message
 
@@ -169,7 +170,7 @@ def test_committed_results_fill_the_table_and_highlight_what_differs(tmp_path):
     assert view.figure.visible and Path(view.figure.object) == tmp_path / "figure1.png"
 
     view.preprocessing = "clean"  # no clean file yet: the message, and the paper preprocessing's figure
-    assert view.message.visible and "clean" in view.message.object
+    assert view.message.visible and "clean" in shown(view.message.object)
     assert "qpviz-within" not in view.table.object
     assert Path(view.figure.object) == tmp_path / "figure1.png"
     _committed(tmp_path, [_row("pima", m, te=20.3, ntll=424.5) for m in ("ep", "qp", "vb")], "table1_clean.csv")
@@ -181,7 +182,7 @@ def test_committed_results_fill_the_table_and_highlight_what_differs(tmp_path):
 def test_a_broken_results_file_is_a_message_not_an_error(tmp_path):
     (tmp_path / "table1.csv").write_text("dataset,method,te_mean\nwine1,ep,abc\n")
     view = paper_results.PaperResults(results_dir=tmp_path)
-    assert view.message.visible and "could not be read" in view.message.object
+    assert view.message.visible and "could not be read" in shown(view.message.object)
     (tmp_path / "table1.csv").write_text(",".join(CSV_COLUMNS) + "\n")
     assert "holds no rows" in paper_results.load_rows(tmp_path, "paper")[1]
 
@@ -202,7 +203,7 @@ def test_a_bad_link_keeps_its_good_values_and_names_the_replaced_ones(tmp_path, 
     notes = view.apply_bad_link({"preprocessing": "clean", "live_dataset": "pima", "live_rounds": rounds})
     assert view.preprocessing == "clean" and view.live_dataset == "pima" and view.live_rounds == 1
     assert notes == [f"rounds={rounds!r} (valid: 1, 2, 3) was replaced by 1"]
-    assert view.link_note.visible and "This link asked for rounds=" in view.link_note.object
+    assert view.link_note.visible and "This link asked for rounds=" in shown(view.link_note.object)
     assert view.apply_bad_link({"live_rounds": 2}) == [] and not view.link_note.visible
 
 
@@ -268,7 +269,7 @@ def test_cancel_ends_the_process_group_at_once(tmp_path):
     started = time.monotonic()
     view.cancel_live()
     assert time.monotonic() - started < 2.0
-    assert run.status == "cancelled" and "Cancelled after" in view.live_status.object
+    assert run.status == "cancelled" and "Cancelled after" in shown(view.live_status.object)
     _wait(run, lambda: run.process.poll(), lambda code: code is not None, timeout=5)
     with pytest.raises(ProcessLookupError):
         os.killpg(run.process.pid, 0)  # nothing of the group is left

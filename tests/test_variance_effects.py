@@ -11,6 +11,7 @@ import qpviz
 from qpviz import variance_effects as ve
 from qpviz.inference import metrics
 from qpviz.reproduce import datasets, protocol
+from safe_text import shown
 
 
 @pytest.fixture(scope="module")
@@ -187,7 +188,7 @@ def test_page_keeps_last_good_views_when_a_dataset_is_missing(monkeypatch, tmp_p
     page.dataset = "sonar"
     page.wait(30)
     assert page.result is good
-    assert page.alert.visible and "sonar skipped" in page.alert.object
+    assert page.alert.visible and "sonar skipped" in shown(page.alert.object)
     assert (page.dataset, page.seed) == ("synthetic 1-D", 7)  # the controls show the views' fit again
     np.testing.assert_array_equal(page.scatter_source.data["var_ep"], good.var_ep)
 
@@ -200,7 +201,7 @@ def test_page_cancel_keeps_last_good_views():
     page.cancel(event="button")
     page.wait(60)
     assert page.result is good and page.cancel_button.disabled
-    assert "cancelled" in page.status.object
+    assert "cancelled" in shown(page.status.object)
     assert (page.seed, page.optimise) == (7, False)  # the controls show the views' fit again
 
 
@@ -213,7 +214,7 @@ def test_page_reads_a_link_and_names_its_bad_values():
     page.query.param.update(ve_dataset="synthetic 2-D", ve_seed="abc", ve_folds=5, ve_optimise="off")
     page.wait(120)
     assert (page.dataset, page.seed, page.folds, page.optimise) == ("synthetic 2-D", 7, 5, False)
-    assert page.link_alert.visible and "ve_seed='abc'" in page.link_alert.object
+    assert page.link_alert.visible and "ve_seed='abc'" in shown(page.link_alert.object)
     assert page.result.settings.n_folds == 5 and page.result.name == "synthetic 2-D"
 
 
@@ -240,7 +241,7 @@ def test_page_names_and_replaces_a_seed_out_of_range(typed):
     good = page.result
     page.seed_input.value = typed
     assert page.seed == 7 and page.seed_input.value == 7 and page.future is None
-    assert page.alert.visible and f"{typed} was replaced by 7" in page.alert.object
+    assert page.alert.visible and f"{typed} was replaced by 7" in shown(page.alert.object)
     assert page.result is good
     page.seed_input.value = 8  # a valid seed still reaches the page
     assert page.seed == 8

@@ -1,0 +1,221 @@
+"""A shared link, a typed value or an uploaded CSV never runs script in the viewer's browser
+(issue 25), and where the page shows such a value it shows it as literal text.
+
+The cases are generated, so a new page, URL key, field or upload is covered without an edit here:
+
+* every URL key that a page reads (``dashboard.url_keys()``: each page's declared keys, which its
+  URL sync reads from; tests/test_safe_text.py checks that a page syncs no other key), given the
+  payload in a link that opens the page;
+* every visible text and number box of every page (found in the browser: every ``input`` of the
+  opened page), typed the payload and Enter;
+* every file upload of every page (each ``input[type=file]``), given a CSV whose file name, header
+  and a cell hold the payload.
+
+The payload calls ``window.qpvizRan`` when HTML runs it (an image's ``onerror``, an SVG's
+``onload``, a ``javascript:`` link a click would follow). Each case asserts: the function never ran,
+no element of the payload exists anywhere in the page (shadow DOMs included), and wherever the
+page's text mentions the payload, it shows its characters literally.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from playwright.sync_api import Browser, Page
+
+pytestmark = pytest.mark.browser
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "app"))
+import dashboard  # noqa: E402
+
+#: Runs script if any page inserts it as HTML; short enough not to be shortened in a banner.
+PAYLOAD = '<img src=x onerror=qpvizRan()><svg onload=qpvizRan()>'
+#: The parts a page that shows the payload must show as they are.
+LITERAL = "<img src=x onerror=qpvizRan()>"
+MARKDOWN_PAYLOAD = "[link](javascript:qpvizRan())"
+TIMEOUT_MS = 90_000
+#: A page has settled when its number of elements (shadow DOMs included) has not changed this long.
+QUIET_S = 1.5
+
+#: Installed before any page script: counts calls, so a payload that ran is seen.
+INIT_JS = "window.qpvizRuns = 0; window.qpvizRan = () => { window.qpvizRuns += 1; };"
+
+#: Every element and the text of the page, shadow roots included.
+DEEP_JS = """() => {
+    const elements = [], texts = [];
+    const walk = root => {
+        for (const node of root.querySelectorAll('*')) {
+            elements.push(node);
+            if (node.shadowRoot) walk(node.shadowRoot);
+        }
+    };
+    walk(document);
+    for (const node of elements) {
+        for (const child of node.childNodes) if (child.nodeType === 3 && child.textContent.trim()) texts.push(child.textContent);
+    }
+    const injected = elements.filter(e => (e.tagName === 'IMG' && e.getAttribute('src') === 'x')
+        || e.hasAttribute('onerror') || e.hasAttribute('onload')
+        || (e.tagName === 'A' && (e.getAttribute('href') || '').trim().toLowerCase().startsWith('javascript:')))
+        .map(e => e.outerHTML.slice(0, 200));
+    return {count: elements.length, texts: texts, injected: injected, runs: window.qpvizRuns};
+}"""
+
+#: Every visible typed box of the page: (index among all inputs, type).
+BOXES_JS = """() => {
+    const inputs = [];
+    const walk = root => {
+        for (const node of root.querySelectorAll('*')) {
+            if (node.tagName === 'INPUT' || node.tagName === 'TEXTAREA') inputs.push(node);
+            if (node.shadowRoot) walk(node.shadowRoot);
+        }
+    };
+    walk(document);
+    return inputs.map((e, i) => [i, (e.type || 'text').toLowerCase(), e.offsetParent !== null && !e.disabled]);
+}"""
+
+PAGES = dashboard.url_keys()
+URL_CASES = [(slug, key) for slug, keys in PAGES.items() for key in keys]
+
+
+def deep(page: Page) -> dict:
+    return page.evaluate(DEEP_JS)
+
+
+def settle(page: Page) -> dict:
+    """Wait until the page stops changing; returns its last deep view."""
+    end = time.monotonic() + TIMEOUT_MS / 1000
+    last, since = None, time.monotonic()
+    while time.monotonic() < end:
+        now = deep(page)
+        if last is None or now["count"] != last["count"] or now["texts"] != last["texts"]:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since > QUIET_S:
+            return now
+        time.sleep(0.25)
+    return last
+
+
+def open_page(context, url: str) -> Page:
+    page = context.new_page()
+    page.goto(url)
+    page.locator(".bk-tab.bk-active").first.wait_for(timeout=TIMEOUT_MS)
+    return page
+
+
+def assert_safe(view: dict, payloads=(PAYLOAD,)) -> None:
+    assert view["runs"] == 0, "the payload ran as script"
+    assert view["injected"] == [], f"the payload became elements: {view['injected']}"
+    for text in view["texts"]:
+        if "qpvizRan" in text:
+            shown = [p for p in (LITERAL, MARKDOWN_PAYLOAD, "<svg onload=qpvizRan()>") if p in text]
+            assert shown or "…" in text, f"the payload is shown, but not as its characters: {text!r}"
+
+
+@pytest.fixture(scope="module")
+def context(browser: Browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.add_init_script(INIT_JS)
+    yield context
+    context.close()
+
+
+def test_every_page_reads_url_keys():
+    """The registry the cases come from names every page of the app, each with its keys."""
+    assert len(PAGES) == len(dashboard.PAGES) >= 8
+    assert all(len(keys) >= 2 for keys in PAGES.values())
+    assert len(URL_CASES) >= 80
+
+
+#: Links of one page opened at once (their sessions build and settle side by side).
+BATCH = 4
+
+
+def link_findings(context, app_url: str, slug: str, keys, payload: str) -> dict[str, str]:
+    """{key: what went wrong} for links opening page ``slug`` with ``payload`` in each key."""
+    findings = {}
+    for start in range(0, len(keys), BATCH):
+        pages = {}
+        for key in keys[start:start + BATCH]:
+            query = f"page={quote(payload)}" if key == dashboard.PAGE_KEY else f"page={slug}&{key}={quote(payload)}"
+            pages[key] = open_page(context, f"{app_url}?{query}")
+        for key, page in pages.items():
+            try:
+                assert_safe(settle(page))
+                assert page.locator("a[href^='javascript']").count() == 0, "a javascript: link is shown"
+            except AssertionError as exc:
+                findings[key] = str(exc)
+            finally:
+                page.close()
+    print(f"{slug}: {len(keys)} URL keys given {payload!r}")
+    return findings
+
+
+@pytest.mark.parametrize("payload", [PAYLOAD, MARKDOWN_PAYLOAD], ids=["html", "markdown"])
+@pytest.mark.parametrize("slug", list(PAGES))
+def test_a_link_value_is_shown_as_text(context, app_url: str, slug: str, payload: str):
+    """Every URL key of the page (one link each) given the payload."""
+    assert link_findings(context, app_url, slug, PAGES[slug], payload) == {}
+
+
+def _typed_boxes(page: Page) -> list[tuple[int, str]]:
+    return [(i, kind) for i, kind, visible in page.evaluate(BOXES_JS)
+            if visible and kind in ("text", "number", "search", "textarea", "")]
+
+
+@pytest.mark.parametrize("slug", list(PAGES))
+def test_a_typed_value_is_shown_as_text(context, app_url: str, slug: str):
+    page = open_page(context, f"{app_url}?page={slug}")
+    try:
+        settle(page)
+        boxes = _typed_boxes(page)
+        inputs = page.locator("input, textarea")
+        typed = 0
+        for index, kind in boxes:
+            box = inputs.nth(index)
+            if not box.is_visible() or not box.is_editable():
+                continue
+            box.click()
+            box.press("Control+a")
+            # a number box refuses the letters keystroke by keystroke, as a user would see it
+            box.press_sequentially(PAYLOAD if kind != "number" else PAYLOAD + "1")
+            box.press("Enter")
+            typed += 1
+            assert_safe(settle(page))
+        print(f"{slug}: {typed} typed box(es) given the payload")
+        if typed == 0:
+            pytest.skip(f"{slug} has no typed box")
+    finally:
+        page.close()
+
+
+def _uploads(page: Page) -> int:
+    return page.locator("input[type=file]").count()
+
+
+@pytest.mark.parametrize("slug", list(PAGES))
+def test_an_uploaded_csv_is_shown_as_text(context, app_url: str, slug: str):
+    page = open_page(context, f"{app_url}?page={slug}")
+    try:
+        settle(page)
+        uploads = page.locator("input[type=file]")
+        if uploads.count() == 0:
+            pytest.skip(f"{slug} has no file upload")
+        print(f"{slug}: {uploads.count()} upload(s) given {4 * uploads.count()} files")
+        files = [
+            (f"{PAYLOAD}.csv", b"x,y\n0,1\n1,-1\n2,1\n"),  # file name
+            ("header.csv", f"x,{PAYLOAD}\n0,1\n1,-1\n2,1\n".encode()),  # header
+            ("cell.csv", f"x,y\n0,1\n1,{PAYLOAD}\n2,1\n".encode()),  # cell
+            ("markdown.csv", f"x,y\n0,{MARKDOWN_PAYLOAD}\n".encode()),
+        ]
+        for i in range(uploads.count()):
+            for name, content in files:
+                uploads.nth(i).set_input_files(files=[{"name": name, "mimeType": "text/csv", "buffer": content}])
+                view = settle(page)
+                assert_safe(view)
+                if name.startswith("<img"):  # the upload names its file: literally
+                    assert any(LITERAL in text for text in view["texts"]), "the file name is not shown as text"
+    finally:
+        page.close()
