@@ -73,11 +73,62 @@ def _log_ratio(lk, y, f, tau, nu):
 
 
 @njit(**NUMBA_OPTIONS)
-def _ess_block(L, centre, tau, nu, y, lk, f, ll, transitions, thin, out, seed, max_shrinks):
+def _prior_quadratic(Lk, f, work):
+    """|Lk^-1 f|^2 = f^T K^-1 f by forward substitution (``work`` receives Lk^-1 f)."""
+    total = 0.0
+    for i in range(f.shape[0]):
+        s = f[i]
+        for j in range(i):
+            s -= Lk[i, j] * work[j]
+        work[i] = s / Lk[i, i]
+        total += work[i] * work[i]
+    return total
+
+
+@njit(**NUMBA_OPTIONS)
+def _flip_segment(f, order, proposal, cuts):
+    """proposal = f with the sign of one stretch of ``order`` flipped; False if there is none.
+
+    Cuts: the positions p along ``order`` where |f| is a local minimum, and the two ends (-1, N - 1);
+    two distinct cuts a < b are drawn uniformly and positions a + 1..b flip. The cuts depend on
+    |f| alone, which a flip keeps, so the flip back has the same probability (a symmetric
+    proposal: Metropolis accepts with the target ratio)."""
+    n = order.shape[0]
+    count = 0
+    cuts[count] = -1
+    count += 1
+    for p in range(n - 1):
+        here = abs(f[order[p]])
+        if (p == 0 or here <= abs(f[order[p - 1]])) and here <= abs(f[order[p + 1]]):
+            cuts[count] = p
+            count += 1
+    cuts[count] = n - 1
+    count += 1
+    a = np.random.randint(count)
+    b = np.random.randint(count - 1)
+    if b >= a:
+        b += 1
+    lo, hi = min(cuts[a], cuts[b]), max(cuts[a], cuts[b])
+    for j in range(n):
+        proposal[j] = f[j]
+    for p in range(lo + 1, hi + 1):
+        proposal[order[p]] = -proposal[order[p]]
+    return True
+
+
+@njit(**NUMBA_OPTIONS)
+def _ess_block(L, centre, tau, nu, y, lk, f, ll, transitions, thin, out, seed, max_shrinks, Lk, order):
     """``transitions`` ESS transitions from f (updated in place; ``ll`` = :func:`_log_ratio` at f)
     for the target N(f | centre, L L^T) prod_i p(y_i | f_i) / t_i(f_i); after every ``thin``-th
     one f is written to the next row of ``out`` (none if ``out`` has no rows).
-    Returns (``ll`` at the final f, likelihood evaluations, transitions that hit ``max_shrinks``)."""
+
+    If ``order`` (the inputs sorted along their first coordinate) is not empty (a likelihood even in
+    each f_i), each transition is followed by a Metropolis sign flip of a stretch between two
+    local minima of |f| (:func:`_flip_segment`), accepted with the prior ratio N(f' | 0, K) /
+    N(f | 0, K) (``Lk`` = chol K; the likelihood is unchanged): chains then cross between the
+    sign patterns that ellipses cannot (p(y | f = 0) = 0 separates them).
+    Returns (``ll`` at the final f, likelihood evaluations, transitions that hit ``max_shrinks``,
+    accepted flips)."""
     np.random.seed(seed)
     n = f.shape[0]
     z = np.empty(n)
@@ -85,6 +136,8 @@ def _ess_block(L, centre, tau, nu, y, lk, f, ll, transitions, thin, out, seed, m
     evaluations = 0
     capped = 0
     kept = 0
+    flips = 0
+    cuts = np.empty(n + 2, np.int64)
     for it in range(transitions):
         for j in range(n):
             z[j] = np.random.standard_normal()
@@ -116,19 +169,27 @@ def _ess_block(L, centre, tau, nu, y, lk, f, ll, transitions, thin, out, seed, m
             ll = ll_new
         else:
             capped += 1
+        if order.shape[0] > 1 and _flip_segment(f, order, proposal, cuts):
+            log_accept = 0.5 * (_prior_quadratic(Lk, f, z) - _prior_quadratic(Lk, proposal, z))
+            if np.log(np.random.random()) < log_accept:
+                for j in range(n):
+                    f[j] = proposal[j]
+                ll = _log_ratio(lk, y, f, tau, nu)
+                evaluations += 1
+                flips += 1
         if out.shape[0] > 0 and (it + 1) % thin == 0 and kept < out.shape[0]:
             out[kept, :] = f
             kept += 1
-    return ll, evaluations, capped
+    return ll, evaluations, capped, flips
 
 
 def _chain(block, f0, ll0, n_samples, burn_in, thin, seed, max_shrinks):
     """(samples, evaluations) of one chain by two calls of ``block`` (burn-in, then kept transitions)."""
     f = np.array(f0, dtype=np.float64)
     out = np.empty((int(n_samples), f.shape[0]))
-    ll, burn_evals, _ = block(f, ll0, int(burn_in), 1, out[:0], int(seed), int(max_shrinks))
-    _, evals, _ = block(f, ll, int(n_samples) * int(thin), int(thin), out, (int(seed) + 104729) % 2**31,
-                        int(max_shrinks))
+    ll, burn_evals = block(f, ll0, int(burn_in), 1, out[:0], int(seed), int(max_shrinks))[:2]
+    evals = block(f, ll, int(n_samples) * int(thin), int(thin), out, (int(seed) + 104729) % 2**31,
+                  int(max_shrinks))[1]
     return out, burn_evals + evals
 
 
@@ -137,7 +198,7 @@ def elliptical_slice_chain(L, y, lk, f0, n_samples, burn_in, thin, seed, max_shr
     (numba kernel ``lk``), keeping every ``thin``-th transition after ``burn_in``."""
     f0 = np.asarray(f0, dtype=np.float64)
     zero = np.zeros_like(f0)
-    return _chain(lambda *a: _ess_block(L, zero, zero, zero, y, lk, *a), f0, _log_lik(lk, y, f0), n_samples, burn_in,
+    return _chain(lambda *a: _ess_block(L, zero, zero, zero, y, lk, *a, L, np.empty(0, np.int64)), f0, _log_lik(lk, y, f0), n_samples, burn_in,
                   thin, seed, max_shrinks)
 
 
@@ -258,8 +319,14 @@ class ChainSet:
     ess: float  #: min bulk ESS over the same
     converged: bool  #: rhat < RHAT_THRESHOLD and ess >= ESS_THRESHOLD, all chains complete
     seconds: float
-    note: str = ""  #: why not converged, or why the run stopped early
+    note: str = ""  #: why not converged, or why the run stopped early (plain text, no HTML characters)
     info: dict = field(default_factory=dict)  #: reference, evaluations per transition, capped transitions
+
+    def __len__(self) -> int:  # a sequence of chains, as the former list of (draws, N) arrays
+        return self.samples.shape[0]
+
+    def __getitem__(self, index):
+        return self.samples[index]
 
     def status(self) -> str:
         """'converged (R-hat 1.003, ESS 812, 2.1 s)' or 'not converged (R-hat 1.3, ESS 12, 60.0 s): why'."""
@@ -298,14 +365,19 @@ def run_chains(prior, likelihood, y, chains: int = 4, n_samples: int = 1000, bur
         return float(np.sum(likelihood.log_prob(y, f))) + float(np.sum(f * (0.5 * ref.tau * f - ref.nu)))
 
     starts = start_points(ref, log_ratio, int(chains), seed=seed)
+    Lk = np.ascontiguousarray(prior.cov_sqrt())
+    order = np.empty(0, np.int64)
+    if likelihood.even_in_f:  # sign flips of stretches along the first input coordinate (:func:`_ess_block`)
+        X = np.asarray(prior.X, dtype=np.float64).reshape(y.shape[0], -1)
+        order = np.ascontiguousarray(np.argsort(X[:, 0], kind="stable"), dtype=np.int64)
     if lk is not None:
         def block(*args):
-            return _ess_block(ref.root, ref.centre, ref.tau, ref.nu, y, lk, *args)
+            return _ess_block(ref.root, ref.centre, ref.tau, ref.nu, y, lk, *args, Lk, order)
     else:
         def block(*args):
             return _ess_block_numpy(ref.root, ref.centre, log_ratio, *args)
     samples = np.empty((int(chains), int(n_samples), y.shape[0]))
-    finished = evaluations = capped = transitions = kept = 0
+    finished = evaluations = capped = transitions = kept = flips = 0
     out_of_time = False
     for c in range(int(chains)):
         f = starts[c].copy()
@@ -320,9 +392,9 @@ def run_chains(prior, likelihood, y, chains: int = 4, n_samples: int = 1000, bur
                 size = min(chunk, total - done)
                 rows = size // step if out.shape[0] else 0
                 block_seed = int(np.random.SeedSequence([int(seed), c, blocks]).generate_state(1)[0] >> 1)
-                ll, evals, hit = block(f, ll, size, step, out[kept:kept + rows], block_seed, int(max_shrinks))
+                ll, evals, hit, flipped = block(f, ll, size, step, out[kept:kept + rows], block_seed, int(max_shrinks))
                 kept, done, blocks = kept + rows, done + size, blocks + 1
-                evaluations, capped, transitions = evaluations + evals, capped + hit, transitions + size
+                evaluations, capped, transitions, flips = evaluations + evals, capped + hit, transitions + size, flips + flipped
                 out_of_time = time.perf_counter() - started > time_budget
         if out_of_time and kept < n_samples:
             break
@@ -330,7 +402,7 @@ def run_chains(prior, likelihood, y, chains: int = 4, n_samples: int = 1000, bur
         if on_progress is not None:
             on_progress(c + 1, int(chains))
     info = {"reference": ref.origin, "chains": int(chains), "finished_chains": finished, "max_shrinks": int(max_shrinks),
-            "capped_transitions": int(capped), "seed": int(seed),
+            "capped_transitions": int(capped), "seed": int(seed), "accepted_sign_flips": int(flips),
             "evaluations_per_transition": evaluations / max(transitions, 1), "sign_folded": bool(likelihood.even_in_f)}
     notes = []
     kept_samples = samples[:finished] if finished else samples[:1, :kept]
@@ -349,8 +421,8 @@ def run_chains(prior, likelihood, y, chains: int = 4, n_samples: int = 1000, bur
         notes.append("convergence needs at least 2 chains")
     converged = bool(rhat < diagnostics.RHAT_THRESHOLD and ess >= diagnostics.ESS_THRESHOLD and not out_of_time)
     if not converged and not out_of_time and kept_samples.shape[0] >= 2:
-        notes.insert(0, f"needs R-hat < {diagnostics.RHAT_THRESHOLD:g} and ESS >= {diagnostics.ESS_THRESHOLD:g}; "
-                        "run more samples")
+        notes.insert(0, f"needs R-hat below {diagnostics.RHAT_THRESHOLD:g} and ESS of at least "
+                        f"{diagnostics.ESS_THRESHOLD:g}; run more samples")
     if not np.all(np.isfinite(kept_samples)):
         converged = False
         notes.append("non-finite samples")
@@ -384,7 +456,7 @@ def _ess_block_numpy(L, centre, log_lik, f, ll, transitions, thin, out, seed, ma
         if out.shape[0] > 0 and (it + 1) % thin == 0 and kept < out.shape[0]:
             out[kept] = f
             kept += 1
-    return ll, evaluations, capped
+    return ll, evaluations, capped, 0
 
 
 def _start(likelihood, y, L=None) -> np.ndarray:
