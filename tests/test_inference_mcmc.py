@@ -170,3 +170,22 @@ def test_step_preset_reference_has_eps_sized_latents_not_the_jump():
         ref = oned.mcmc_reference(data.X, data.y, lik, kernel)
         assert np.all(data.y * ref.train_mean > 0) and np.median(ref.train_var) > 0.1  # stuck: all ~1e-323, var 0
         assert 0.8 < np.mean(np.abs(ref.train_mean)) / np.mean(np.abs(ep.train_mean)) < 1.25
+
+
+def test_without_ep_the_chains_fall_back_to_the_prior_ellipses(small_probit, monkeypatch):
+    """EP failing (or its mean outside the support) leaves plain ESS from the prior, started at
+    the most probable simple point, and says so in the info."""
+    from qpviz.inference import ep
+    from qpviz.inference.dense import DensePrior
+    from qpviz.inference.mcmc import run_chains
+
+    def failing(*args, **kwargs):
+        raise ValueError("no EP here")
+
+    monkeypatch.setattr(ep, "run_sites", failing)
+    X, y, k = small_probit
+    run = run_chains(DensePrior(k, X), qpviz.likelihood("probit"), y, chains=4, n_samples=2000, burn_in=500, thin=5)
+    assert run.info["reference"] == "prior (EP failed: no EP here)" and run.converged, run.status()
+    monkeypatch.undo()
+    reference = fit(X, y, "probit", k, method="mcmc", n_samples=20000, thin=2, burn_in=500, seed=11)
+    np.testing.assert_allclose(run.samples.reshape(-1, len(y)).mean(axis=0), reference.mean, atol=0.08)

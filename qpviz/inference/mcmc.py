@@ -6,6 +6,11 @@ theta ~ U(0, 2 pi) with bracket [theta - 2 pi, theta]; propose f' = f cos theta 
 accept if log L(f') > log u, otherwise shrink the bracket towards 0 and redraw theta.
 Every proposal stays on the ellipse through f and nu, so no step size is tuned.
 
+Ellipses (:func:`reference_gaussian`): around EP's posterior N(m, S) rather than the prior
+(EPESS, Fagan, Bhandari and Cunningham 2016): p(f | y) = N(f | m, S) prod_i p(y_i | f_i) / t_i(f_i)
+with EP's sites t_i, so only the per-site ratio is sliced; on the step preset (eps = 0, N = 60)
+this raised the bulk ESS of 4 x 1000 draws from 6-37 (prior ellipses) to 116-283.
+
 Starts (:func:`start_points`): inside the likelihood's support, from EP's Gaussian posterior
 N(m, S): the first chain at m, the others at m + START_SPREAD L_S z (over-dispersed draws),
 pulled towards m until every site has positive likelihood. A hard likelihood (the step with
@@ -18,7 +23,8 @@ angle by then stays at f (still reversible: a move through k shrinks has a rever
 shrinks with the same probability, and the rest of the mass stays put) and is counted.
 
 :func:`run_chains` runs several chains in blocks (cancel and a time budget are checked between
-blocks) and judges them with split R-hat and bulk ESS (:mod:`.diagnostics`). For the
+blocks) and judges them with split R-hat and bulk ESS (:mod:`.diagnostics`). For a likelihood
+even in each f_i, Metropolis sign flips of stretches of f follow each transition (:func:`_ess_block`). For the
 Poisson-square likelihood, whose posterior is symmetric under f -> -f, the samples are folded
 onto the positive branch (sum_i f_i >= 0), the branch the Gaussian methods describe
 (``diagnostics["sign_folded"]``). Intended for small N (a reference the dashboard compares
