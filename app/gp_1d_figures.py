@@ -69,7 +69,8 @@ def table_html(fits: dict) -> str:
     rows = []
     for method, fit in fits.items():
         rows.append([METHOD_LABELS[method], _fmt(fit.w2_grid), _fmt(fit.w2_data), _fmt(fit.evidence),
-                     str(fit.n_sweeps), "yes" if fit.converged else "<strong>no</strong>", f"{1000 * fit.seconds:.0f}"])
+                     str(fit.n_sweeps), fit.convergence() if fit.converged else f"<strong>{fit.convergence()}</strong>",
+                     f"{1000 * fit.seconds:.0f}"])
     cells = lambda tag, row: "".join(f"<{tag}>{cell}</{tag}>" for cell in row)  # noqa: E731
     body = "".join(f"<tr>{cells('td', row)}</tr>" for row in rows)
     return f"<table><thead><tr>{cells('th', header)}</tr></thead><tbody>{body}</tbody></table>"

@@ -37,7 +37,7 @@ CACHE_SIZE = 256
 #: Most points a link carries (the URL stays below ~8 kB).
 MAX_LINK_POINTS = 300
 #: MCMC reference settings: chains x samples (each chain after its burn-in).
-MCMC_SETTINGS = {"chains": 4, "n_samples": 600, "burn_in": 400, "thin": 2}
+MCMC_SETTINGS = dict(oned.MCMC_DEFAULTS)
 
 #: (method, data, likelihood, kernel) -> oned.MethodFit; ("optimise", ...) -> (variance, lengthscale, steps).
 FIT_CACHE = long_jobs.LRUCache(CACHE_SIZE)
@@ -333,7 +333,7 @@ class GP1DModel(param.Parameterized):
             self.param.update(variance=kernel.params["variance"], lengthscale=kernel.params["lengthscale"])
         else:
             FIT_CACHE.put(job["key"], result)
-            self.job_status = f"MCMC reference done in {seconds:.1f} s"
+            self.job_status = f"MCMC reference done in {seconds:.1f} s: {result.convergence()}"
             self.refit()
 
     def wait(self, timeout: float = 120.0) -> None:

@@ -300,6 +300,7 @@ class GP2DPage(pn.viewable.Viewer):
                 getattr(combined, field).update(getattr(part, field))
             combined.notes += part.notes
         combined.mcmc_noise = dict(reference.mcmc_noise) if reference is not None else {}
+        combined.mcmc_diagnostics = dict(reference.mcmc_diagnostics) if reference is not None else {}
         combined.var_difference = combined.var["qp"] - combined.var["ep"]
         self.fit = combined
         self.fit_description = self._subtitle()  # the titles describe the fit shown, not a rejected input
@@ -367,7 +368,7 @@ class GP2DPage(pn.viewable.Viewer):
         else:
             MCMC_CACHE.put(job["key"], result)
             self.job_status = (f"MCMC reference done in {long_jobs.elapsed(job):.1f} s "
-                               f"({result.mcmc_noise['samples']} samples)")
+                               f"({result.mcmc_noise['samples']} samples): {result.mcmc_diagnostics.get('status', '')}")
             self._changed()
 
     def wait(self, timeout: float = 120.0) -> None:
@@ -687,7 +688,7 @@ def distance_table(fit: twod.GridFit, methods) -> str:
         p_distance, w2 = distances.get(method, (None, None))
         rows.append([f'<span style="color:{METHOD_COLOURS[method]}">■</span> {METHOD_LABELS[method]}',
                      _number(p_distance), _number(w2), _number(fit.log_evidence[method], 3),
-                     "yes" if fit.converged[method] else "<strong>no</strong>",
+                     _converged_cell(fit, method),
                      f"{1000 * sum(fit.seconds[method]):.0f}"])
     cells = lambda tag, row: "".join(f"<{tag}>{cell}</{tag}>" for cell in row)  # noqa: E731
     body = "".join(f"<tr>{cells('td', row)}</tr>" for row in rows)
@@ -700,6 +701,12 @@ def distance_table(fit: twod.GridFit, methods) -> str:
     else:
         caption = "Choose MCMC to compare every method with a sampling reference."
     return f"<table><thead><tr>{cells('th', header)}</tr></thead><tbody>{body}</tbody></table><p>{caption}</p>"
+
+
+def _converged_cell(fit: twod.GridFit, method: str) -> str:
+    """"yes" / "no"; for MCMC its R-hat, ESS and time (qpviz.inference.mcmc.convergence_status)."""
+    text = fit.mcmc_diagnostics.get("status", "yes") if method == "mcmc" else "yes"
+    return text if fit.converged[method] else f"<strong>{'no' if method != 'mcmc' else text}</strong>"
 
 
 def page() -> tuple[str, pn.viewable.Viewable]:

@@ -143,6 +143,24 @@ def test_mcmc_runs_off_the_caller_and_fills_the_w2_column():
     assert not m.job_running
 
 
+def test_a_seed_change_during_the_mcmc_run_draws_the_new_data_reference():
+    """Issue 21: the stale reference of the old seed must not be drawn for the new data; the job
+    of the new data replaces the old one and its table cell carries the diagnostics."""
+    gp_1d_model.FIT_CACHE.clear()
+    m = GP1DModel(methods=["ep", "mcmc"])  # the default preset: step likelihood, eps = 0
+    assert m.job_running
+    old_job = m._job
+    m.seed = 3
+    assert m._job is not old_job and old_job["cancel"].is_set()
+    m.wait()
+    data = presets.make(m.preset, m.n_points, 3)
+    np.testing.assert_array_equal(m.y, data.y)
+    reference = m.fits["mcmc"]
+    assert np.all(data.y * reference.train_mean > 0)  # inside the new labels' support
+    assert reference.converged and reference.convergence().startswith("converged (R-hat")
+    assert "converged (R-hat" in m.job_status and "<strong>" not in gp_1d.table_html(m.fits)
+
+
 def test_optimise_streams_evidence_and_sets_the_fitted_hyperparameters():
     gp_1d_model.FIT_CACHE.clear()
     m = GP1DModel(preset="noisy boundary", methods=["ep"])

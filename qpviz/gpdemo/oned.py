@@ -29,7 +29,7 @@ from qpviz.likelihoods.base import Likelihood
 
 __all__ = ["KERNELS", "METHODS", "MethodFit", "make_kernel", "make_grid", "predictive_band", "fit_method",
            "fit_methods", "w2_marginals", "add_reference_distances", "SiteView", "SiteStepper", "explorer_query",
-           "check_data", "Cancelled", "sample_chains", "mcmc_reference"]
+           "check_data", "Cancelled", "sample_chains", "mcmc_reference", "MCMC_DEFAULTS"]
 
 #: The kernels the page offers, by name.
 KERNELS = {"RBF": RBF, "Matern32": Matern32, "Matern52": Matern52}
@@ -142,6 +142,18 @@ class MethodFit:
     seconds: float = 0.0
     w2_grid: float = math.nan  #: mean W2 to the MCMC marginals over the grid
     w2_data: float = math.nan  #: mean W2 to the MCMC marginals over the data points
+    rhat: float = math.nan  #: MCMC: max split R-hat over the latents at the data (NaN otherwise)
+    ess: float = math.nan  #: MCMC: min bulk effective sample size over the same
+    note: str = ""  #: MCMC: why it is not converged, or why it stopped early
+
+    def convergence(self) -> str:
+        """The table's "converged" cell: "yes" / "no", and for MCMC its diagnostics, e.g.
+        "converged (R-hat 1.003, ESS 812, 0.4 s)" or "not converged (R-hat 1.3, ESS 12, 0.4 s): why"."""
+        if self.method != "mcmc":
+            return "yes" if self.converged else "no"
+        from qpviz.inference.mcmc import convergence_status
+
+        return convergence_status(self.converged, self.rhat, self.ess, self.seconds, self.note)
 
 
 _WARN_OPTION = {"ep": {"warn": False}, "qp": {"warn": False}, "vb": {"warn": False}, "laplace": {"warn": False}}
@@ -154,7 +166,7 @@ def fit_method(X, y, likelihood: Likelihood, kernel, method: str, grid=None, **o
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
     grid = make_grid(X) if grid is None else np.asarray(grid, float).reshape(-1, 1)
     if method == "mcmc":
-        return mcmc_reference(X, y, likelihood, kernel, grid, chains=1, **options)
+        return mcmc_reference(X, y, likelihood, kernel, grid, **options)
     start = time.perf_counter()
     post = qpviz.fit(X, y, likelihood, kernel, method=method, **{**_WARN_OPTION.get(method, {}), **options})
     mean, var = post.predict_f(grid)
@@ -390,43 +402,49 @@ def optimise_evidence(X, y, likelihood: Likelihood, kernel, on_step=None, cancel
     return kernel.with_log_params(out.x), steps
 
 
-def _chain(prior, likelihood: Likelihood, y, n_samples: int, burn_in: int, thin: int, seed: int) -> np.ndarray:
-    """Samples of one elliptical-slice chain (:func:`qpviz.inference.mcmc.run_mcmc`, which starts
-    at the most likely of its candidate points, off the jump of a hard step)."""
-    from qpviz.inference.mcmc import run_mcmc
-
-    return run_mcmc(prior, likelihood, y, n_samples=n_samples, burn_in=burn_in, thin=thin, seed=seed)[0]
+#: Default MCMC reference settings: 4 chains of 1000 draws, every 20th transition after 1000.
+#: Every 10th left the step (eps = 0) preset at R-hat 1.0126 for seed 5; with every 20th, all
+#: presets but Poisson-square pass R-hat < 1.01 and ESS >= 400 at N = 60 in about 1 s each
+#: (benchmarks/mcmc_reference_check.py).
+MCMC_DEFAULTS = {"chains": 4, "n_samples": 1000, "burn_in": 1000, "thin": 20}
 
 
 def sample_chains(prior, likelihood: Likelihood, y, chains: int, n_samples: int, burn_in: int, thin: int,
-                  on_progress=None, cancel=None) -> list[np.ndarray]:
-    """``chains`` elliptical-slice chains (seeds 0..chains-1), each ``n_samples`` kept after
-    ``burn_in``, thinned by ``thin``: one (n_samples, N) array per chain. Between chains
-    ``on_progress(done, chains)`` is called and ``cancel`` (a ``threading.Event``) is checked
-    (:class:`Cancelled`), so a page can show progress and stop the job."""
-    samples = []
-    for chain in range(chains):
-        if cancel is not None and cancel.is_set():
-            raise Cancelled("MCMC cancelled")
-        samples.append(_chain(prior, likelihood, y, n_samples, burn_in, thin, chain))
-        if on_progress is not None:
-            on_progress(chain + 1, chains)
-    return samples
+                  on_progress=None, cancel=None, time_budget: float | None = None):
+    """:func:`qpviz.inference.mcmc.run_chains`: ``chains`` elliptical-slice chains around EP's
+    posterior, started inside the likelihood's support, each ``n_samples`` kept after ``burn_in``,
+    thinned by ``thin``, with split R-hat and bulk ESS (a :class:`~qpviz.inference.mcmc.ChainSet`;
+    ``list(result.samples)`` is one (n_samples, N) array per chain). After each chain
+    ``on_progress(done, chains)`` is called; ``cancel`` (a ``threading.Event``) is checked every
+    few hundred transitions (:class:`Cancelled`); sampling stops after ``time_budget`` seconds
+    (default :data:`qpviz.inference.mcmc.TIME_BUDGET`) and says so."""
+    from qpviz.inference import mcmc
+
+    budget = mcmc.TIME_BUDGET if time_budget is None else time_budget
+    try:
+        return mcmc.run_chains(prior, likelihood, y, chains, n_samples, burn_in, thin, on_progress=on_progress,
+                               cancel=cancel, time_budget=budget)
+    except mcmc.Cancelled as exc:
+        raise Cancelled(str(exc)) from None
 
 
-def mcmc_reference(X, y, likelihood: Likelihood, kernel, grid=None, chains: int = 4, n_samples: int = 1000,
-                   burn_in: int = 500, thin: int = 2, on_progress=None, cancel=None) -> MethodFit:
-    """The MCMC reference as a :class:`MethodFit`: :func:`sample_chains` pooled (progress and
-    cancel as there)."""
+def mcmc_reference(X, y, likelihood: Likelihood, kernel, grid=None, chains: int = MCMC_DEFAULTS["chains"],
+                   n_samples: int = MCMC_DEFAULTS["n_samples"], burn_in: int = MCMC_DEFAULTS["burn_in"],
+                   thin: int = MCMC_DEFAULTS["thin"], on_progress=None, cancel=None,
+                   time_budget: float | None = None) -> MethodFit:
+    """The MCMC reference as a :class:`MethodFit`: :func:`sample_chains` pooled (progress, cancel
+    and time budget as there); ``converged``, ``rhat``, ``ess`` and ``note`` carry its diagnostics."""
     from qpviz.inference.posterior import SamplePosterior
 
     X, y = check_data(X, y, likelihood)
     grid = make_grid(X) if grid is None else np.asarray(grid, float).reshape(-1, 1)
     prior = DensePrior(kernel, X)
     start = time.perf_counter()
-    samples = sample_chains(prior, likelihood, y, chains, n_samples, burn_in, thin, on_progress, cancel)
-    pooled = SamplePosterior(prior, likelihood, y, np.concatenate(samples), {})
+    chains_run = sample_chains(prior, likelihood, y, chains, n_samples, burn_in, thin, on_progress, cancel, time_budget)
+    samples = chains_run.samples.reshape(-1, chains_run.samples.shape[2])
+    pooled = SamplePosterior(prior, likelihood, y, samples, chains_run.info)
     mean, var = pooled.predict_f(grid)
     centre, lower, upper, label = predictive_band(likelihood, mean, var)
     return MethodFit("mcmc", grid[:, 0], mean, var, centre, lower, upper, label, pooled.mean, pooled.var, None, None,
-                     [], math.nan, True, pooled.n_sweeps, time.perf_counter() - start)
+                     [], math.nan, chains_run.converged, pooled.n_sweeps, time.perf_counter() - start,
+                     rhat=chains_run.rhat, ess=chains_run.ess, note=chains_run.note)

@@ -180,6 +180,8 @@ class GridFit:
     notes: list = field(default_factory=list)
     var_difference: np.ndarray | None = None
     mcmc_noise: dict = field(default_factory=dict)
+    #: the MCMC reference's diagnostics: "rhat", "ess", "seconds", "note", "status" (text for the table)
+    mcmc_diagnostics: dict = field(default_factory=dict)
 
     @property
     def methods(self) -> tuple[str, ...]:
@@ -258,7 +260,8 @@ def _projected_sums(P: np.ndarray, cond_var: np.ndarray, likelihood, samples: np
 
 
 def mcmc_grid(X, y, kernel, grid_size: int = 60, likelihood="probit", extent=None, chains: int = 4,
-              n_samples: int = 1000, burn_in: int = 1000, thin: int = 20, on_progress=None, cancel=None) -> GridFit:
+              n_samples: int = 1000, burn_in: int = 1000, thin: int = 20, on_progress=None, cancel=None,
+              time_budget: float | None = None) -> GridFit:
     """The MCMC reference's maps on the grid of :func:`fit_grid` (method ``"mcmc"``).
 
     ``chains`` elliptical-slice chains of f | y at the data (:func:`qpviz.gpdemo.oned.sample_chains`:
@@ -268,7 +271,9 @@ def mcmc_grid(X, y, kernel, grid_size: int = 60, likelihood="probit", extent=Non
     predictive (not a Gaussian's). ``mcmc_noise`` estimates the reference's Monte Carlo error from
     the two halves A, B of its chains: "proba" = mean |p_A - p_B| / 2 and "w2" = mean W2(A, B) / 2
     over the grid (for independent halves, |p_A - p_B| / 2 has the expected size of the pooled
-    average's error).
+    average's error). ``converged["mcmc"]`` and ``mcmc_diagnostics`` report split R-hat and bulk
+    ESS over the latents at the data (:func:`qpviz.inference.mcmc.run_chains`; sampling stops
+    after ``time_budget`` seconds and says so).
     """
     X, y = check_data(X, y)
     lik = make_likelihood(likelihood) if isinstance(likelihood, str) else likelihood
@@ -276,9 +281,11 @@ def mcmc_grid(X, y, kernel, grid_size: int = 60, likelihood="probit", extent=Non
     shape = (len(x2), len(x1))
     prior = DensePrior(kernel, X)
     start = time.perf_counter()
-    samples = sample_chains(prior, lik, lik.check_y(y), chains, n_samples, burn_in, thin, on_progress, cancel)
+    run = sample_chains(prior, lik, lik.check_y(y), chains, n_samples, burn_in, thin, on_progress, cancel, time_budget)
     fitted = time.perf_counter()
-    halves = [np.concatenate(samples[:max(chains // 2, 1)]), np.concatenate(samples[max(chains // 2, 1):] or samples)]
+    samples = list(run.samples)  # the chains finished within the time budget (>= 1)
+    split = max(len(samples) // 2, 1)
+    halves = [np.concatenate(samples[:split]), np.concatenate(samples[split:] or samples)]
     P, cond_var = prior.conditional(grid)
     sums = [_projected_sums(P, cond_var, lik, half) for half in halves]
 
@@ -292,8 +299,10 @@ def mcmc_grid(X, y, kernel, grid_size: int = 60, likelihood="probit", extent=Non
     result.mean["mcmc"], result.var["mcmc"] = mean.reshape(shape), var.reshape(shape)
     result.proba["mcmc"] = np.clip(proba, 0.0, 1.0).reshape(shape)
     result.log_evidence["mcmc"] = float("nan")  # sampling gives no evidence
-    result.converged["mcmc"] = True
+    result.converged["mcmc"] = run.converged
     result.seconds["mcmc"] = (fitted - start, time.perf_counter() - fitted)
+    result.mcmc_diagnostics = {"rhat": run.rhat, "ess": run.ess, "seconds": run.seconds, "note": run.note,
+                               "status": run.status()}
     result.mcmc_noise = {"proba": float(np.mean(np.abs(p_a - p_b))) / 2,
                          "w2": float(np.mean(w2_marginals(mean_a, var_a, mean_b, var_b))) / 2,
                          "samples": sum(len(chain) for chain in samples)}

@@ -1,0 +1,86 @@
+"""The MCMC reference of every GP 1-D preset (seeds 0-7) and of the GP 2-D presets against EP (issue 21).
+
+A reference is accepted when it agrees with EP's latent mean at the data where EP's mean is
+clearly nonzero (|m_EP| > 0.25 max |m_EP|: the same sign), has mean |f| within a factor 2 of
+EP's, reports split R-hat below 1.01 and bulk ESS of at least 400, and finishes within 60 s.
+Before the fix the "step likelihood, eps = 0" preset gave mean |f| 0.00-0.16 of EP's for seeds
+2-7 and said "converged".
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+
+from qpviz import explorer
+from qpviz.gpdemo import oned, presets, twod
+from qpviz.inference import diagnostics
+from qpviz.kernels import RBF
+
+SEEDS = range(8)
+#: Presets whose posterior has many modes EP does not describe: Poisson-square counts leave the
+#: sign of f open on every stretch between zero counts (p(y | f) = p(y | -f) at each point), and
+#: the chains (ellipses plus sign flips of such stretches) do not mix between these sign patterns
+#: within the default run (measured R-hat 1.1-1.6). There the reference must say "not converged"
+#: with its numbers, and its sign-free size sqrt(E f^2) must match EP's sqrt(m^2 + v).
+MULTIMODAL = {"Poisson-square, small counts (EP vs QP differ)"}
+
+
+def _model(name: str, seed: int):
+    data = presets.make(name, 60, seed)
+    return data, explorer.build_likelihood(data.likelihood, **data.likelihood_params), \
+        oned.make_kernel(data.kernel, data.variance, data.lengthscale)
+
+
+def _verdict_matches_numbers(ref) -> None:
+    passes = ref.rhat < diagnostics.RHAT_THRESHOLD and ref.ess >= diagnostics.ESS_THRESHOLD
+    assert ref.converged == passes, ref.convergence()
+    text = ref.convergence()
+    assert text.startswith("converged (R-hat" if passes else "not converged (R-hat"), text
+    assert "ESS" in text and text.count(" s") >= 1
+
+
+@pytest.mark.parametrize("name", list(presets.PRESETS))
+def test_reference_agrees_with_ep_and_reports_its_diagnostics(name):
+    for seed in SEEDS:
+        data, lik, kernel = _model(name, seed)
+        ep = oned.fit_methods(data.X, data.y, lik, kernel, methods=("ep",))["ep"]  # EP's warnings are off here
+        start = time.perf_counter()
+        ref = oned.mcmc_reference(data.X, data.y, lik, kernel)
+        seconds = time.perf_counter() - start
+        where = f"{name}, seed {seed}: {ref.convergence()}"
+        assert seconds < 60.0, where
+        assert math.isfinite(ref.rhat) and math.isfinite(ref.ess), where
+        _verdict_matches_numbers(ref)
+        m_ep, m = ep.train_mean, ref.train_mean
+        if name in MULTIMODAL:
+            size = np.mean(np.sqrt(m**2 + ref.train_var)) / np.mean(np.sqrt(m_ep**2 + ep.train_var))
+            assert 0.5 <= size <= 2.0, where
+            continue
+        clear = np.abs(m_ep) > 0.25 * np.max(np.abs(m_ep))
+        assert np.all(np.sign(m[clear]) == np.sign(m_ep[clear])), where
+        ratio = np.mean(np.abs(m)) / np.mean(np.abs(m_ep))
+        assert 0.5 <= ratio <= 2.0, f"{where}: mean |f| ratio {ratio:.3f}"
+        assert ref.converged, where
+
+
+@pytest.mark.parametrize("name", ["moons", "xor", "circles", "gaussians", "banana"])
+def test_gp2d_reference_agrees_with_ep_on_the_grid(name):
+    """The GP 2-D page's reference (its default kernel, 100 points, its MCMC settings) for two seeds."""
+    kernel = RBF(variance=4.0, lengthscale=0.8)
+    for seed in (0, 1):
+        X, y = twod.make_preset(name, 100, seed)
+        ep = twod.fit_grid(X, y, kernel, methods=("ep",), grid_size=20)
+        start = time.perf_counter()
+        ref = twod.mcmc_grid(X, y, kernel, grid_size=20, chains=4, n_samples=1000, burn_in=1000, thin=20)
+        assert time.perf_counter() - start < 60.0
+        report = ref.mcmc_diagnostics
+        where = f"{name}, seed {seed}: {report['status']}"
+        assert ref.converged["mcmc"] and report["rhat"] < diagnostics.RHAT_THRESHOLD, where
+        assert report["ess"] >= diagnostics.ESS_THRESHOLD and report["status"].startswith("converged"), where
+        m_ep, m = ep.mean["ep"], ref.mean["mcmc"]
+        clear = np.abs(m_ep) > 0.25 * np.max(np.abs(m_ep))
+        assert np.mean(np.sign(m[clear]) == np.sign(m_ep[clear])) > 0.99, where
+        assert 0.5 <= np.mean(np.abs(m)) / np.mean(np.abs(m_ep)) <= 2.0, where
