@@ -37,7 +37,7 @@ LENGTHSCALE_RANGE = (0.05, 30.0)
 #: URL query keys of the page's state (prefixed: the explorer uses lik, y, m, s, projector).
 URL_KEYS = {"preset": "g1_preset", "n_points": "g1_n", "seed": "g1_seed", "likelihood": "g1_lik",
             "kernel": "g1_kernel", "variance": "g1_var", "lengthscale": "g1_ls", "methods": "g1_methods",
-            "step_method": "g1_step", "projector": "g1_projector", "data_query": "g1_data"}
+            "step_method": "g1_step", "data_query": "g1_data"}
 
 #: Method labels of the method buttons.
 _LABELS = {"ep": "EP", "qp": "QP", "vb": "VB", "laplace": "Laplace", "mcmc": "MCMC"}
@@ -108,7 +108,6 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
         self.upload = CsvUpload(max_bytes=MAX_UPLOAD_BYTES, css_classes=["qpviz-gp1d-upload"])
         self.download = pn.widgets.FileDownload(callback=self._csv_file, filename="gp1d_fit.csv",
                                                 label="export fitted numbers (CSV)", color="light")
-        self.projector_toggle = pn.widgets.Toggle(label="Projector mode (large fonts)", value=False)
         self.alert = pn.pane.Alert("", alert_type="danger", visible=False, css_classes=["qpviz-error"])
         self.info = pn.pane.Alert("", alert_type="info", visible=False, css_classes=["qpviz-gp1d-note"])
         self.table = NumbersPane("", css_classes=["qpviz-gp1d-table"], sizing_mode="stretch_width")
@@ -142,7 +141,6 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
         self.step_keys.param.watch(
             lambda event: self._run(self.model.step, "site" if self.step_keys.key == "n" else "sweep"), "presses")
         self.upload.param.watch(lambda event: self._run(self._on_upload, event.new), "file")
-        self.projector_toggle.link(self, value="projector")
         self.views.figures["predictive"].on_event(events.Tap, self._on_tap)
         self.model.param.watch(self._redraw, ["version"])
         self.model.param.watch(lambda *events: self.views.show_optimisation(self.model),
@@ -266,7 +264,7 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
             self.lengthscale, self.methods, self.optimise_button, self.cancel_button, self.progress, self.status,
             pn.pane.Markdown("### Step-through"), self.step_method,
             pn.Row(self.step_site, self.step_sweep, self.step_reset), self.step_keys, self.explorer_link,
-            pn.pane.Markdown("### Share"), self.download, export_buttons("gp-1-d"), self.hand_off.button, self.projector_toggle,
+            pn.pane.Markdown("### Share"), self.download, export_buttons("gp-1-d"), self.hand_off.button,
             width=320,
         )
         # as many columns as fit: one on a 1024 px screen, where two left each plot too narrow
@@ -298,7 +296,7 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
             return
         widgets = {"preset": self.preset, "n_points": self.n_points, "seed": self.seed, "likelihood": self.likelihood,
                    "kernel": self.kernel, "variance": self.variance, "lengthscale": self.lengthscale,
-                   "methods": self.methods, "step_method": self.step_method, "projector": self.projector_toggle}
+                   "methods": self.methods, "step_method": self.step_method}
         for name, widget in widgets.items():
             location.sync(widget, {"value": URL_KEYS[name]})
         location.sync(self.model, {"data_query": URL_KEYS["data_query"]})  # clicked / uploaded points

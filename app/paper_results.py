@@ -174,8 +174,8 @@ def legend_html(rows=None) -> str:
             f"whichever is larger); hover a cell for the difference.{count}")
 
 
-#: URL query keys of the page's state (``projector`` is the explorer's key too: one link sets every page's mode).
-URL_KEYS = {"preprocessing": "prep", "live_dataset": "dataset", "live_rounds": "rounds", "projector": "projector"}
+#: URL query keys of the page's state.
+URL_KEYS = {"preprocessing": "prep", "live_dataset": "dataset", "live_rounds": "rounds"}
 
 
 class PaperResults(pn.viewable.Viewer):
@@ -197,9 +197,6 @@ class PaperResults(pn.viewable.Viewer):
         self._texts: list = []
 
         self.prep_switch = pn.widgets.RadioButtonGroup.from_param(self.param.preprocessing, label="preprocessing", width=260)
-        # 300 px: the label in projector mode's 20 px font is 274 px wide
-        self.projector_toggle = pn.widgets.Toggle.from_param(self.param.projector, label="Projector mode (large fonts)",
-                                                          width=300)
         self.message = pn.pane.Alert("", alert_type="warning", visible=False, css_classes=["qpviz-paper-message"])
         self.link_note = pn.pane.Alert("", alert_type="warning", visible=False, css_classes=["qpviz-paper-link"])
         # a table wider than the window (projector mode, 1024 px) scrolls inside its own box
@@ -338,8 +335,7 @@ class PaperResults(pn.viewable.Viewer):
 
     # -- layout ----------------------------------------------------------------------------------
     def _sync_url(self) -> None:
-        """Preprocessing, live dataset and rounds and projector mode in the URL (a shared link reopens them;
-        ``projector`` is the explorer's key too, so one link sets every page's projector mode)."""
+        """Preprocessing, live dataset and rounds in the URL (a shared link reopens them)."""
         if pn.state.location is not None:
             pn.state.location.sync(self, URL_KEYS, on_error=self.apply_bad_link)
 
@@ -367,7 +363,7 @@ class PaperResults(pn.viewable.Viewer):
         self._texts += [self.table, self.legend, self.live_table, self.live_status, self.message, self.figure_message,
                         self.link_note]
         controls = pn.Row(pn.pane.Markdown("Preprocessing (paper: as the paper did; clean: without its pitfalls):"),
-                          self.prep_switch, self.projector_toggle, export_buttons("paper-results"),
+                          self.prep_switch, export_buttons("paper-results"),
                           sizing_mode="stretch_width", styles=dict(WRAPPING_ROW))
         self._texts.append(controls[0])
         table = self._explained(pn.Column(self.message, self.legend, self.table, sizing_mode="stretch_width"),
@@ -391,7 +387,7 @@ class PaperResults(pn.viewable.Viewer):
 
     @param.depends("projector", watch=True)
     def _apply_projector_mode(self) -> None:
-        widgets = (self.prep_switch, self.projector_toggle, *self._live_controls.objects)
+        widgets = (self.prep_switch, *self._live_controls.objects)
         enlarge(self.projector, self._texts, widgets)
 
     def __panel__(self):

@@ -32,7 +32,7 @@ __all__ = ["TITLE", "URL_KEYS", "POLL_MS", "ScalablePage", "page"]
 TITLE = "Scalable"
 #: Query keys of the page's state (prefixed: every page of the app shares one URL).
 URL_KEYS = {"dataset": "sc_data", "m": "sc_m", "minibatch": "sc_mb", "workers": "sc_workers", "methods": "sc_methods",
-            "epochs": "sc_epochs", "projector_toggle": "projector"}
+            "epochs": "sc_epochs"}
 #: How often a running session drains its runs' messages.
 POLL_MS = 300
 #: The error message's look (VSGP's and GP 2-D's).
@@ -66,7 +66,6 @@ class ScalablePage(pn.viewable.Viewer):
                                  css_classes=["qpviz-sc-epochs"])
         self.start_button = w.Button(label="Start", color="primary", css_classes=["qpviz-sc-start"])
         self.stop_button = w.Button(label="Stop", disabled=True, css_classes=["qpviz-sc-stop"])
-        self.projector_toggle = w.Toggle(label="Projector mode (large fonts)", value=False)
         self.alert = pn.pane.Markdown("", visible=False, css_classes=["qpviz-sc-error"], sizing_mode="stretch_width",
                                       styles=ALERT_STYLES)
         self.description = pn.pane.Markdown("Press **Start** to train.", sizing_mode="stretch_width",
@@ -81,7 +80,6 @@ class ScalablePage(pn.viewable.Viewer):
         self.poller = JobPoller(self._guarded(self.tick), self.running, period_ms=POLL_MS)
         self.start_button.on_click(self._guarded(self.start))
         self.stop_button.on_click(self.stop)
-        self.projector_toggle.link(self, value="projector")
         self._layout = self._build_layout()
         self._link_notes: dict[str, str] = {}
         for name in LINK_CHOICES:
@@ -238,7 +236,7 @@ class ScalablePage(pn.viewable.Viewer):
             pn.pane.Markdown("Dask workers (SEP, SVI)"), self.workers,
             pn.pane.Markdown("Methods (GFITC up to N = 20,000)"), self.methods,
             pn.Row(self.start_button, self.stop_button), self.dashboard,
-            pn.pane.Markdown("### Share"), export_buttons("scalable"), self.projector_toggle,
+            pn.pane.Markdown("### Share"), export_buttons("scalable"),
             width=320,
         )
         figure = lambda fig, css: pn.pane.Bokeh(fig, sizing_mode="stretch_width", css_classes=[css])  # noqa: E731

@@ -35,7 +35,7 @@ DEFAULT_PRESET = "smooth regression (N = 200)"
 #: URL keys of the page's state.
 URL_KEYS = {"preset": "sp_preset", "n_points": "sp_n", "seed": "sp_seed", "kernel": "sp_kernel",
             "variance": "sp_var", "lengthscale": "sp_ls", "noise": "sp_noise", "m": "sp_m", "z_text": "sp_z",
-            "alpha": "sp_alpha", "projection": "sp_proj", "methods": "sp_methods", "projector": "sp_projector"}
+            "alpha": "sp_alpha", "projection": "sp_proj", "methods": "sp_methods"}
 #: Fits and curves kept (shared by every session: equal keys are equal fits).
 FIT_CACHE = long_jobs.LRUCache(512)
 CURVE_CACHE = long_jobs.LRUCache(64)
@@ -373,7 +373,6 @@ class SparsePage(GuardedModelCalls, pn.viewable.Viewer):
         self.methods = pn.widgets.CheckBoxGroup(name="methods", options={v: k for k, v in sparse_demo.LABELS.items()},
                                                 value=list(m.methods), inline=True, css_classes=["qpviz-sp-methods"],
                                                 width=300)
-        self.projector_toggle = pn.widgets.Toggle(name="Projector mode (large fonts)", value=False)
         self.description = pn.pane.Markdown("", sizing_mode="stretch_width", css_classes=["qpviz-sp-description"])
         self.alert = pn.pane.Alert("", alert_type="danger", visible=False, css_classes=["qpviz-error"])
         self.numbers = NumbersPane("", css_classes=["qpviz-sp-numbers"], sizing_mode="stretch_width")
@@ -398,7 +397,6 @@ class SparsePage(GuardedModelCalls, pn.viewable.Viewer):
                    self.methods: "methods"}
         for widget, name in forward.items():
             widget.param.watch(lambda event, name=name: self._apply(**{name: event.new}), "value")
-        self.projector_toggle.link(self, value="projector")
         self.views.handles.on_change("data", self._on_handles)
         self.model.param.watch(self._redraw, ["version"])
         self.model.param.watch(lambda *e: self.views.show_curve(self.model), ["curve_version"])
@@ -484,7 +482,7 @@ class SparsePage(GuardedModelCalls, pn.viewable.Viewer):
             pn.pane.Markdown("### Data"), self.preset, self.description, self.n_points, self.seed,
             pn.pane.Markdown("### Model"), self.kernel, self.variance, self.lengthscale, self.noise,
             pn.pane.Markdown("### Pseudo-inputs and Power EP"), self.m_slider, self.z_text, self.alpha, self.projection,
-            self.methods, pn.pane.Markdown("### Share"), export_buttons("sparse"), self.projector_toggle,
+            self.methods, pn.pane.Markdown("### Share"), export_buttons("sparse"),
             width=320,
         )
         messages = pn.Column(pn.pane.Markdown("#### What the tutorial shows"), self.messages,
@@ -515,7 +513,7 @@ class SparsePage(GuardedModelCalls, pn.viewable.Viewer):
         widgets = {"preset": self.preset, "n_points": self.n_points, "seed": self.seed, "kernel": self.kernel,
                    "variance": self.variance, "lengthscale": self.lengthscale, "noise": self.noise,
                    "m": self.m_slider, "z_text": self.z_text, "alpha": self.alpha, "projection": self.projection,
-                   "methods": self.methods, "projector": self.projector_toggle}
+                   "methods": self.methods}
         for name, widget in widgets.items():
             location.sync(widget, {"value": URL_KEYS[name]})
 

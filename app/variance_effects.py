@@ -13,7 +13,7 @@ with a busy indicator and a Cancel button, and then draws
 each with one sentence saying what to see and its formula. Results are cached in-process per
 (dataset, seed, settings), so flipping back is instant. A failed or skipped fit keeps the last
 good views and says what to change. URL keys ``ve_dataset``, ``ve_seed``, ``ve_folds``,
-``ve_optimise``, ``ve_projector`` (prefixed: the other pages share the URL).
+``ve_optimise`` (prefixed: the other pages share the URL; projector mode is the app header's).
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ import param
 from bokeh.models import ColumnDataSource, HoverTool, LogTicker, Range1d
 from bokeh.plotting import figure
 
-from explorer_figures import NumbersPane, style_figure
+from explorer_figures import NumbersPane, legend_below, style_figure
 from figure_export import export_buttons
 from layout import enlarge, formula, set_projector, view_grid
 import safe_text
@@ -107,7 +107,7 @@ def scores_html(result: ve.VarianceResult) -> str:
 
 
 #: URL query keys (prefixed: the other pages share the URL) of the page parameters.
-URL_KEYS = ("ve_dataset", "ve_seed", "ve_folds", "ve_optimise", "ve_projector")
+URL_KEYS = ("ve_dataset", "ve_seed", "ve_folds", "ve_optimise")
 
 
 class VarianceQuery(param.Parameterized):
@@ -117,7 +117,6 @@ class VarianceQuery(param.Parameterized):
     ve_seed = param.Parameter(default=None)
     ve_folds = param.Parameter(default=None)
     ve_optimise = param.Parameter(default=None)
-    ve_projector = param.Parameter(default=None)
 
 
 class VarianceEffects(pn.viewable.Viewer):
@@ -153,7 +152,6 @@ class VarianceEffects(pn.viewable.Viewer):
                                                          css_classes=["qpviz-ve-folds"])
         self.optimise_box = pn.widgets.Checkbox.from_param(self.param.optimise,
                                                            label="optimise hyper-parameters (slow: seconds)")
-        self.projector_toggle = pn.widgets.Toggle.from_param(self.param.projector, label="Projector mode (large fonts)")
         self.cancel_button = pn.widgets.Button(label="Cancel fit", color="warning", disabled=True,
                                                css_classes=["qpviz-ve-cancel"])
         self.cancel_button.on_click(self.cancel)
@@ -368,10 +366,7 @@ class VarianceEffects(pn.viewable.Viewer):
             fig.sizing_mode = "stretch_width"
             fig.min_width = 320
             fig.toolbar_location = "right"
-            fig.legend.background_fill_alpha = 0.7
-        # below the diagonal the points crowd near it; the lower right corner stays free
-        scatter.legend.location = "bottom_right"
-        histogram.add_layout(histogram.legend[0], "below")  # the bars may sit anywhere in (0, 1]
+            legend_below(fig)
         self.figures = {"scatter": scatter, "ratio": histogram}
 
     def _draw(self, result: ve.VarianceResult) -> None:
@@ -408,7 +403,6 @@ class VarianceEffects(pn.viewable.Viewer):
             pn.Row(self.cancel_button, self.spinner),
             self.download,
             export_buttons("variance-effects"),
-            self.projector_toggle,
             self._about,
             width=300,
         )
@@ -432,11 +426,10 @@ class VarianceEffects(pn.viewable.Viewer):
         set_projector(self._views, self.projector)  # wider columns for the large fonts
         for fig in self.figures.values():
             style_figure(fig, self.projector)
-        self._write_url()
 
     # -- URL -------------------------------------------------------------------------------
     def _sync_url(self) -> VarianceQuery | None:
-        """Keep dataset, seed, folds, optimise and projector mode in the URL; a bad value in a
+        """Keep dataset, seed, folds and optimise in the URL; a bad value in a
         link is replaced by the page's value and reported."""
         location = pn.state.location
         if location is None:
@@ -452,8 +445,7 @@ class VarianceEffects(pn.viewable.Viewer):
         self._writing_url = True
         try:
             self.query.param.update(ve_dataset=self.dataset, ve_seed=int(self.seed), ve_folds=int(self.folds),
-                                    ve_optimise="on" if self.optimise else "off",
-                                    ve_projector="on" if self.projector else "off")
+                                    ve_optimise="on" if self.optimise else "off")
         finally:
             self._writing_url = False
 

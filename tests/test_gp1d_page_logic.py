@@ -211,7 +211,7 @@ def test_projector_mode_enlarges_figures_and_hostile_counts_are_clipped_with_a_n
     page.model.cancel_job()
     latent = page.views.figures["latent"]
     normal = int(latent.title.text_font_size.rstrip("px"))
-    page.projector_toggle.value = True
+    page.projector = True
     assert int(latent.title.text_font_size.rstrip("px")) > normal and latent.height > 330
     page.n_points.value = -3
     assert page.model.y.size == presets.MIN_POINTS and "clipped" in shown(page.info.object) and page.info.visible
