@@ -39,7 +39,7 @@ WHITE_THRESHOLD = 0.9
 MIN_DRAWN_SHARE = 0.005
 
 #: JavaScript defining ``figureViews()``: every Bokeh Figure/Plot view of the document and every
-#: image shown in a pane's shadow DOM (Paper results' Figure 1), open tab or not.
+#: image shown in a pane's shadow DOM, open tab or not.
 FIGURE_VIEWS = """const figureViews = () => {
     const plots = [], images = [];
     const walk = v => {
@@ -77,10 +77,7 @@ def open_page(page: Page, app_url: str, slug: str) -> list[dict]:
     """Open the page by its URL, wait until its figures are drawn and return them."""
     page.set_viewport_size({"width": 1400, "height": 1000})
     page.goto(f"{app_url}?page={slug}{PAGES[slug]}")
-    if slug == "paper-results":
-        page.locator(".qpviz-figure1 img").first.wait_for(timeout=LOAD_MS)
-    else:
-        page.wait_for_function(DRAWN_JS, timeout=LOAD_MS)
+    page.wait_for_function(DRAWN_JS, timeout=LOAD_MS)
     page.wait_for_timeout(1500)  # let the responsive figures settle at their final size
     figures = page.evaluate(SHOWN_FIGURES_JS)
     assert figures, slug
