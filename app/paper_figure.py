@@ -77,7 +77,9 @@ def figure1_figures(table: dict, projector: bool = False) -> dict:
         _ticks(fig)
     scatter.legend.click_policy = "hide"
     scatter.legend.background_fill_alpha = 0.7
-    scatter.add_layout(scatter.legend[0], "right")  # beside the points, which fill the diagonal's band
+    # above the diagonal, where Theorem 2 leaves the plot empty (outside, it took a third of a small screen)
+    scatter.legend.location = "top_left"
+    scatter.legend.ncols = 2
     figures = {"scatter": scatter, "ratio": ratio}
     for fig in figures.values():
         style_figure(fig, projector)

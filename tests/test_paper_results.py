@@ -238,7 +238,7 @@ def test_figure1_is_drawn_live_from_the_committed_records(tmp_path):
     diagonal = next(r for r in scatter.renderers if r.glyph.__class__.__name__ == "Line")
     assert diagonal.glyph.line_dash == [6]  # Bokeh's "dashed"
     assert list(diagonal.data_source.data["x"]) == [0.01, 8.0] == list(diagonal.data_source.data["y"])
-    assert scatter.legend[0].click_policy == "hide"
+    assert scatter.legend[0].click_policy == "hide" and scatter.legend[0].location == "top_left"  # above the diagonal
     summary = shown(view.figure_summary.object)
     assert "8 held-out points of 2 datasets" in summary
     assert "1 of 3 points of mining (by at most 1.00%)" in summary
