@@ -19,6 +19,7 @@ from panel.links import Callback
 
 import gp_1d
 import gp_2d
+import safe_text
 import paper_results
 import projection_explorer
 import scalable_page
@@ -70,6 +71,9 @@ class TabInUrl:
         self.tabs = tabs
         self.slugs = [tab_slug(t) for t in titles]
         self.holder = pn.widgets.TextInput(value=self.slugs[0], visible=False)
+        #: Names a link's page that is not one (the valid pages, the page shown instead).
+        self.banner = pn.pane.Alert("", alert_type="danger", visible=False, css_classes=["qpviz-error", "qpviz-page-link"],
+                                    sizing_mode="stretch_width")
         self.holder.param.watch(self._open, "value")
         tabs.param.watch(self._opened, "active")
         if pn.state.location is not None:
@@ -77,9 +81,17 @@ class TabInUrl:
 
     def _open(self, event) -> None:
         if event.new in self.slugs:
+            self.banner.visible = False
             self.tabs.active = self.slugs.index(event.new)
+            return
+        shown = self.slugs[self.tabs.active]
+        self.holder.value = shown  # the URL names the page shown
+        self.banner.object = safe_text.fill("The link's page={asked} is not a page of this app (valid: {valid}); "
+                                            "showing {shown}.", asked=event.new, valid=", ".join(self.slugs), shown=shown)
+        self.banner.visible = True
 
     def _opened(self, event) -> None:
+        self.banner.visible = False
         self.holder.value = self.slugs[event.new]
 
 
@@ -213,7 +225,7 @@ def build() -> pn.Column:
     url = TabInUrl(tabs, pages.titles)  # a link's ?page= opens its tab
     pages.page(tabs.active)
     tabs.param.watch(lambda event: pages.page(event.new), "active")
-    app = pn.Column(header, projector.note, tabs, url.holder, sizing_mode="stretch_width")
+    app = pn.Column(header, projector.note, url.banner, tabs, url.holder, sizing_mode="stretch_width")
     app.lazy_pages = pages  # the pages built so far, for tests
     app.projector = projector
     if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:

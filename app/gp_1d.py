@@ -18,10 +18,11 @@ from panel.custom import JSComponent
 from gp_1d_figures import EXPLANATIONS, GP1DFigures, table_html
 from explorer_figures import NumbersPane
 from csv_upload import CsvUpload
-from gp_1d_model import MAX_UPLOAD_BYTES, GP1DModel
+from gp_1d_model import MAX_UPLOAD_BYTES, TYPED, GP1DModel
 from long_jobs import GuardedModelCalls, JobPoller, cancel_when_session_ends
 from figure_export import export_buttons
 from layout import HandOff, enlarge, explained, set_projector, view_grid
+from number_field import TYPED_CLASS, refuse_link
 import safe_text
 from qpviz import explorer
 from qpviz.gpdemo import oned, presets
@@ -78,20 +79,19 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
         m = self.model
         self.preset = pn.widgets.Select(label="data preset", options=list(presets.PRESETS), value=m.preset)
         self.description = pn.pane.Markdown("", sizing_mode="stretch_width", css_classes=["qpviz-gp1d-description"])
-        self.n_points = pn.widgets.IntInput(label=f"number of points ({presets.MIN_POINTS}-{presets.MAX_POINTS})",
-                                            value=m.n_points, css_classes=["qpviz-gp1d-n"])
-        self.seed = pn.widgets.IntInput(label="seed (whole number >= 0)", value=m.seed, css_classes=["qpviz-gp1d-seed"])
+        self.n_points = TYPED["n_points"].widget(m.n_points, "qpviz-gp1d-n")
+        self.seed = TYPED["seed"].widget(m.seed, "qpviz-gp1d-seed")
         self.likelihood = pn.widgets.Select(label="likelihood", options=explorer.likelihood_names(), value=m.likelihood)
         self.lik_params = pn.widgets.TextInput(label="likelihood parameters (label=value, ...)", value="",
                                                css_classes=["qpviz-gp1d-lik-params"])
         self.kernel = pn.widgets.Select(label="kernel", options=list(oned.KERNELS), value=m.kernel)
         self.variance = pn.widgets.EditableFloatSlider(
-            label=f"kernel variance (slider {VARIANCE_RANGE[0]:g}-{VARIANCE_RANGE[1]:g}, > 0)", start=VARIANCE_RANGE[0],
-            end=VARIANCE_RANGE[1], step=0.01, value=m.variance, css_classes=["qpviz-gp1d-variance"])
+            label=TYPED["variance"].label, start=VARIANCE_RANGE[0],
+            end=VARIANCE_RANGE[1], step=0.01, value=m.variance, css_classes=["qpviz-gp1d-variance", TYPED_CLASS])
         self.lengthscale = pn.widgets.EditableFloatSlider(
-            label=f"lengthscale (slider {LENGTHSCALE_RANGE[0]:g}-{LENGTHSCALE_RANGE[1]:g}, > 0)",
+            label=TYPED["lengthscale"].label,
             start=LENGTHSCALE_RANGE[0], end=LENGTHSCALE_RANGE[1], step=0.01, value=m.lengthscale,
-            css_classes=["qpviz-gp1d-lengthscale"])
+            css_classes=["qpviz-gp1d-lengthscale", TYPED_CLASS])
         self.methods = pn.widgets.CheckButtonGroup(label="methods", options={v: k for k, v in _LABELS.items()},
                                                    value=list(m.methods))
         self.optimise_button = pn.widgets.Button(label="optimise (EP evidence)", color="primary")
@@ -126,11 +126,13 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
 
     # -- wiring ------------------------------------------------------------------------------
     def _wire(self) -> None:
-        forward = {self.preset: "preset", self.n_points: "n_points", self.seed: "seed",
-                   self.kernel: "kernel", self.variance: "variance", self.lengthscale: "lengthscale",
-                   self.methods: "methods", self.step_method: "step_method"}
+        forward = {self.preset: "preset", self.kernel: "kernel", self.methods: "methods", self.step_method: "step_method"}
         for widget, name in forward.items():
             widget.param.watch(lambda event, name=name: self._apply(**{name: event.new}), "value")
+        typed = {self.n_points: "n_points", self.seed: "seed", self.variance: "variance", self.lengthscale: "lengthscale"}
+        for widget, name in typed.items():  # checked by the model: a refused value is named, the last good one kept
+            widget.param.watch(lambda event, name=name: self._syncing or self._run(self.model.set_typed, name, event.new),
+                               "value")
         self.likelihood.param.watch(lambda event: self._apply_likelihood(event.new), "value")
         self.lik_params.param.watch(lambda event: self._apply_lik_params(event.new), "value")
         self.optimise_button.on_click(lambda event: self._run(self.model.optimise))
@@ -172,7 +174,9 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
                 params[name.strip()] = explorer.parse_number(value, name.strip())
             explorer.build_likelihood(self.model.likelihood, **params)
         except (ValueError, TypeError) as exc:
-            self.model.message = f"likelihood parameters not applied: {exc} (write e.g. eps=0.1)"
+            kept = ", ".join(f"{k}={v:g}" for k, v in self.model.likelihood_params.items())
+            self.model.message = f"likelihood parameters not applied: {exc} (write e.g. eps=0.1); kept {kept}"
+            self._refresh_widgets()  # the box shows the parameters in use again
             return
         self._run(self.model.param.update, likelihood_params=params)
 
@@ -202,8 +206,8 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
         self._syncing = True
         try:
             self.preset.value = m.preset
-            self.n_points.value = m.n_points
-            self.seed.value = m.seed
+            self.n_points.value = TYPED["n_points"].show(m.n_points)
+            self.seed.value = TYPED["seed"].show(m.seed)
             self.likelihood.value = m.likelihood
             self.lik_params.value = ", ".join(f"{k}={v:g}" for k, v in m.likelihood_params.items())
             self.lik_params.disabled = not m.likelihood_params
@@ -298,7 +302,8 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
                    "kernel": self.kernel, "variance": self.variance, "lengthscale": self.lengthscale,
                    "methods": self.methods, "step_method": self.step_method}
         for name, widget in widgets.items():
-            location.sync(widget, {"value": URL_KEYS[name]})
+            location.sync(widget, {"value": URL_KEYS[name]},
+                          on_error=refuse_link(URL_KEYS[name], widget, lambda text: setattr(self.model, "message", text)))
         location.sync(self.model, {"data_query": URL_KEYS["data_query"]})  # clicked / uploaded points
 
     def __panel__(self):

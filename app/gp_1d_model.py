@@ -20,6 +20,7 @@ import param
 
 import long_jobs
 from long_jobs import EXECUTOR, RUNNING
+from number_field import NumberField
 from qpviz import explorer
 from qpviz.gpdemo import oned, presets
 
@@ -38,6 +39,12 @@ CACHE_SIZE = 256
 MAX_LINK_POINTS = 300
 #: MCMC reference settings: chains x samples (each chain after its burn-in).
 MCMC_SETTINGS = dict(oned.MCMC_DEFAULTS)
+
+#: The page's typed numbers (model parameter -> rules).
+TYPED = {"n_points": NumberField("number of points", presets.MIN_POINTS, presets.MAX_POINTS, integer=True),
+         "seed": NumberField("seed", 0, 10**9, integer=True),
+         "variance": NumberField("kernel variance", 0, 10_000, low_open=True),
+         "lengthscale": NumberField("lengthscale", 0, 10_000, low_open=True)}
 
 #: (method, data, likelihood, kernel) -> oned.MethodFit; ("optimise", ...) -> (variance, lengthscale, steps).
 FIT_CACHE = long_jobs.LRUCache(CACHE_SIZE)
@@ -143,6 +150,19 @@ class GP1DModel(param.Parameterized):
         self.load_preset()
 
     # -- inputs ------------------------------------------------------------------------------
+    def set_typed(self, name: str, value) -> bool:
+        """A typed (or linked) value of number ``name`` (:data:`TYPED`): taken if valid, else refused
+        with a message naming the field, its range and the value kept."""
+        field = TYPED[name]
+        try:
+            number = field.parse(value)
+        except ValueError as exc:
+            self.message = f"{exc}; kept {field.show(getattr(self, name))}"
+            return False
+        self.message = ""
+        self.param.update({name: number})
+        return True
+
     @param.depends("preset", "n_points", "seed", watch=True)
     def load_preset(self) -> bool:
         """Draw the preset's data and take its model (likelihood, kernel, hyper-parameters)."""
@@ -154,15 +174,16 @@ class GP1DModel(param.Parameterized):
         self._loading = True
         try:
             self.param.update(likelihood=data.likelihood, likelihood_params=dict(data.likelihood_params),
-                              kernel=data.kernel, variance=data.variance, lengthscale=data.lengthscale,
-                              note=data.note)
+                              kernel=data.kernel, variance=data.variance, lengthscale=data.lengthscale)
         finally:
             self._loading = False
-        return self.set_data(data.X, data.y, edited=False)
+        return self.set_data(data.X, data.y, edited=False, note=data.note)
 
-    def set_data(self, X, y, edited: bool = True) -> bool:
+    def set_data(self, X, y, edited: bool = True, note: str = "") -> bool:
         """New data (kept even if the model refuses them, so the user can fix the model);
-        ``edited`` data (not a preset's) are written to ``data_query`` for the URL."""
+        ``edited`` data (not a preset's) are written to ``data_query`` for the URL. ``note`` about
+        the new data replaces the old data's (e.g. "3 points from the uploaded CSV")."""
+        self.note = note
         self.X = np.asarray(X, float).reshape(-1, 1)
         self.y = np.asarray(y, float).ravel()
         self._writing_query = True
@@ -373,8 +394,7 @@ class GP1DModel(param.Parameterized):
         except ValueError as exc:
             self.message = f"CSV not loaded: {exc}"
             return False
-        self.note = f"{y.size} points from the uploaded CSV"
-        return self.set_data(X, y)
+        return self.set_data(X, y, note=f"{y.size} points from the uploaded CSV")
 
     def refuse_upload(self, n_bytes: int) -> None:
         """A file the browser did not send (larger than MAX_UPLOAD_BYTES, or unreadable): say so."""

@@ -31,6 +31,7 @@ from bokeh.plotting import figure
 from explorer_figures import NumbersPane, legend_below, style_figure
 from figure_export import export_buttons
 from layout import enlarge, formula, set_projector, view_grid
+from number_field import NumberField
 import safe_text
 from qpviz.checks import quoted
 from qpviz import variance_effects as ve
@@ -45,6 +46,8 @@ LABELS = {"ep": "EP", "qp": "QP", "vb": "VB", "laplace": "Laplace"}
 DATASET_CHOICES = (*ve.SYNTHETIC, *ve.REAL_DATASETS)
 FOLD_CHOICES = (10, 5, 2)
 MAX_SEED = 10_000
+#: The split seed's typed box.
+SEED = NumberField("split seed", 0, MAX_SEED, integer=True)
 #: While a fit runs, the page looks for its result this often (ms).
 POLL_MS = 250
 #: Fits of all sessions share these threads (2 cores; a third fit would only queue behind them).
@@ -144,10 +147,9 @@ class VarianceEffects(pn.viewable.Viewer):
                                                            css_classes=["qpviz-ve-dataset"])
         # not from_param, no start/end: the browser would silently keep an out-of-range number in the box
         # without sending it; here every typed number reaches the page, which names and replaces a bad one
-        self.seed_input = pn.widgets.IntInput(label=f"split seed (0 to {MAX_SEED})", value=self.seed,
-                                              css_classes=["qpviz-ve-seed"])
+        self.seed_input = SEED.widget(self.seed, "qpviz-ve-seed")
         self.seed_input.param.watch(self._on_seed_typed, "value")
-        self.param.watch(lambda event: setattr(self.seed_input, "value", event.new), "seed")
+        self.param.watch(lambda event: setattr(self.seed_input, "value", SEED.show(event.new)), "seed")
         self.folds_select = pn.widgets.Select.from_param(self.param.folds, label="folds (the first is held out)",
                                                          css_classes=["qpviz-ve-folds"])
         self.optimise_box = pn.widgets.Checkbox.from_param(self.param.optimise,
@@ -236,15 +238,15 @@ class VarianceEffects(pn.viewable.Viewer):
         return io.StringIO(self.csv_text())
 
     def _on_seed_typed(self, event) -> None:
-        value = event.new
-        if value == self.seed:
-            return
-        if value is None or not 0 <= value <= MAX_SEED:
-            self.alert.object = safe_text.fill("The seed must be a whole number from 0 to {max}; {value} was replaced "
-                                               "by {seed}.", max=MAX_SEED, value=value, seed=self.seed)
+        """A typed seed (:data:`SEED`): a bad one is named with the range, the box shows the seed in use."""
+        try:
+            value = SEED.parse(event.new)
+        except ValueError as exc:
+            self.seed_input.value = SEED.show(self.seed)  # (first: this box's echo clears the message)
+            self.alert.object = safe_text.message(f"{exc}; kept {self.seed}")
             self.alert.visible = True
-            self.seed_input.value = self.seed
             return
+        self.alert.visible = False
         self.seed = value
 
     def _on_session_closed(self, session_context) -> None:

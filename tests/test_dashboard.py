@@ -147,3 +147,18 @@ def test_a_links_projector_value_is_read_and_a_bad_one_named_as_text():
     assert "projector='<b>yes</b>' is no switch position" in shown(switch.note.object)
     switch.toggle.value = True  # the reader has moved on: the banner goes
     assert not switch.note.visible
+
+
+def test_a_link_to_no_page_names_it_and_the_valid_pages_and_the_url_says_the_page_shown():
+    """Issue 21: ?page=nope opened the first page silently and kept page=nope in the URL."""
+    import panel as pn  # noqa: PLC0415
+
+    from safe_text import shown  # noqa: PLC0415
+
+    tabs = pn.Tabs(("GP 1-D", pn.Column()), ("GP 2-D", pn.Column()))
+    url = dashboard.TabInUrl(tabs, ["GP 1-D", "GP 2-D"])
+    url.holder.value = "nope<b>"
+    assert url.holder.value == "gp-1-d" and tabs.active == 0 and url.banner.visible
+    assert shown(url.banner.object) == "The link's page=nope<b> is not a page of this app (valid: gp-1-d, gp-2-d); showing gp-1-d."
+    url.holder.value = "gp-2-d"  # a later good link or click: the banner goes
+    assert tabs.active == 1 and not url.banner.visible
