@@ -354,7 +354,8 @@ class GP1DModel(param.Parameterized):
             self.param.update(variance=kernel.params["variance"], lengthscale=kernel.params["lengthscale"])
         else:
             FIT_CACHE.put(job["key"], result)
-            self.job_status = f"MCMC reference done in {seconds:.1f} s: {result.convergence()}"
+            self.job_status = f"MCMC reference done in {seconds:.1f} s: {result.convergence()}" + (
+                f". Note: {result.meaning}" if result.meaning else "")
             self.refit()
 
     def wait(self, timeout: float = 120.0) -> None:
