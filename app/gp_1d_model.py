@@ -364,15 +364,23 @@ class GP1DModel(param.Parameterized):
 
     # -- editing the data --------------------------------------------------------------------
     def click(self, x: float, y_value: float, remove_within: float = 0.02) -> bool:
-        """A click on the predictive plot at (x, y_value): remove the nearest point if it lies
-        within ``remove_within`` of the x range, else add a point there (binary: the label
-        +1 above probability 1/2, else -1; counts: the rounded count >= 0; real: y_value)."""
+        """A click on the predictive plot at (x, y_value): remove the nearest point if the click
+        hits it (within ``remove_within`` of the x range, and 3 x that of the plotted y range:
+        the point's marker, not the empty space above or below it), else add a point there
+        (binary: the label +1 above probability 1/2, else -1; counts: the rounded count >= 0;
+        real: y_value)."""
         if not (math.isfinite(x) and math.isfinite(y_value)):
             return False
         width = max(float(np.ptp(self.X)) if self.X.size else 1.0, 1e-9)
         if self.X.size:
-            nearest = int(np.argmin(np.abs(self.X[:, 0] - x)))
-            if abs(self.X[nearest, 0] - x) <= remove_within * width:
+            binary = self.likelihood_object().support == "binary"
+            shown = (self.y + 1) / 2 if binary else self.y  # where the predictive plot draws the points
+            height = 1.0 if binary else max(float(np.ptp(shown)), 1.0)
+            # normalised distance to every point: the nearest hit one goes
+            dx, dy = (self.X[:, 0] - x) / (remove_within * width), (shown - y_value) / (3 * remove_within * height)
+            distance = np.hypot(dx, dy)
+            nearest = int(np.argmin(distance))
+            if distance[nearest] <= 1.0:
                 keep = np.arange(self.y.size) != nearest
                 return self.set_data(self.X[keep], self.y[keep])
         if self.y.size >= presets.MAX_POINTS:

@@ -74,9 +74,18 @@ def test_click_adds_a_point_and_a_second_click_removes_it(model):
     x_new = float(model.X[:, 0].max()) + 1.0
     model.click(x_new, 0.9)
     assert model.y.size == n + 1 and model.y[model.X[:, 0] == x_new] == 1.0
-    model.click(x_new + 1e-3, 0.2)
+    model.click(x_new + 1e-3, 0.97)  # on the point's marker (drawn at p = 1)
     assert model.y.size == n and x_new not in model.X[:, 0]
     assert not model.click(float("nan"), 0.5)
+
+
+def test_a_click_on_an_empty_spot_above_a_point_adds_one_and_removes_none(model):
+    """Issue 21: one click on an empty spot removed a point (only x was compared)."""
+    x0, y0 = float(model.X[0, 0]), float(model.y[0])
+    n = model.y.size
+    empty = 0.6 if y0 < 0 else 0.4  # the same x, far from the point's marker at p = 0 or 1
+    model.click(x0 + 1e-3, empty)
+    assert model.y.size == n + 1 and x0 in model.X[:, 0]
 
 
 def test_csv_upload_and_bad_files():
