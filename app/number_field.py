@@ -90,18 +90,24 @@ class NumberField:
         return pn.widgets.TextInput(label=self.label, value=self.show(value),
                                     css_classes=[css_class, TYPED_CLASS], **params)
 
-    def bind(self, owner, name: str, css_class: str, say, **params):
+    def bind(self, owner, name: str, css_class: str, say, box=None, apply=None, **params):
         """A text box (:meth:`widget`) for the number ``owner.name`` (a parameter): a valid typed value
         clears the last refusal (``say("")``) and is set; a bad one is named by ``say(message)`` with
         the value kept, and the box shows the kept value again. A change of ``owner.name`` (a link, a
-        preset) is shown in the box."""
-        box = self.widget(getattr(owner, name), css_class, **params)
+        preset) is shown in the box. ``box``: a widget of the page's own instead (a slider with a
+        number box, e.g. EditableFloatSlider: it shows the number, not its text; the browser's number
+        box drops letters keystroke by keystroke, a number out of range reaches :meth:`parse`).
+        ``apply(name, number)`` sets a good value instead of ``setattr`` (e.g. through the page's guard)."""
+        text = box is None
+        if text:
+            box = self.widget(getattr(owner, name), css_class, **params)
         showing = []
 
         def show(*_):
             showing.append(True)
             try:
-                box.value = self.show(getattr(owner, name))
+                value = getattr(owner, name)
+                box.value = self.show(value) if text else value
             finally:
                 showing.pop()
 
@@ -115,7 +121,7 @@ class NumberField:
                 show()
                 return
             say("")
-            setattr(owner, name, number)
+            (apply or (lambda key, value: setattr(owner, key, value)))(name, number)
             show()
 
         box.param.watch(typed, "value")
