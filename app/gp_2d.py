@@ -41,6 +41,7 @@ from explorer_figures import NumbersPane, legend_below, style_figure
 from figure_export import export_buttons
 from layout import HandOff, enlarge, explained, formula as formula_pane, set_projector, view_row
 from long_jobs import JobPoller, cancel_when_session_ends
+from number_field import NumberField
 import safe_text
 from qpviz.checks import quoted
 from qpviz import kernels
@@ -74,6 +75,8 @@ KERNELS = {"rbf": kernels.RBF, "matern32": kernels.Matern32, "matern52": kernels
 #: Valid range of each numeric input (the sliders span it; the URL may ask for anything).
 RANGES = {"n": (2, 400), "seed": (0, 10_000), "variance": (0.1, 20.0), "lengthscale": (0.1, 5.0)}
 GRID_SIZE = 60
+#: The seed's typed box (the other numbers are sliders).
+SEED = NumberField("seed", *RANGES["seed"], integer=True)
 #: Colour maps: light (p = 0) to dark grey (p = 1), so the method-coloured contours and both
 #: classes' markers stay visible; viridis for variances; brown-teal, centred at 0, for differences.
 PROBA_PALETTE = tuple(reversed(Greys256))[:200]
@@ -604,9 +607,8 @@ class GP2DPage(pn.viewable.Viewer):
             "preset": w.Select.from_param(self.param.preset, name="data preset", css_classes=["qpviz-gp2d-preset"]),
             "n": w.IntSlider.from_param(self.param.n, name=f"points n  [{n_lo}, {n_hi}]", start=n_lo, end=n_hi,
                                         css_classes=["qpviz-gp2d-n"]),
-            # no start / end: the browser clamped a typed -3 silently; the page names a bad seed instead
-            "seed": w.IntInput.from_param(self.param.seed, name=f"seed  [{RANGES['seed'][0]}, {RANGES['seed'][1]}]",
-                                          css_classes=["qpviz-gp2d-seed"]),
+            # a text box: a number box clamped a typed -3 and dropped letters silently; SEED names a bad seed
+            "seed": SEED.bind(self, "seed", "qpviz-gp2d-seed", lambda text: setattr(self, "message", text)),
             "kernel": w.Select.from_param(self.param.kernel, name="kernel"),
             "variance": w.FloatSlider.from_param(self.param.variance, name=f"kernel variance σ_f²  [{v_lo:g}, {v_hi:g}]",
                                                  start=v_lo, end=v_hi, step=0.1, css_classes=["qpviz-gp2d-variance"]),

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from qpviz.checks import shorten
 
-__all__ = ["NumberField", "FIELDS", "TYPED_CLASS", "refuse_link"]
+__all__ = ["NumberField", "FIELDS", "TYPED_CLASS", "refuse_link", "refusal"]
 
 #: CSS class of every typed-number box (the browser tests find the boxes by it).
 TYPED_CLASS = "qpviz-typed"
@@ -89,6 +89,49 @@ class NumberField:
 
         return pn.widgets.TextInput(label=self.label, value=self.show(value),
                                     css_classes=[css_class, TYPED_CLASS], **params)
+
+    def bind(self, owner, name: str, css_class: str, say, box=None, apply=None, **params):
+        """A text box (:meth:`widget`) for the number ``owner.name`` (a parameter): a valid typed value
+        clears the last refusal (``say("")``) and is set; a bad one is named by ``say(message)`` with
+        the value kept, and the box shows the kept value again. A change of ``owner.name`` (a link, a
+        preset) is shown in the box. ``box``: a widget of the page's own instead (a slider with a
+        number box, e.g. EditableFloatSlider: it shows the number, not its text; the browser's number
+        box drops letters keystroke by keystroke, a number out of range reaches :meth:`parse`).
+        ``apply(name, number)`` sets a good value instead of ``setattr`` (e.g. through the page's guard)."""
+        text = box is None
+        if text:
+            box = self.widget(getattr(owner, name), css_class, **params)
+        showing = []
+
+        def show(*_):
+            showing.append(True)
+            try:
+                value = getattr(owner, name)
+                box.value = self.show(value) if text else value
+            finally:
+                showing.pop()
+
+        def typed(event):
+            if showing:
+                return
+            try:
+                number = self.parse(event.new)
+            except ValueError as exc:
+                say(refusal(exc, self.show(getattr(owner, name))))
+                show()
+                return
+            say("")
+            (apply or (lambda key, value: setattr(owner, key, value)))(name, number)
+            show()
+
+        box.param.watch(typed, "value")
+        owner.param.watch(show, name)
+        return box
+
+
+def refusal(error: Exception, kept: str) -> str:
+    """The message of a refused typed value: the field's words (``error``), then the value kept."""
+    return f"{error}; kept {kept}"
 
 
 def refuse_link(key: str, widget, say):

@@ -22,6 +22,7 @@ from explorer_figures import NumbersPane
 from figure_export import export_buttons
 from layout import enlarge, explained, set_projector, view_grid
 from long_jobs import JobPoller, cancel_when_session_ends
+from number_field import NumberField
 import safe_text
 from qpviz.checks import quoted
 from qpviz.gpdemo import scalable_demo as sd
@@ -40,6 +41,18 @@ ALERT_STYLES = {"background": "#fbe3d6", "border": "2px solid #D55E00", "border-
 DEFAULTS = {"dataset": "digits odd vs even", "m": 20, "minibatch": 200, "workers": 0, "epochs": 5}
 #: The widgets whose value must be one of their options, and the default a bad link value gets.
 LINK_CHOICES = {"dataset": DEFAULTS["dataset"], "workers": DEFAULTS["workers"], "methods": list(sd.METHODS)}
+#: The typed numbers (their values in :class:`Settings`, read at Start).
+TYPED = {"m": NumberField("inducing points M", *sd.RANGES["m"], integer=True),
+         "minibatch": NumberField("minibatch size (SEP, SVI)", *sd.RANGES["minibatch"], integer=True),
+         "epochs": NumberField("epochs (SEP, SVI)", *sd.RANGES["epochs"], integer=True)}
+
+
+class Settings(param.Parameterized):
+    """The typed numbers in use (the boxes show a refused value's replacement: these)."""
+
+    m = param.Integer(default=DEFAULTS["m"])
+    minibatch = param.Integer(default=DEFAULTS["minibatch"])
+    epochs = param.Integer(default=DEFAULTS["epochs"])
 
 
 class ScalablePage(pn.viewable.Viewer):
@@ -50,20 +63,16 @@ class ScalablePage(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         w = pn.widgets
-        low, high = sd.RANGES["m"]
         self.dataset = w.Select(label="dataset", options=list(sd.DATASETS), value=DEFAULTS["dataset"],
                                 css_classes=["qpviz-sc-dataset"])
-        self.m = w.IntInput(label=f"inducing points M ({low}-{high:,})", value=DEFAULTS["m"], css_classes=["qpviz-sc-m"])
-        low, high = sd.RANGES["minibatch"]
-        self.minibatch = w.IntInput(label=f"minibatch size ({low}-{high:,}; SEP, SVI)", value=DEFAULTS["minibatch"],
-                                    css_classes=["qpviz-sc-minibatch"])
+        self.settings = Settings()
+        self.m = TYPED["m"].bind(self.settings, "m", "qpviz-sc-m", self._say)
+        self.minibatch = TYPED["minibatch"].bind(self.settings, "minibatch", "qpviz-sc-minibatch", self._say)
         self.workers = w.RadioButtonGroup(label="Dask workers", options={"in-process": 0, "1 worker": 1, "2 workers": 2},
                                           value=DEFAULTS["workers"], css_classes=["qpviz-sc-workers"])
         self.methods = w.CheckBoxGroup(label="methods", options={sd.LABELS[m]: m for m in sd.METHODS},
                                        value=list(sd.METHODS), inline=True, css_classes=["qpviz-sc-methods"])
-        low, high = sd.RANGES["epochs"]
-        self.epochs = w.IntInput(label=f"epochs ({low}-{high}; SEP, SVI)", value=DEFAULTS["epochs"],
-                                 css_classes=["qpviz-sc-epochs"])
+        self.epochs = TYPED["epochs"].bind(self.settings, "epochs", "qpviz-sc-epochs", self._say)
         self.start_button = w.Button(label="Start", color="primary", css_classes=["qpviz-sc-start"])
         self.stop_button = w.Button(label="Stop", disabled=True, css_classes=["qpviz-sc-stop"])
         self.alert = pn.pane.Markdown("", visible=False, css_classes=["qpviz-sc-error"], sizing_mode="stretch_width",
@@ -122,8 +131,8 @@ class ScalablePage(pn.viewable.Viewer):
         """Start the chosen runs (stopping this session's current ones); bad input: a message only.
         A Start the server has no room for (MAX_RUNNING_JOBS) is refused before anything stops."""
         try:
-            configs, skipped = sd.plan_runs(self.dataset.value, self.methods.value, self.m.value,
-                                            self.minibatch.value, self.epochs.value, self.workers.value)
+            configs, skipped = sd.plan_runs(self.dataset.value, self.methods.value, self.settings.m,
+                                            self.settings.minibatch, self.settings.epochs, self.workers.value)
         except (ValueError, TypeError) as exc:
             self._say(f"Not started: {exc}. The plots keep the last run.")
             return

@@ -26,6 +26,7 @@ from explorer_figures import NumbersPane, _table as html_table, legend_below
 from figure_export import export_buttons
 from gp_2d import PROBA_PALETTE, GridFigure
 from layout import enlarge, explained, set_projector, view_row
+from number_field import NumberField
 import safe_text
 from qpviz.checks import quoted
 from qpviz.gpdemo import twod, vsgp_demo
@@ -43,6 +44,8 @@ METHOD_LABELS = {"ep": "EP", "qp": "QP"}
 #: Valid range of each numeric input (the sliders span it; the URL may ask for anything).
 RANGES = {"n": (20, 500), "seed": (0, 10_000), "m": (1, 40), "blur": (0.0, 3.0), "variance": (0.1, 20.0),
           "lengthscale": (0.1, 5.0)}
+#: The seed's typed box (the other numbers are sliders).
+SEED = NumberField("seed", *RANGES["seed"], integer=True)
 #: Grid points along each axis (50 x 50: a drag refits and redraws within 250 ms at N = 500, M = 20).
 GRID_SIZE = 50
 #: Query keys of the page's state (prefixed: every page of the app shares one URL).
@@ -333,8 +336,8 @@ class VSGPPage(pn.viewable.Viewer):
             "preset": w.Select.from_param(self.param.preset, name="data preset", css_classes=["qpviz-vsgp-preset"]),
             "n": w.IntSlider.from_param(self.param.n, name=f"training points n  [{r['n'][0]}, {r['n'][1]}]",
                                         start=r["n"][0], end=r["n"][1], step=10, css_classes=["qpviz-vsgp-n"]),
-            "seed": w.IntInput.from_param(self.param.seed, name=f"seed  [{r['seed'][0]}, {r['seed'][1]}]",
-                                          css_classes=["qpviz-vsgp-seed"]),
+            # a text box: a number box drops letters silently; SEED names a bad seed with its range
+            "seed": SEED.bind(self, "seed", "qpviz-vsgp-seed", lambda text: setattr(self, "message", text)),
             "m": w.IntSlider.from_param(self.param.m, name=f"basis points M  [{r['m'][0]}, {r['m'][1]}]",
                                         start=r["m"][0], end=r["m"][1], css_classes=["qpviz-vsgp-m"]),
             "blur": w.FloatSlider.from_param(self.param.blur, name=f"blur  [{r['blur'][0]:g}, {r['blur'][1]:g}]",

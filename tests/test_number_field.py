@@ -47,3 +47,22 @@ def test_a_bad_link_value_is_named_with_the_valid_values_and_the_link_rewritten(
     refuse_link("g1_lik", select, said.append)({"value": "bogus"})
     assert said == ["the link's g1_lik=bogus was not used (valid: probit, step); kept step"]
     assert triggered == ["step"]
+
+
+def test_a_bound_box_sets_good_values_names_bad_ones_and_shows_the_value_kept():
+    import param  # noqa: PLC0415
+
+    class Owner(param.Parameterized):
+        points = param.Integer(default=60)
+
+    owner, said = Owner(), []
+    box = POINTS.bind(owner, "points", "my-box", said.append)
+    assert box.value == "60" and box.label == POINTS.label
+    for bad in ("abc", "1.5", "100000", "nan", "", "4"):
+        box.value = bad
+        assert said[-1] == f"points: {bad!r} was not applied; type a whole number from 5 to 1000; kept 60"
+        assert owner.points == 60 and box.value == "60"  # the last good value, shown again
+    box.value = " 70.0 "
+    assert said[-1] == "" and owner.points == 70 and box.value == "70"  # taken, the refusal cleared
+    owner.points = 80  # a link or a preset: shown
+    assert box.value == "80" and said[-1] == ""
