@@ -18,11 +18,11 @@ from panel.custom import JSComponent
 from gp_1d_figures import EXPLANATIONS, GP1DFigures, table_html
 from explorer_figures import NumbersPane
 from csv_upload import CsvUpload
-from gp_1d_model import MAX_UPLOAD_BYTES, TYPED, GP1DModel
+from gp_1d_model import MAX_UPLOAD_BYTES, TYPED, GP1DModel, decode_data
 from long_jobs import GuardedModelCalls, JobPoller, cancel_when_session_ends
 from figure_export import export_buttons
 from layout import HandOff, enlarge, explained, set_projector, view_grid
-from number_field import TYPED_CLASS, refuse_link
+from number_field import TYPED_CLASS, LinkValues, link_banner
 import safe_text
 from qpviz import explorer
 from qpviz.gpdemo import oned, presets
@@ -110,6 +110,7 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
                                                 label="export fitted numbers (CSV)", color="light")
         self.alert = pn.pane.Alert("", alert_type="danger", visible=False, css_classes=["qpviz-error"])
         self.info = pn.pane.Alert("", alert_type="info", visible=False, css_classes=["qpviz-gp1d-note"])
+        self.link_alert = link_banner()
         self.table = NumbersPane("", css_classes=["qpviz-gp1d-table"], sizing_mode="stretch_width")
         self.views = GP1DFigures()
         self.hand_off = HandOff(self._current_data, lambda text: setattr(self.model, "message", text))
@@ -284,7 +285,7 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
         )
         self._show_messages()
         self.views.style(False)
-        return pn.Row(self._controls, pn.Column(self.alert, self.info, views, sizing_mode="stretch_width"),
+        return pn.Row(self._controls, pn.Column(self.link_alert, self.alert, self.info, views, sizing_mode="stretch_width"),
                       sizing_mode="stretch_width")
 
     @param.depends("projector", watch=True)
@@ -301,13 +302,23 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
         widgets = {"preset": self.preset, "n_points": self.n_points, "seed": self.seed, "likelihood": self.likelihood,
                    "kernel": self.kernel, "variance": self.variance, "lengthscale": self.lengthscale,
                    "methods": self.methods, "step_method": self.step_method}
-        for name, widget in widgets.items():
-            location.sync(widget, {"value": URL_KEYS[name]},
-                          on_error=refuse_link(URL_KEYS[name], widget, lambda text: setattr(self.model, "message", text)))
-        location.sync(self.model, {"data_query": URL_KEYS["data_query"]})  # clicked / uploaded points
+        fields = {URL_KEYS[name]: (widget, "value") for name, widget in widgets.items()}
+        fields[URL_KEYS["data_query"]] = (self.model, "data_query")  # clicked / uploaded points
+        self.links = LinkValues(location, fields, self.link_alert, checks={URL_KEYS["data_query"]: _data_text})
 
     def __panel__(self):
         return self._layout
+
+
+def _data_text(value) -> str:
+    """A link's data text, if :func:`gp_1d_model.decode_data` reads it."""
+    if value == "":
+        return ""  # the page's own data
+    try:
+        decode_data(str(value))
+    except ValueError as exc:
+        raise ValueError(f"points as 'x:y;x:y;...': {exc}") from None
+    return str(value)
 
 
 def page() -> tuple[str, pn.viewable.Viewable]:

@@ -41,7 +41,7 @@ from explorer_figures import NumbersPane, legend_below, style_figure
 from figure_export import export_buttons
 from layout import HandOff, enlarge, explained, formula as formula_pane, set_projector, view_row
 from long_jobs import JobPoller, cancel_when_session_ends
-from number_field import NumberField
+from number_field import LinkValues, NumberField, link_banner, range_checks
 import safe_text
 from qpviz.checks import quoted
 from qpviz import kernels
@@ -646,6 +646,7 @@ class GP2DPage(pn.viewable.Viewer):
         self.alert = pn.pane.Markdown("", visible=False, css_classes=["qpviz-gp2d-error"], sizing_mode="stretch_width",
                                       styles={"background": "#fbe3d6", "border": "2px solid #D55E00",
                                               "border-radius": "4px", "padding": "0 12px"})
+        self.link_alert = link_banner()
         self.hand_off = HandOff(
             lambda: (f"GP 2-D: {self.preset}" + (" (edited)" if self.added or self.removed else ""), self.X, self.y,
                      "probit", self.kernel_object()),
@@ -654,14 +655,15 @@ class GP2DPage(pn.viewable.Viewer):
         self._controls = self._build_controls()
         # lazy: the figures and the first fit wait until the tab is first shown (pn.Tabs(dynamic=True))
         views = pn.param.ParamFunction(lambda: self._build_views(), lazy=True, sizing_mode="stretch_width")
-        return pn.Row(self._controls, pn.Column(self.alert, views, sizing_mode="stretch_width"), sizing_mode="stretch_width")
+        return pn.Row(self._controls, pn.Column(self.link_alert, self.alert, views, sizing_mode="stretch_width"), sizing_mode="stretch_width")
 
     def _sync_url(self):
         """Keep the page's state in the URL (e.g. ?g2_preset=xor&g2_ls=0.5) so that a link reopens it."""
         location = pn.state.location
         if location is None:
             return None
-        location.sync(self, dict(URL_KEYS))
+        self.links = LinkValues(location, {key: (self, name) for name, key in URL_KEYS.items()},
+                                self.link_alert, checks=range_checks(self, RANGES, URL_KEYS))
         return location
 
     def __panel__(self):

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from qpviz.checks import shorten
 
-__all__ = ["NumberField", "FIELDS", "TYPED_CLASS", "refuse_link", "refusal"]
+__all__ = ["NumberField", "FIELDS", "TYPED_CLASS", "LinkValues", "link_banner", "number_check", "range_checks", "refusal"]
 
 #: CSS class of every typed-number box (the browser tests find the boxes by it).
 TYPED_CLASS = "qpviz-typed"
@@ -134,17 +134,137 @@ def refusal(error: Exception, kept: str) -> str:
     return f"{error}; kept {kept}"
 
 
-def refuse_link(key: str, widget, say):
-    """An ``on_error`` for ``pn.state.location.sync(widget, {"value": key}, on_error=...)``: a link
-    value the widget cannot take (Panel then sets nothing) is named by ``say(message)`` with the
-    valid values and the value kept, and the link is rewritten to the value shown."""
+class LinkValues:
+    """A page's link keys, checked before the page takes them (issue 21.3). ``fields`` maps each key
+    to ``(owner, name)``: the parameter ``owner.name`` the key stands for (a widget's ``value`` or a
+    page's parameter). The URL is synced with a stand-in holding the same values, so a link's value
+    reaches :meth:`accepts`'s check first: a good one is set on the owner, a bad one is named in
+    :attr:`banner` (the key, the value shortened, the accepted values and what is shown instead) and
+    the link is rewritten to the value shown. The banner goes on the next change of any of the
+    fields that is not a link's. ``checks``: key -> ``check(value) -> value to set`` (ValueError
+    saying what the key accepts) for a key :meth:`accepts` cannot read from its owner. ``banner``:
+    the page's :func:`link_banner`, placed where the page shows its messages."""
 
-    def on_error(asked: dict) -> None:
-        options = getattr(widget, "options", None)
-        options = list(options.values() if isinstance(options, dict) else options) if options else []
-        valid = f" (valid: {', '.join(map(str, options))})" if options else ""
-        for value in asked.values():
-            say(f"the link's {key}={shorten(str(value), 60)} was not used{valid}; kept {shorten(str(widget.value), 60)}")
-        widget.param.trigger("value")  # the URL sync writes the value shown into the link
+    def __init__(self, location, fields: dict, banner, checks: dict | None = None):
+        import param  # noqa: PLC0415
 
-    return on_error
+        self.fields, self.notes, self._applying = dict(fields), {}, []
+        self.checks = {key: (checks or {}).get(key) or self.accepts(*owner_name) for key, owner_name in self.fields.items()}
+        self.banner = banner
+        stand_in = type("Link", (param.Parameterized,), {key: param.Parameter(default=None) for key in self.fields})
+        self.link = stand_in(**{key: getattr(owner, name) for key, (owner, name) in self.fields.items()})
+        self.link.param.watch(self._from_link, list(self.fields))
+        for key, (owner, name) in self.fields.items():
+            owner.param.watch(lambda event, key=key: self._from_page(key, event.new), name)
+        location.sync(self.link, {key: key for key in self.fields})
+
+    @staticmethod
+    def accepts(owner, name):
+        """The check of ``owner.name``: a choice among a widget's options (every one of a list), a
+        typed box's :class:`NumberField`, a finite number inside a slider's (or a number
+        parameter's) bounds, a parameter's choices, a list for a list parameter."""
+        import param  # noqa: PLC0415
+
+        def refuse(words):
+            raise ValueError(words)
+
+        parameter = owner.param[name]
+        options = getattr(owner, "options", None)
+        if options is not None:
+            options = list(options.values() if isinstance(options, dict) else options)
+            if isinstance(parameter, param.List) or isinstance(getattr(owner, name), list):
+                return lambda v: v if isinstance(v, list) and all(x in options for x in v) else refuse(
+                    f"a list of {', '.join(map(str, options))}")
+            return lambda v: v if v in options else refuse(f"one of {', '.join(map(str, options))}")
+        field = FIELDS.get(getattr(owner, "name", "")) if TYPED_CLASS in getattr(owner, "css_classes", []) else None
+        if field is not None:
+            as_text = isinstance(getattr(owner, name), str)  # a text box (else a slider's number box)
+
+            def typed(v):
+                try:
+                    number = field.parse(v)
+                    return field.show(number) if as_text else number
+                except ValueError:
+                    raise ValueError(f"{field.name}: {field.accepted}") from None
+            return typed
+        if isinstance(parameter, param.Selector):
+            return lambda v: v if v in parameter.objects else refuse(f"one of {', '.join(map(str, parameter.objects))}")
+        if isinstance(parameter, param.List):
+            return lambda v: v if isinstance(v, list) else refuse("a list, e.g. [] or [1, 2]")
+        if hasattr(owner, "fixed_start"):  # an editable slider: its box may go past the slider
+            return number_check(owner.fixed_start, owner.fixed_end, isinstance(parameter, param.Integer))
+        if hasattr(owner, "start"):  # a slider (checked first: a NaN set on a slider ends in a RecursionError)
+            return number_check(owner.start, owner.end, isinstance(parameter, param.Integer))
+        if isinstance(parameter, param.Number):
+            return number_check(*(parameter.bounds or (None, None)), isinstance(parameter, param.Integer))
+        return lambda v: v
+
+    def _from_link(self, *events) -> None:
+        if self._applying:
+            return
+        order = list(self.fields)
+        self._applying.append(True)
+        try:
+            for event in sorted(events, key=lambda e: order.index(e.name)):
+                key, (owner, name) = event.name, self.fields[event.name]
+                try:
+                    setattr(owner, name, self.checks[key](event.new))
+                    self.notes.pop(key, None)
+                except ValueError as exc:
+                    self.notes[key] = (f"{key}={shorten(str(event.new), 40)} ({shorten(str(exc), 200)}); "
+                                       f"shown instead: {shorten(str(getattr(owner, name)), 60)}")
+                    setattr(self.link, key, getattr(owner, name))  # the link gets the value shown
+        finally:
+            self._applying.pop()
+        self._show()
+
+    def _from_page(self, key: str, value) -> None:
+        self._applying.append(True)
+        try:
+            setattr(self.link, key, value)  # the URL follows the page
+        finally:
+            self._applying.pop()
+        if self.notes and len(self._applying) == 0:
+            self.notes.clear()  # a change of the page's own: the link's refusals are old news
+            self._show()
+
+    def _show(self) -> None:
+        from safe_text import bullets  # noqa: PLC0415
+
+        text = "The link's values below were not used:\n\n" + bullets(self.notes.values()) if self.notes else ""
+        self.banner.param.update(object=text, visible=bool(text))
+
+
+def link_banner():
+    """The pane a page's :class:`LinkValues` names its refused link values in (hidden until then)."""
+    import panel as pn  # noqa: PLC0415
+
+    # a Markdown pane styled as a warning (pn.pane.Alert asks the CDN for its stylesheets)
+    return pn.pane.Markdown("", visible=False, css_classes=["qpviz-link-alert"], sizing_mode="stretch_width",
+                            styles={"background": "#fff3cd", "border": "2px solid #E69F00", "border-radius": "4px",
+                                    "padding": "0 12px"})
+
+
+def range_checks(owner, ranges: dict, keys: dict) -> dict:
+    """:class:`LinkValues` checks of a page's numbers: key -> a number inside ``ranges[name]`` (whole
+    for an integer parameter of ``owner``), for each ``name`` of ``ranges`` that has a link key."""
+    import param  # noqa: PLC0415
+
+    return {keys[name]: number_check(low, high, isinstance(owner.param[name], param.Integer))
+            for name, (low, high) in ranges.items() if name in keys}
+
+
+def number_check(low, high, integer):
+    """``check(value)``: a finite number inside [low, high] (None: open), whole if ``integer``."""
+    def check(value):
+        words = ("a whole number" if integer else "a finite number") + (
+            f" from {low:g} to {high:g}" if low is not None and high is not None else "")
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(words) from None
+        if (isinstance(value, bool) or not math.isfinite(number) or (low is not None and number < low)
+                or (high is not None and number > high) or (integer and number != int(number))):
+            raise ValueError(words)
+        return int(number) if integer else number
+    return check

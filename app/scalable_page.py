@@ -22,9 +22,8 @@ from explorer_figures import NumbersPane
 from figure_export import export_buttons
 from layout import enlarge, explained, set_projector, view_grid
 from long_jobs import JobPoller, cancel_when_session_ends
-from number_field import NumberField
+from number_field import LinkValues, NumberField, link_banner
 import safe_text
-from qpviz.checks import quoted
 from qpviz.gpdemo import scalable_demo as sd
 from scalable_figures import EXPLANATIONS, CurveFigures, DataFigure, status_html
 
@@ -39,8 +38,6 @@ POLL_MS = 300
 #: The error message's look (VSGP's and GP 2-D's).
 ALERT_STYLES = {"background": "#fbe3d6", "border": "2px solid #D55E00", "border-radius": "4px", "padding": "0 12px"}
 DEFAULTS = {"dataset": "digits odd vs even", "m": 20, "minibatch": 200, "workers": 0, "epochs": 5}
-#: The widgets whose value must be one of their options, and the default a bad link value gets.
-LINK_CHOICES = {"dataset": DEFAULTS["dataset"], "workers": DEFAULTS["workers"], "methods": list(sd.METHODS)}
 #: The typed numbers (their values in :class:`Settings`, read at Start).
 TYPED = {"m": NumberField("inducing points M", *sd.RANGES["m"], integer=True),
          "minibatch": NumberField("minibatch size (SEP, SVI)", *sd.RANGES["minibatch"], integer=True),
@@ -77,6 +74,7 @@ class ScalablePage(pn.viewable.Viewer):
         self.stop_button = w.Button(label="Stop", disabled=True, css_classes=["qpviz-sc-stop"])
         self.alert = pn.pane.Markdown("", visible=False, css_classes=["qpviz-sc-error"], sizing_mode="stretch_width",
                                       styles=ALERT_STYLES)
+        self.link_alert = link_banner()
         self.description = pn.pane.Markdown("Press **Start** to train.", sizing_mode="stretch_width",
                                             css_classes=["qpviz-sc-description"])
         self.dashboard = pn.pane.Markdown("", visible=False, sizing_mode="stretch_width", css_classes=["qpviz-sc-dask"])
@@ -90,9 +88,6 @@ class ScalablePage(pn.viewable.Viewer):
         self.start_button.on_click(self._guarded(self.start))
         self.stop_button.on_click(self.stop)
         self._layout = self._build_layout()
-        self._link_notes: dict[str, str] = {}
-        for name in LINK_CHOICES:
-            getattr(self, name).param.watch(self._replace_bad_link_value, "value")
         self._sync_url()
         cancel_when_session_ends(self.stop)
 
@@ -258,7 +253,7 @@ class ScalablePage(pn.viewable.Viewer):
         )
         self._texts.append(self.status)
         self._apply_projector_mode()
-        return pn.Row(self._controls, pn.Column(self.alert, self._grid, sizing_mode="stretch_width"),
+        return pn.Row(self._controls, pn.Column(self.link_alert, self.alert, self._grid, sizing_mode="stretch_width"),
                       sizing_mode="stretch_width")
 
     @param.depends("projector", watch=True)
@@ -268,30 +263,12 @@ class ScalablePage(pn.viewable.Viewer):
         self.view.style(self.projector)
         set_projector(self._grid, self.projector)
 
-    def _valid_choice(self, name: str, value) -> bool:
-        """Whether ``value`` is one of the choices of the widget ``name`` (a link may ask for anything)."""
-        if name == "methods":
-            return isinstance(value, list) and all(method in sd.METHODS for method in value)
-        options = self.dataset.options if name == "dataset" else list(self.workers.options.values())
-        return value in options
-
-    def _replace_bad_link_value(self, event) -> None:
-        """A choice that is none of the widget's options (a link's value, applied when the page is
-        built and again when the browser connects) goes back to its default; the message names it."""
-        name = next(key for key in LINK_CHOICES if getattr(self, key) is event.obj)
-        if self._valid_choice(name, event.new):
-            return
-        default = LINK_CHOICES[name]
-        self._link_notes[name] = f"{URL_KEYS[name]} = {quoted(event.new)} was replaced by {default!r}"
-        self._say("The link asked for values that are no valid choice: " + "; ".join(self._link_notes.values()) + ".")
-        event.obj.value = default
-
     def _sync_url(self) -> None:
         location = pn.state.location
         if location is None:
             return
-        for name, key in URL_KEYS.items():
-            location.sync(getattr(self, name), {"value": key})
+        self.links = LinkValues(location, {key: (getattr(self, name), "value") for name, key in URL_KEYS.items()},
+                                self.link_alert)
 
     def __panel__(self):
         return self._layout

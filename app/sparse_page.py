@@ -24,7 +24,7 @@ from explorer_figures import NumbersPane
 from figure_export import export_buttons
 from layout import enlarge, explained, set_projector, view_grid
 from long_jobs import EXECUTOR, GuardedModelCalls, JobPoller, cancel_when_session_ends
-from number_field import TYPED_CLASS, NumberField, refusal
+from number_field import TYPED_CLASS, LinkValues, NumberField, link_banner, refusal
 import safe_text
 from qpviz.checks import shorten
 from qpviz.gpdemo import oned, sparse_demo
@@ -404,6 +404,7 @@ class SparsePage(GuardedModelCalls, pn.viewable.Viewer):
                                                 width=300)
         self.description = pn.pane.Markdown("", sizing_mode="stretch_width", css_classes=["qpviz-sp-description"])
         self.alert = pn.pane.Alert("", alert_type="danger", visible=False, css_classes=["qpviz-error"])
+        self.link_alert = link_banner()
         self.numbers = NumbersPane("", css_classes=["qpviz-sp-numbers"], sizing_mode="stretch_width")
         self.messages = pn.pane.Markdown("\n".join(f"- {s}" for s in sparse_demo.MESSAGES), sizing_mode="stretch_width",
                                          css_classes=["qpviz-sp-messages"])
@@ -523,7 +524,7 @@ class SparsePage(GuardedModelCalls, pn.viewable.Viewer):
         )
         self._show_messages()
         self.views.style(False)
-        return pn.Row(self._controls, pn.Column(self.alert, self._grid, sizing_mode="stretch_width"),
+        return pn.Row(self._controls, pn.Column(self.link_alert, self.alert, self._grid, sizing_mode="stretch_width"),
                       sizing_mode="stretch_width")
 
     @param.depends("projector", watch=True)
@@ -541,11 +542,20 @@ class SparsePage(GuardedModelCalls, pn.viewable.Viewer):
                    "variance": self.variance, "lengthscale": self.lengthscale, "noise": self.noise,
                    "m": self.m_slider, "z_text": self.z_text, "alpha": self.alpha, "projection": self.projection,
                    "methods": self.methods}
-        for name, widget in widgets.items():
-            location.sync(widget, {"value": URL_KEYS[name]})
+        fields = {URL_KEYS[name]: (widget, "value") for name, widget in widgets.items()}
+        self.links = LinkValues(location, fields, self.link_alert, checks={URL_KEYS["z_text"]: _z_text})
 
     def __panel__(self):
         return self._layout
+
+
+def _z_text(value) -> str:
+    """A link's pseudo-inputs, if :func:`decode_z` reads them."""
+    try:
+        decode_z(str(value))
+    except ValueError as exc:
+        raise ValueError(f"pseudo-inputs as 'z1, z2, ...': {exc}") from None
+    return str(value)
 
 
 def page() -> tuple[str, pn.viewable.Viewable]:

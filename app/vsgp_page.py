@@ -26,7 +26,7 @@ from explorer_figures import NumbersPane, _table as html_table, legend_below
 from figure_export import export_buttons
 from gp_2d import PROBA_PALETTE, GridFigure
 from layout import enlarge, explained, set_projector, view_row
-from number_field import NumberField
+from number_field import LinkValues, NumberField, link_banner, range_checks
 import safe_text
 from qpviz.checks import quoted
 from qpviz.gpdemo import twod, vsgp_demo
@@ -144,7 +144,8 @@ class VSGPPage(pn.viewable.Viewer):
         self.param.watch(self._on_data_inputs, ["preset", "n", "seed", "m", "centres"])
         self._layout = self._build_layout()
         if pn.state.location is not None:  # the page's state in the URL (?vs_blur=0.5&...): a link reopens it
-            pn.state.location.sync(self, dict(URL_KEYS))
+            self.links = LinkValues(pn.state.location, {key: (self, name) for name, key in URL_KEYS.items()},
+                                    self.link_alert, checks=range_checks(self, RANGES, URL_KEYS))
 
     # -- computation -----------------------------------------------------------------------
     def centres_array(self, X) -> np.ndarray:
@@ -374,10 +375,11 @@ class VSGPPage(pn.viewable.Viewer):
         # a Markdown pane styled as an alert (pn.pane.Alert asks the CDN for its stylesheets)
         self.alert = pn.pane.Markdown("", visible=False, css_classes=["qpviz-vsgp-error"], sizing_mode="stretch_width",
                                       styles=ALERT_STYLES)
+        self.link_alert = link_banner()
         self.table = NumbersPane("", css_classes=["qpviz-vsgp-table"], sizing_mode="stretch_width", margin=(0, 10))
         self._controls = self._build_controls()
         views = pn.param.ParamFunction(lambda: self._build_views(), lazy=True, sizing_mode="stretch_width")
-        return pn.Row(self._controls, pn.Column(self.alert, views, sizing_mode="stretch_width"), sizing_mode="stretch_width")
+        return pn.Row(self._controls, pn.Column(self.link_alert, self.alert, views, sizing_mode="stretch_width"), sizing_mode="stretch_width")
 
     def __panel__(self):
         return self._layout

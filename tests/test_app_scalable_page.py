@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import panel as pn
 import pytest
 
 import scalable_figures
@@ -114,15 +115,19 @@ def test_an_unexpected_error_in_start_is_a_message(monkeypatch):
     assert page.alert.visible and "unexpected error: ZeroDivisionError: no" in shown(page.alert.object)
 
 
-def test_bad_link_values_go_back_to_defaults_with_a_message():
+def test_bad_link_values_go_back_to_defaults_with_a_message(monkeypatch):
+    from panel.io.location import Location  # noqa: PLC0415
+
+    location = Location(search='?sc_workers=7&sc_data=nope&sc_methods=["foo"]')
+    monkeypatch.setattr(type(pn.state), "location", property(lambda self: location))
     page = scalable_page.ScalablePage()
-    page.workers.value, page.dataset.value, page.methods.value = 7, "nope", ["foo"]
-    for key in ("sc_workers = 7", "sc_data = 'nope'", "sc_methods = ['foo']"):
-        assert key in shown(page.alert.object) and page.alert.visible, shown(page.alert.object)
+    said = shown(page.link_alert.object)
+    for key in ("sc_workers=7", "sc_data=nope", "sc_methods=['foo']"):
+        assert key in said and page.link_alert.visible, said
     assert page.workers.value == 0 and page.dataset.value == scalable_page.DEFAULTS["dataset"]
     assert page.methods.value == list(sd.METHODS)
-    page.methods.value = ["sep"]  # a valid choice is kept
-    assert page.methods.value == ["sep"]
+    page.methods.value = ["sep"]  # a valid choice is kept, the banner goes
+    assert page.methods.value == ["sep"] and not page.link_alert.visible
 
 
 def test_the_childs_text_is_escaped_in_the_status():

@@ -8,7 +8,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "app"))
 
-from number_field import FIELDS, NumberField, refuse_link  # noqa: E402
+from number_field import FIELDS, NumberField  # noqa: E402
+from safe_text import shown  # noqa: E402
 
 POINTS = NumberField("points", 5, 1000, integer=True)
 SCALE = NumberField("scale", 0, 100, low_open=True)
@@ -38,15 +39,29 @@ def test_the_label_names_the_range_and_registers_the_field():
     assert box.value == "60" and box.label == POINTS.label and "qpviz-typed" in box.css_classes
 
 
-def test_a_bad_link_value_is_named_with_the_valid_values_and_the_link_rewritten():
+def test_link_values_takes_good_values_names_bad_ones_rewrites_the_link_and_clears_on_a_page_change():
     import panel as pn  # noqa: PLC0415
+    from panel.io.location import Location  # noqa: PLC0415
+
+    from number_field import LinkValues, link_banner  # noqa: PLC0415
 
     select = pn.widgets.Select(options=["probit", "step"], value="step")
-    said, triggered = [], []
-    select.param.watch(lambda event: triggered.append(event.new), "value")
-    refuse_link("g1_lik", select, said.append)({"value": "bogus"})
-    assert said == ["the link's g1_lik=bogus was not used (valid: probit, step); kept step"]
-    assert triggered == ["step"]
+    box = POINTS.widget(60, "my-box")
+    slider = pn.widgets.EditableFloatSlider(start=0.1, end=5, fixed_start=0.1, fixed_end=5, value=1.0)
+    location = Location(search="?lik=bogus<b>&n=7.5&ls=nan&x=2")
+    links = LinkValues(location, {"lik": (select, "value"), "n": (box, "value"), "ls": (slider, "value")}, link_banner())
+    said = shown(links.banner.object)
+    assert links.banner.visible
+    assert "lik=bogus<b> (one of probit, step); shown instead: step" in said
+    assert f"n=7.5 ({POINTS.name}: {POINTS.accepted}); shown instead: 60" in said
+    assert "ls=nan (a finite number from 0.1 to 5); shown instead: 1.0" in said  # checked before the slider
+    assert (select.value, box.value, slider.value) == ("step", "60", 1.0)
+    assert location.query_params == {"lik": "step", "n": 60, "ls": 1.0, "x": 2}  # the link shows the values used
+    location.search = "?lik=probit&n=30&ls=1.0"  # good values are taken, their keys' refusals go
+    assert (select.value, box.value, slider.value) == ("probit", "30", 1.0)
+    assert links.banner.visible and "lik" not in shown(links.banner.object) and "ls=nan" in shown(links.banner.object)
+    select.value = "step"  # the page's own change: the banner goes
+    assert not links.banner.visible and location.query_params["lik"] == "step"
 
 
 def test_a_bound_box_sets_good_values_names_bad_ones_and_shows_the_value_kept():
