@@ -72,7 +72,7 @@ class TabInUrl:
         self.slugs = [tab_slug(t) for t in titles]
         self.holder = pn.widgets.TextInput(value=self.slugs[0], visible=False)
         #: Names a link's page that is not one (the valid pages, the page shown instead).
-        self.banner = pn.pane.Alert("", alert_type="danger", visible=False, css_classes=["qpviz-error", "qpviz-page-link"],
+        self.banner = pn.pane.Alert("", alert_type="danger", visible=False, css_classes=["qpviz-page-link"],
                                     sizing_mode="stretch_width")
         self.holder.param.watch(self._open, "value")
         tabs.param.watch(self._opened, "active")
