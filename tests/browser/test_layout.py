@@ -106,6 +106,61 @@ SPILLING_BOXES_JS = """() => {
     return out;
 }"""
 
+#: Every element (shadow roots included) that is wider than its container, on the open tab:
+#: - "cut": a box that hides or scrolls (overflow hidden, clip, auto, scroll) and whose content is
+#:   wider than it (text cut, or hidden behind a scrollbar, e.g. a formula that has to scroll);
+#: - "button": a button whose label is wider than the button ("MC" for "MCMC");
+#: - "past parent": an element whose left or right edge passes its parent's content box (a label,
+#:   a row of check boxes or a button running out of the control column, a legend over the controls);
+#: - "word": a word wider than its text box (broken mid-word, "Preprocessi-ng", or running out).
+#: Allowed (documented): Bokeh's plot internals (canvases, the frame that clips glyphs, drawn and
+#: checked through FIGURES_JS), slider handles (they stick out of the track by design), KaTeX's
+#: hidden MathML copy, and text inputs (a long typed value scrolls inside its box while editing).
+CLIPPED_JS = """() => {
+    const out = [];
+    const parentOf = el => el.parentElement || (el.getRootNode() && el.getRootNode().host) || null;
+    const allowed = '.bk-Canvas, .bk-CartesianFrame, .katex-mathml, .noUi-handle';
+    const ctx = document.createElement('canvas').getContext('2d');
+    const name = el => {
+        const cls = (typeof el.className === 'string' ? el.className : '').trim().split(/\\s+/).slice(0, 2).join('.');
+        const text = (el.innerText || el.textContent || '').trim().replace(/\\s+/g, ' ').slice(0, 40);
+        return `${el.tagName.toLowerCase()}${cls ? '.' + cls : ''} "${text}"`;
+    };
+    const visit = root => {
+        for (const el of root.querySelectorAll('*')) {
+            if (el.shadowRoot) visit(el.shadowRoot);
+            const r = el.getBoundingClientRect();
+            if (r.width === 0 || r.height === 0) continue;
+            const s = getComputedStyle(el), p = parentOf(el);
+            if (s.visibility === 'hidden' || el.closest(allowed) || ['CANVAS', 'INPUT', 'TEXTAREA'].includes(el.tagName)
+                || (p && p.classList && p.classList.contains('bk-CartesianFrame'))) continue;
+            if (['hidden', 'clip', 'auto', 'scroll'].includes(s.overflowX) && el.scrollWidth > el.clientWidth + 1)
+                out.push(`cut (${s.overflowX}) ${el.scrollWidth} > ${el.clientWidth}: ${name(el)}`);
+            else if (el.tagName === 'BUTTON' && el.scrollWidth > el.clientWidth + 1)
+                out.push(`button ${el.scrollWidth} > ${el.clientWidth}: ${name(el)}`);
+            if (p && p.getBoundingClientRect && !['auto', 'scroll'].includes(getComputedStyle(p).overflowX)) {
+                const ps = getComputedStyle(p), pr = p.getBoundingClientRect();
+                // a table with collapsed borders ignores its padding
+                const collapsed = p.tagName === 'TABLE' && ps.borderCollapse === 'collapse';
+                const inset = side => collapsed ? 0 : parseFloat(ps[`border${side}Width`]) + parseFloat(ps[`padding${side}`]);
+                if (pr.width > 0 && (r.right > pr.right - inset('Right') + 1 || r.left < pr.left + inset('Left') - 1))
+                    out.push(`past parent [${Math.round(r.left)}, ${Math.round(r.right)}] outside `
+                             + `[${Math.round(pr.left + inset('Left'))}, ${Math.round(pr.right - inset('Right'))}]: `
+                             + `${name(el)} in ${name(p)}`);
+            }
+            const own = [...el.childNodes].filter(n => n.nodeType === 3).map(n => n.textContent).join(' ');
+            if (own.trim() && s.display !== 'inline' && el.clientWidth > 0) {
+                ctx.font = `${s.fontStyle} ${s.fontWeight} ${s.fontSize} ${s.fontFamily}`;
+                const inner = el.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight);
+                const widest = Math.max(...own.split(/\\s+/).filter(w => w).map(w => ctx.measureText(w).width));
+                if (widest > inner + 1) out.push(`word ${Math.round(widest)} > ${Math.round(inner)}: ${name(el)}`);
+            }
+        }
+    };
+    visit(document);
+    return out;
+}"""
+
 #: Font sizes (px) of the major tick labels of the colour bars of the figures on the open tab.
 COLOUR_BAR_FONTS_JS = """() => {
     const out = [];
@@ -165,6 +220,7 @@ def test_page_fits_the_screen(page: Page, app_url: str, console_errors, tab, vie
         # the toolbar or off the canvas
         assert fig["title_width"] <= fig["frame_width"] + 2, (name, fig)
     assert page.evaluate(SPILLING_FORMULAS_JS) == []
+    assert page.evaluate(CLIPPED_JS) == []
 
 
 @pytest.mark.parametrize("tab", TABS)
