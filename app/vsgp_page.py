@@ -63,8 +63,8 @@ EXPLANATIONS = {
     "vsgp": (
         "VSGP: each basis point b_j summarises f blurred by a Gaussian N(b_j, C_j) (ellipses: 2 sd); the blurred "
         "covariance K̃ replaces k(x, b_j), so a few wide basis points can follow a long boundary. Drag a centre.",
-        r"$$\begin{gathered}q(f)\propto GP(f\mid0,K)\prod_j\mathcal N\Big(u_j\,\Big|\,\!\int\! f(x)\mathcal N(x\mid b_j,C_j)dx,"
-        r"\lambda_j^{-1}\Big)\ \text{(5)},\\\tilde K(x,b_j)=\sigma_f^2\sqrt{\tfrac{|\Lambda|}{|\Lambda+C_j|}}"
+        r"$$\begin{gathered}q(f)\propto GP(f\mid0,K)\prod_j\mathcal N\big(u_j\mid\bar f_j,\lambda_j^{-1}\big)\ \text{(5)},"
+        r"\\\bar f_j=\!\int\! f(x)\mathcal N(x\mid b_j,C_j)dx,\\\tilde K(x,b_j)=\sigma_f^2\sqrt{\tfrac{|\Lambda|}{|\Lambda+C_j|}}"
         r"\,e^{-\frac12(x-b_j)^\top(\Lambda+C_j)^{-1}(x-b_j)}\ \text{(14)}\end{gathered}$$",
     ),
     "fitc": (
