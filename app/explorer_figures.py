@@ -124,6 +124,10 @@ DASH_PATTERNS = {"solid": [], "dashed": [6], "dotted": [2, 4], "dotdash": [2, 4,
 #: Height of one row of a legend below the plot (px, normal size).
 LEGEND_ROW = 22
 
+#: Entries per legend row below a plot in projector mode.
+PROJECTOR_LEGEND_COLUMNS = 2
+#: A legend's own number of entries per row (below its plot), before projector mode changed it.
+_BASE_COLUMNS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 #: A glyph's own line width, dash and size, before projector mode scaled them.
 _BASE_LOOK: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -186,6 +190,9 @@ def style_figure(fig, projector: bool) -> None:
         axis.major_label_text_font_size = f"{round(11 * scale)}px"
     for legend in fig.legend:
         legend.label_text_font_size = f"{round(12 * scale)}px"
+        if legend in fig.below:  # rows of at most two entries in projector mode: wider than the plot, it ran over the controls
+            columns = _BASE_COLUMNS.setdefault(legend, legend.ncols if isinstance(legend.ncols, int) else len(legend.items))
+            legend.ncols = min(columns, PROJECTOR_LEGEND_COLUMNS) if projector else columns
         legend.glyph_width = round(20 * (PROJECTOR_LINE_SCALE if projector else 1.0))
         legend.glyph_height = round(20 * scale)
         legend.label_height = round(20 * scale)

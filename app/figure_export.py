@@ -25,6 +25,7 @@ import panel as pn
 import param
 from panel.widgets.base import CompositeWidget
 
+from explorer_widgets import PROJECTOR_WIDGET_CSS
 from layout import CONTROLS_WIDTH
 
 __all__ = ["FORMATS", "EXPORT_JS", "BUTTON_MIN_WIDTH", "MESSAGE_MS", "FigureExportButtons", "export_buttons",
@@ -230,7 +231,8 @@ class FigureExportButtons(CompositeWidget):
 
     def _hand_on_stylesheets(self, event) -> None:
         for button in self.buttons:
-            button.param.update(stylesheets=event.new, min_width=BUTTON_MIN_WIDTH[bool(event.new)])
+            # (normal mode has a stylesheet too: layout.CONTROL_CSS)
+            button.param.update(stylesheets=event.new, min_width=BUTTON_MIN_WIDTH[PROJECTOR_WIDGET_CSS in event.new])
 
 
 def export_buttons(page_slug: str) -> FigureExportButtons:

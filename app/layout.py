@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import panel as pn
 
-__all__ = ["HandOff", "enlarge", "CONTROLS_WIDTH", "VIEW_MIN_WIDTH", "FORMULA_STYLES", "view_grid", "view_row", "set_projector", "formula"]
+__all__ = ["HandOff", "enlarge", "CONTROL_CSS", "CONTROLS_WIDTH", "VIEW_MIN_WIDTH", "FORMULA_STYLES", "view_grid", "view_row", "set_projector", "formula"]
 
 #: Width of a page's control column (px).
 CONTROLS_WIDTH = 300
@@ -17,8 +17,20 @@ CONTROLS_WIDTH = 300
 #: as fit (two beside 300 px of controls from about 1260 px normally, from about 1850 px in
 #: projector mode, where fonts are 1.7 times larger), and a lone view fills the row.
 VIEW_MIN_WIDTH = {False: 450, True: 720}
-#: A formula wider than its column scrolls inside it instead of running over the next column.
+#: A formula wider than its column scrolls inside it instead of running over the next column (a
+#: last resort: the formulas are typeset in lines that fit a column at 1024 px, normal and
+#: projector mode, and tests/browser/test_layout.py fails on any that scrolls).
 FORMULA_STYLES = {"overflow-x": "auto", "overflow-y": "hidden", "max-width": "100%"}
+#: Every control's own stylesheet, normal and projector mode (a widget draws in its own shadow DOM,
+#: which the page's styles do not reach): labels, slider titles and button labels wrap between
+#: words (never inside one) instead of running out of the control column or being cut, and rows of
+#: check boxes and of grouped buttons wrap onto a second line.
+CONTROL_CSS = """
+:host label, :host .bk-slider-title, :host .bk-btn {
+  white-space: normal; overflow-wrap: normal; word-break: normal; hyphens: none; }
+:host .bk-btn { height: auto; min-height: 31px; }
+:host .bk-input-group.bk-inline, :host .bk-btn-group { flex-wrap: wrap; row-gap: 2px; }
+"""
 
 
 def _item_styles(projector: bool) -> dict:
@@ -65,17 +77,23 @@ def explained(view, explanation: tuple[str, str], texts: list, css: str | None =
     return pn.Column(view, text, shown, sizing_mode="stretch_width", css_classes=[css] if css else [])
 
 
-def enlarge(on: bool, texts, widgets) -> None:
-    """Projector mode on or off: texts at 150% (their other styles, e.g. a formula's scrolling,
-    kept), and every widget's own stylesheet at PROJECTOR_WIDGET_CSS (a widget draws in its own
-    shadow DOM, which the page's styles do not reach)."""
+def enlarge(on: bool, texts, controls) -> None:
+    """Projector mode on or off: ``texts`` at 150% (their other styles, e.g. a formula's scrolling,
+    kept); in ``controls`` (widgets and layouts of them, searched through nested layouts and
+    composite widgets such as EditableFloatSlider) every widget's own stylesheets at CONTROL_CSS,
+    plus PROJECTOR_WIDGET_CSS when on, and every text pane (headings, notes) at 150% too."""
     from explorer_widgets import PROJECTOR_WIDGET_CSS  # noqa: PLC0415 - explorer_widgets imports panel widgets
 
+    size = {"font-size": "150%" if on else "100%"}
     for text in texts:
-        text.styles = {**text.styles, "font-size": "150%" if on else "100%"}
-    sheets = [PROJECTOR_WIDGET_CSS] if on else []
-    for widget in widgets:
-        widget.stylesheets = sheets
+        text.styles = {**text.styles, **size}
+    ours = (CONTROL_CSS, PROJECTOR_WIDGET_CSS)
+    sheets = [CONTROL_CSS, PROJECTOR_WIDGET_CSS] if on else [CONTROL_CSS]
+    for part in (part for control in controls for part in control.select()):
+        if isinstance(part, pn.widgets.Widget):
+            part.stylesheets = [s for s in part.stylesheets if s not in ours] + sheets
+        elif isinstance(part, pn.pane.PaneBase):
+            part.styles = {**part.styles, **size}
 
 
 class HandOff:

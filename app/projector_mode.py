@@ -58,7 +58,13 @@ class ProjectorSwitch:
             pn.state.location.sync(self.holder, {"value": KEY})
 
     def apply(self, page) -> None:
-        if hasattr(page, "projector"):
+        """Give ``page`` the current mode; a page just built in normal mode is styled too (its
+        controls' wrapping stylesheet, ``layout.CONTROL_CSS``, comes with the mode)."""
+        if not hasattr(page, "projector"):
+            return
+        if page.projector == self.toggle.value:
+            page.param.trigger("projector")
+        else:
             page.projector = self.toggle.value
 
     def _read_link(self, event) -> None:

@@ -28,15 +28,15 @@ EXPLANATIONS = {
         "Each method's latent mean with +-2 sd (bands light, lines in the method's colour) on the same pseudo-inputs "
         "Z, drawn as handles on the grey strip at the bottom: drag one sideways (the fits follow when you let go), tap "
         "the plot to add one, tap one and press Backspace to remove it. The M slider restarts Z at K-means centres of the data.",
-        r"$$q(f_*)=\mathcal N\big(Q_{*f}(Q_{ff}+\Lambda)^{-1}y,\;k_{**}-Q_{*f}(Q_{ff}+\Lambda)^{-1}Q_{f*}\big),"
-        r"\;\Lambda_{\mathrm{FITC}}=\mathrm{diag}(K_{ff}-Q_{ff})+\sigma^2I,\;\Lambda_{\mathrm{VFE,DTC}}=\sigma^2I$$",
+        r"$$\begin{gathered}q(f_*)=\mathcal N\big(Q_{*f}(Q_{ff}+\Lambda)^{-1}y,\\k_{**}-Q_{*f}(Q_{ff}+\Lambda)^{-1}Q_{f*}\big),"
+        r"\\\Lambda_{\mathrm{FITC}}=\mathrm{diag}(K_{ff}-Q_{ff})+\sigma^2I,\quad\Lambda_{\mathrm{VFE,DTC}}=\sigma^2I\end{gathered}$$",
     ),
     "curve": (
         "Power EP's log evidence at 15 alphas (same data, kernel and Z; the diamond marks the slider's alpha; dashed: "
         "the exact GP's). alpha = 0 on the slider means VFE (computed as Power EP at alpha = 1e-6), alpha = 1 is FITC. "
         "The formula is the Gaussian likelihood's; for classification it is the Power-EP energy.",
-        r"$$\log Z_\alpha=\log\mathcal N\big(y;0,Q_{ff}+\alpha D+\sigma^2I\big)-\tfrac{1-\alpha}{2\alpha}"
-        r"\sum_n\log\big(1+\alpha d_n/\sigma^2\big),\;D=\mathrm{diag}(K_{ff}-Q_{ff})$$",
+        r"$$\begin{gathered}\log Z_\alpha=\log\mathcal N\big(y;0,Q_{ff}+\alpha D+\sigma^2I\big)\\-\tfrac{1-\alpha}{2\alpha}"
+        r"\sum_n\log\big(1+\alpha d_n/\sigma^2\big),\\D=\mathrm{diag}(K_{ff}-Q_{ff})\end{gathered}$$",
     ),
     "numbers": (
         "Each method's log evidence (exact GP, FITC, DTC, PITC, Power EP) or bound (VFE: a lower bound on the exact "

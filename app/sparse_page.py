@@ -513,8 +513,9 @@ class SparsePage(GuardedModelCalls, pn.viewable.Viewer):
             self.methods, pn.pane.Markdown("### Share"), export_buttons("sparse"),
             width=320,
         )
-        messages = pn.Column(pn.pane.Markdown("#### What the tutorial shows"), self.messages,
-                             sizing_mode="stretch_width")
+        heading = pn.pane.Markdown("#### What the tutorial shows")
+        self._texts.append(heading)
+        messages = pn.Column(heading, self.messages, sizing_mode="stretch_width")
         self._grid = view_grid(
             self._explained(self._figure("fits"), "fits"),
             self._explained(self._figure("curve"), "curve"),

@@ -66,15 +66,15 @@ EXPLANATIONS = {
     "vsgp": (
         "VSGP: each basis point b_j summarises f blurred by a Gaussian N(b_j, C_j) (ellipses: 2 sd); the blurred "
         "covariance K̃ replaces k(x, b_j), so a few wide basis points can follow a long boundary. Drag a centre.",
-        r"$$q(f)\propto GP(f\mid0,K)\prod_j\mathcal N\Big(u_j\,\Big|\,\!\int\! f(x)\mathcal N(x\mid b_j,C_j)dx,"
-        r"\lambda_j^{-1}\Big)\ \text{(5)},\quad \tilde K(x,b_j)=\sigma_f^2\sqrt{\tfrac{|\Lambda|}{|\Lambda+C_j|}}"
-        r"\,e^{-\frac12(x-b_j)^\top(\Lambda+C_j)^{-1}(x-b_j)}\ \text{(14)}$$",
+        r"$$\begin{gathered}q(f)\propto GP(f\mid0,K)\prod_j\mathcal N\big(u_j\mid\bar f_j,\lambda_j^{-1}\big)\ \text{(5)},"
+        r"\\\bar f_j=\!\int\! f(x)\mathcal N(x\mid b_j,C_j)dx,\\\tilde K(x,b_j)=\sigma_f^2\sqrt{\tfrac{|\Lambda|}{|\Lambda+C_j|}}"
+        r"\,e^{-\frac12(x-b_j)^\top(\Lambda+C_j)^{-1}(x-b_j)}\ \text{(14)}\end{gathered}$$",
     ),
     "fitc": (
         "FITC on the same centres: the blur N(b_j, C_j) shrinks to a point (C_j → 0), so u_j = f(b_j) and "
         "K̃(x, b_j) = k(x, b_j): each centre only reaches about one length-scale around it.",
-        r"$$q(f)\propto GP(f\mid0,K)\prod_j\mathcal N\big(u_j\mid f(b_j),\lambda_j^{-1}\big)\ "
-        r"\text{(5, } C_j\to0),\quad \tilde K(x,b_j)=k(x,b_j)\ \text{(14, } C_j=0)$$",
+        r"$$\begin{gathered}q(f)\propto GP(f\mid0,K)\prod_j\mathcal N\big(u_j\mid f(b_j),\lambda_j^{-1}\big)\ "
+        r"\text{(5, } C_j\to0),\\\tilde K(x,b_j)=k(x,b_j)\ \text{(14, } C_j=0)\end{gathered}$$",
     ),
     "table": (
         "Each fit on a held-out set of 1000 points from the same preset: the fraction on the wrong side of "
@@ -258,7 +258,7 @@ class VSGPPage(pn.viewable.Viewer):
         centres = fig.scatter("x", "y", source=self.centre_source, marker="diamond", size=16, fill_color="white",
                               line_color=colour if kind == "vsgp" else "black", line_width=2.5,
                               legend_label="centre b_j (drag)")
-        legend_below(fig)  # five or six entries now: rows of three (one row ran past the plot's left edge)
+        legend_below(fig, ncols=2)  # five or six entries: rows of two (rows of three ran over the controls at 1280 px)
         draw_tool = PointDrawTool(renderers=[centres], add=False, description="Drag a centre")
         fig.add_tools(draw_tool)
         fig.toolbar.active_drag = draw_tool

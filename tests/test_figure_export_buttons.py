@@ -8,7 +8,7 @@ from panel.links import Callback
 
 from explorer_widgets import PROJECTOR_WIDGET_CSS
 from figure_export import BUTTON_MIN_WIDTH, EXPORT_JS, export_buttons
-from layout import CONTROLS_WIDTH, enlarge
+from layout import CONTROL_CSS, CONTROLS_WIDTH, enlarge
 
 
 def settings(button) -> dict:
@@ -34,8 +34,8 @@ def test_two_buttons_name_the_page_and_the_format():
 def test_projector_mode_enlarges_the_buttons_one_per_line_and_back():
     widget = export_buttons("projection-explorer")
     enlarge(True, [], [widget])
-    assert all(b.stylesheets == [PROJECTOR_WIDGET_CSS] for b in widget.buttons)
+    assert all(b.stylesheets == [CONTROL_CSS, PROJECTOR_WIDGET_CSS] for b in widget.buttons)
     assert all(b.min_width == BUTTON_MIN_WIDTH[True] for b in widget.buttons)
     assert 2 * (BUTTON_MIN_WIDTH[True] + 2 * 10) > CONTROLS_WIDTH  # two no longer fit a line: they wrap
     enlarge(False, [], [widget])
-    assert all(b.stylesheets == [] and b.min_width == BUTTON_MIN_WIDTH[False] for b in widget.buttons)
+    assert all(b.stylesheets == [CONTROL_CSS] and b.min_width == BUTTON_MIN_WIDTH[False] for b in widget.buttons)
