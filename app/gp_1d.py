@@ -126,6 +126,7 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
         self._redraw()
         self._layout = self._build_layout()
         self._sync_url()
+        self.poller.ensure()  # the MCMC reference the default methods started: shown when done, without a click
         # a closed browser tab stops its job (unless another session shares it)
         cancel_when_session_ends(lambda: self.model.cancel_job(quiet=True))
 
@@ -232,7 +233,7 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
     def _on_site(self, *events) -> None:
         self.views.show_step(self.model)
         change = self.model.change if self.model.site is not None else None
-        self.change_text.object = ("" if change is None else
+        self.change_text.object = ("" if change is None else "**The update just made:** " +
                                    "\n\n".join(safe_text.text(line, None) for line in change.sentences()))
         query, note = self.model.explorer_link()
         if not query:

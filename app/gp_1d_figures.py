@@ -62,8 +62,8 @@ EXPLANATIONS = {
     "site": (
         "Step-through: the next site's cavity, its tilted density and their EP and QP Gaussians (the orange line on "
         "the plots marks this site). On the latent plot the orange dots and bars are the stepped posterior's "
-        "q(f_i) = N(μ_i, σ_i²) at each data point (mean ± 2 sd); after a single-site step the blue band is that "
-        "posterior before the update, the orange band after it (± 2 sd at the data points), and the text under "
+        "q(f_i) = N(μ_i, σ_i²) at each data point (mean ± 2 sd); after a single-site step the dashed blue lines "
+        "bound that posterior before the update, the orange band after it (± 2 sd at the data points), and the text under "
         "the plot says how the new site came about.",
         r"$$\hat p(f_i)\propto p(y_i\mid f_i)\,\mathcal N(f_i\mid \mu_{-i},\sigma^2_{-i})$$",
     ),
@@ -155,10 +155,12 @@ class GP1DFigures:
                                            line_width=2, line_dash=dash, legend_label=label),
             ]
         latent.line("x", "mean", source=ref, color="#666666", line_width=2, legend_label=METHOD_LABELS["mcmc"])
-        for when, colour, label in (("before", BEFORE_COLOUR, "before the last site update"),
-                                    ("after", STEP_COLOUR, "after it")):
-            latent.varea("x", "lower", "upper", source=self.change_bands[when], fill_color=colour, fill_alpha=0.3,
-                         legend_label=label)
+        # before the update: a dashed outline (the band after it, filled, lies mostly on top of it)
+        for edge in ("lower", "upper"):
+            latent.line("x", edge, source=self.change_bands["before"], color=BEFORE_COLOUR, line_width=2,
+                        line_dash="dashed", legend_label="before the last site update")
+        latent.varea("x", "lower", "upper", source=self.change_bands["after"], fill_color=STEP_COLOUR, fill_alpha=0.3,
+                     legend_label="after it")
         latent.scatter("x", "mean", source=self.step_state, color=STEP_COLOUR, size=6, legend_label="step-through q(f_i)")
         latent.segment("x", "lower", "x", "upper", source=self.step_state, color=STEP_COLOUR, line_alpha=0.35,
                        legend_label="step-through q(f_i)")

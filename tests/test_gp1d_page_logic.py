@@ -301,7 +301,7 @@ def test_a_site_step_shows_the_posterior_before_and_after_and_says_how_the_site_
     change = page.model.change
     assert change.index == 1 and page.model.site.index == 2
     text = shown(page.change_text.object)
-    assert text.startswith(f"Site 1 at x = {change.x:.3g}") and "dividing by the cavity" in text
+    assert text.startswith(f"The update just made: Site 1 at x = {change.x:.3g}") and "dividing by the cavity" in text
     assert f"moved from {change.before_mean[1]:.3g} ± {np.sqrt(change.before_var[1]):.3g}" in text
     for when in ("before", "after"):
         data = page.views.change_bands[when].data
