@@ -19,12 +19,14 @@ from panel.links import Callback
 
 import gp_1d
 import gp_2d
+import safe_text
 import paper_results
 import projection_explorer
 import scalable_page
 import sparse_page
 import variance_effects
 import vsgp_page
+from projector_mode import KEY as PROJECTOR_KEY, ProjectorSwitch
 
 from qpviz import tables
 
@@ -52,7 +54,7 @@ def url_keys(module=None):
     name -> key, or the keys). Without ``module``: {tab slug: keys} of every page, the tab's own
     key included (the browser tests feed every one of them a hostile value)."""
     if module is None:
-        return {tab_slug(m.TITLE): (PAGE_KEY, *url_keys(m)) for m in PAGES}
+        return {tab_slug(m.TITLE): (PAGE_KEY, PROJECTOR_KEY, *url_keys(m)) for m in PAGES}
     keys = module.url_keys() if hasattr(module, "url_keys") else module.URL_KEYS
     return tuple(keys.values()) if isinstance(keys, dict) else tuple(keys)
 
@@ -69,6 +71,9 @@ class TabInUrl:
         self.tabs = tabs
         self.slugs = [tab_slug(t) for t in titles]
         self.holder = pn.widgets.TextInput(value=self.slugs[0], visible=False)
+        #: Names a link's page that is not one (the valid pages, the page shown instead).
+        self.banner = pn.pane.Alert("", alert_type="danger", visible=False, css_classes=["qpviz-error", "qpviz-page-link"],
+                                    sizing_mode="stretch_width")
         self.holder.param.watch(self._open, "value")
         tabs.param.watch(self._opened, "active")
         if pn.state.location is not None:
@@ -76,9 +81,17 @@ class TabInUrl:
 
     def _open(self, event) -> None:
         if event.new in self.slugs:
+            self.banner.visible = False
             self.tabs.active = self.slugs.index(event.new)
+            return
+        shown = self.slugs[self.tabs.active]
+        self.holder.value = shown  # the URL names the page shown
+        self.banner.object = safe_text.fill("The link's page={asked} is not a page of this app (valid: {valid}); "
+                                            "showing {shown}.", asked=event.new, valid=", ".join(self.slugs), shown=shown)
+        self.banner.visible = True
 
     def _opened(self, event) -> None:
+        self.banner.visible = False
         self.holder.value = self.slugs[event.new]
 
 
@@ -183,21 +196,21 @@ def _session_ended(app: pn.viewable.Viewable) -> None:
 
 
 def build() -> pn.Column:
-    """The whole app: a title bar above one tab per page; the open tab is in the URL (?page=...).
+    """The whole app: a title bar (with the projector switch) above one tab per page; the open tab
+    and the projector mode are in the URL (?page=...&projector=true).
 
     (No pn.template: the Fast templates fetch a web font from the internet, which a classroom
     or CI machine without internet access reports as a console error.)
     """
-    header = pn.pane.Markdown(
-        "## qpviz: Expectation Propagation vs Quantile Propagation",
-        styles={"background": "#0072B2", "color": "white", "padding": "0 12px"},
-        sizing_mode="stretch_width",
-    )
+    title = pn.pane.Markdown("## qpviz: Expectation Propagation vs Quantile Propagation", styles={"color": "white"},
+                            sizing_mode="stretch_width", margin=(0, 12))
 
     def connect(page) -> None:
-        """The GP pages' "study these data in Variance effects" buttons send there and open it."""
+        """The GP pages' "study these data in Variance effects" buttons send there and open it; the
+        page takes the header's projector mode."""
         if hasattr(page, "hand_off"):
             page.hand_off.connect(study_in_variance_effects)
+        projector.apply(page)
 
     def study_in_variance_effects(label, X, y, likelihood, kernel) -> None:
         index = pages.titles.index(variance_effects.TITLE)
@@ -205,13 +218,16 @@ def build() -> pn.Column:
         tabs.active = index
 
     pages = LazyPages(PAGES, connect)
-    tabs = pn.Tabs(*[(title, holder) for title, holder in zip(pages.titles, pages.holders)], dynamic=True,
+    tabs = pn.Tabs(*[(name, holder) for name, holder in zip(pages.titles, pages.holders)], dynamic=True,
                    sizing_mode="stretch_width")
+    projector = ProjectorSwitch(title, tabs, lambda: list(pages.built.values()))  # one mode, every page
+    header = pn.Row(title, projector.toggle, styles={"background": "#0072B2"}, sizing_mode="stretch_width")
     url = TabInUrl(tabs, pages.titles)  # a link's ?page= opens its tab
     pages.page(tabs.active)
     tabs.param.watch(lambda event: pages.page(event.new), "active")
-    app = pn.Column(header, tabs, url.holder, sizing_mode="stretch_width")
+    app = pn.Column(header, projector.note, url.banner, tabs, url.holder, sizing_mode="stretch_width")
     app.lazy_pages = pages  # the pages built so far, for tests
+    app.projector = projector
     if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
         pn.state.on_session_destroyed(lambda context: _session_ended(app))
     return app

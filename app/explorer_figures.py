@@ -6,15 +6,18 @@ Nothing here reads widgets or the URL: :class:`ExplorerFigures` draws what an
 """
 from __future__ import annotations
 
+import math
+import weakref
+
 import numpy as np
 import panel as pn
-from bokeh.models import CDSView, ColorBar, ColumnDataSource, IndexFilter, Range1d
+from bokeh.models import CDSView, ColorBar, ColumnDataSource, GlyphRenderer, IndexFilter, Range1d
 from bokeh.plotting import figure
 
 from qpviz import explorer
 
 __all__ = ["COLOURS", "DASHES", "LABELS", "CURVES", "ExplorerFigures", "NumbersPane", "numbers_html", "show_columns",
-           "style_figure"]
+           "style_figure", "legend_below", "Placeholder"]
 
 #: Okabe-Ito colours (colour-blind safe); curves also differ by dash pattern.
 COLOURS = {
@@ -112,8 +115,70 @@ def _set_range(axis_range: Range1d, lo: float, hi: float, pad: float = 0.05) -> 
 PROJECTOR_SCALE = 1.7
 
 
+#: Lines are this many times wider in projector mode (EP's dashes stay visible beside QP's line:
+#: the dash patterns grow with them), and markers this many times larger.
+PROJECTOR_LINE_SCALE = 1.8
+PROJECTOR_MARKER_SCALE = 1.4
+#: Bokeh's named dash patterns, as on/off lengths in pixels (scaled with the line in projector mode).
+DASH_PATTERNS = {"solid": [], "dashed": [6], "dotted": [2, 4], "dotdash": [2, 4, 6, 4], "dashdot": [6, 4, 2, 4]}
+#: Height of one row of a legend below the plot (px, normal size).
+LEGEND_ROW = 22
+
+#: A glyph's own line width, dash and size, before projector mode scaled them.
+_BASE_LOOK: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def legend_below(fig, ncols: int = 3) -> None:
+    """Put the figure's legends below its plot area, in rows of ``ncols`` entries (a click on an
+    entry still hides its lines). Inside the plot a legend covered data, and a click meant for the
+    plot (e.g. adding a point) toggled a method instead."""
+    for legend in list(fig.legend):
+        if legend in fig.center:
+            fig.center.remove(legend)
+        n_items = len(legend.items)
+        legend.update(orientation="horizontal", ncols=max(1, min(ncols, n_items)), click_policy="hide", margin=0,
+                      padding=4, spacing=12, background_fill_alpha=1.0, border_line_alpha=0.0)
+        if legend not in fig.below:
+            fig.add_layout(legend, "below")
+
+
+def _legend_rows(fig) -> int:
+    rows = 0
+    for legend in fig.legend:
+        if legend in fig.below:
+            ncols = legend.ncols if isinstance(legend.ncols, int) else len(legend.items)
+            rows += math.ceil(len(legend.items) / max(ncols, 1))
+    return rows
+
+
+def _scale_glyphs(fig, projector: bool) -> None:
+    """Line widths, dash patterns and marker sizes of every glyph: the glyph's own, or scaled."""
+    line, marker = (PROJECTOR_LINE_SCALE, PROJECTOR_MARKER_SCALE) if projector else (1.0, 1.0)
+    for renderer in fig.renderers:
+        if not isinstance(renderer, GlyphRenderer):
+            continue
+        for glyph in (renderer.glyph, renderer.nonselection_glyph, renderer.muted_glyph):
+            if glyph is None or not hasattr(glyph, "line_width"):
+                continue
+            base = _BASE_LOOK.get(glyph)
+            if base is None:
+                width = glyph.line_width if isinstance(glyph.line_width, (int, float)) else None
+                dash = getattr(glyph, "line_dash", None)
+                size = getattr(glyph, "size", None)
+                base = _BASE_LOOK[glyph] = (width, DASH_PATTERNS.get(dash, dash) if isinstance(dash, str) else dash,
+                                            size if isinstance(size, (int, float)) else None)
+            width, dash, size = base
+            if width is not None:
+                glyph.line_width = width * line
+            if isinstance(dash, list):
+                glyph.line_dash = [round(length * line) for length in dash]
+            if size is not None:
+                glyph.size = size * marker
+
+
 def style_figure(fig, projector: bool) -> None:
-    """Font sizes and height of one figure, its legends and colour bars (larger in projector mode)."""
+    """Font sizes, line widths and height of one figure, its legends and colour bars (larger in
+    projector mode); a legend below the plot gets its own room (the plot area keeps its height)."""
     scale = PROJECTOR_SCALE if projector else 1.0
     fig.title.text_font_size = f"{round(13 * scale)}px"
     for axis in (*fig.xaxis, *fig.yaxis):
@@ -121,10 +186,34 @@ def style_figure(fig, projector: bool) -> None:
         axis.major_label_text_font_size = f"{round(11 * scale)}px"
     for legend in fig.legend:
         legend.label_text_font_size = f"{round(12 * scale)}px"
+        legend.glyph_width = round(20 * (PROJECTOR_LINE_SCALE if projector else 1.0))
+        legend.glyph_height = round(20 * scale)
+        legend.label_height = round(20 * scale)
     for bar in (r for side in (fig.right, fig.left, fig.below, fig.above) for r in side if isinstance(r, ColorBar)):
         bar.major_label_text_font_size = f"{round(11 * scale)}px"
         bar.title_text_font_size = f"{round(12 * scale)}px"
-    fig.height = 430 if projector else 330
+    _scale_glyphs(fig, projector)
+    fig.height = (430 if projector else 330) + round(LEGEND_ROW * scale) * _legend_rows(fig)
+
+
+class Placeholder:
+    """An invisible extent for a figure whose data arrive later (optimisation steps, training
+    curves): Bokeh's data ranges need some finite data, else the browser logs "could not set
+    initial ranges" at every draw. :meth:`clear` when the figure's data arrive, :meth:`show` when
+    they are gone again."""
+
+    def __init__(self, fig, x=(0.0, 1.0), y=(0.0, 1.0)):
+        self.extent = {"x": list(x), "y": list(y)}
+        self.source = ColumnDataSource(dict(self.extent))
+        fig.scatter("x", "y", source=self.source, size=0, alpha=0.0)
+
+    def clear(self) -> None:
+        if len(self.source.data["x"]):
+            self.source.data = {"x": [], "y": []}
+
+    def show(self) -> None:
+        if not len(self.source.data["x"]):
+            self.source.data = dict(self.extent)
 
 
 class ExplorerFigures:
@@ -172,16 +261,7 @@ class ExplorerFigures:
             fig.height = 330
             fig.min_width = 360
             fig.toolbar_location = "right"  # beside the plot: a long title above never runs under the tools
-            fig.legend.location = "top_left"
-            fig.legend.click_policy = "hide"
-            fig.legend.background_fill_alpha = 0.7
-        densities = self.figures["densities"]
-        # five entries: below the curves, in rows (beside them, a projector's large legend left
-        # the plot a sliver on a 1024-px screen)
-        legend = densities.legend[0]
-        legend.orientation = "horizontal"
-        legend.ncols = 3
-        densities.add_layout(legend, "below")
+            legend_below(fig)
 
     def show(self, state: explorer.ExplorerState) -> None:
         """Push the state's current result into the figures and the marker (call inside pn.io.hold)."""

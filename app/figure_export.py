@@ -2,8 +2,8 @@
 
 Everything happens in the browser (no server-side webdriver): the buttons' JavaScript
 (:data:`EXPORT_JS`) walks the Bokeh views of the document and keeps the figures drawn on the open
-tab (a hidden tab's elements have a 0 x 0 box), plus the open tab's images (Paper results shows
-its Figure 1 as a PNG). Each Bokeh figure is redrawn off screen by its own ``PlotView.export``:
+tab (a hidden tab's elements have a 0 x 0 box), plus the open tab's images (an image pane, e.g. a
+PNG). Each Bokeh figure is redrawn off screen by its own ``PlotView.export``:
 
 - PNG: ``export("png", hidpi=true)`` gives a canvas at the screen's device pixel ratio r; every
   figure is drawn on one white canvas at r * (its on-screen position - the top-left corner of all

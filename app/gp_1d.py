@@ -18,10 +18,11 @@ from panel.custom import JSComponent
 from gp_1d_figures import EXPLANATIONS, GP1DFigures, table_html
 from explorer_figures import NumbersPane
 from csv_upload import CsvUpload
-from gp_1d_model import MAX_UPLOAD_BYTES, GP1DModel
+from gp_1d_model import MAX_UPLOAD_BYTES, TYPED, GP1DModel
 from long_jobs import GuardedModelCalls, JobPoller, cancel_when_session_ends
 from figure_export import export_buttons
 from layout import HandOff, enlarge, explained, set_projector, view_grid
+from number_field import TYPED_CLASS, refuse_link
 import safe_text
 from qpviz import explorer
 from qpviz.gpdemo import oned, presets
@@ -37,7 +38,7 @@ LENGTHSCALE_RANGE = (0.05, 30.0)
 #: URL query keys of the page's state (prefixed: the explorer uses lik, y, m, s, projector).
 URL_KEYS = {"preset": "g1_preset", "n_points": "g1_n", "seed": "g1_seed", "likelihood": "g1_lik",
             "kernel": "g1_kernel", "variance": "g1_var", "lengthscale": "g1_ls", "methods": "g1_methods",
-            "step_method": "g1_step", "projector": "g1_projector", "data_query": "g1_data"}
+            "step_method": "g1_step", "data_query": "g1_data"}
 
 #: Method labels of the method buttons.
 _LABELS = {"ep": "EP", "qp": "QP", "vb": "VB", "laplace": "Laplace", "mcmc": "MCMC"}
@@ -78,20 +79,19 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
         m = self.model
         self.preset = pn.widgets.Select(label="data preset", options=list(presets.PRESETS), value=m.preset)
         self.description = pn.pane.Markdown("", sizing_mode="stretch_width", css_classes=["qpviz-gp1d-description"])
-        self.n_points = pn.widgets.IntInput(label=f"number of points ({presets.MIN_POINTS}-{presets.MAX_POINTS})",
-                                            value=m.n_points, css_classes=["qpviz-gp1d-n"])
-        self.seed = pn.widgets.IntInput(label="seed (whole number >= 0)", value=m.seed, css_classes=["qpviz-gp1d-seed"])
+        self.n_points = TYPED["n_points"].widget(m.n_points, "qpviz-gp1d-n")
+        self.seed = TYPED["seed"].widget(m.seed, "qpviz-gp1d-seed")
         self.likelihood = pn.widgets.Select(label="likelihood", options=explorer.likelihood_names(), value=m.likelihood)
         self.lik_params = pn.widgets.TextInput(label="likelihood parameters (label=value, ...)", value="",
                                                css_classes=["qpviz-gp1d-lik-params"])
         self.kernel = pn.widgets.Select(label="kernel", options=list(oned.KERNELS), value=m.kernel)
         self.variance = pn.widgets.EditableFloatSlider(
-            label=f"kernel variance (slider {VARIANCE_RANGE[0]:g}-{VARIANCE_RANGE[1]:g}, > 0)", start=VARIANCE_RANGE[0],
-            end=VARIANCE_RANGE[1], step=0.01, value=m.variance, css_classes=["qpviz-gp1d-variance"])
+            label=TYPED["variance"].label, start=VARIANCE_RANGE[0],
+            end=VARIANCE_RANGE[1], step=0.01, value=m.variance, css_classes=["qpviz-gp1d-variance", TYPED_CLASS])
         self.lengthscale = pn.widgets.EditableFloatSlider(
-            label=f"lengthscale (slider {LENGTHSCALE_RANGE[0]:g}-{LENGTHSCALE_RANGE[1]:g}, > 0)",
+            label=TYPED["lengthscale"].label,
             start=LENGTHSCALE_RANGE[0], end=LENGTHSCALE_RANGE[1], step=0.01, value=m.lengthscale,
-            css_classes=["qpviz-gp1d-lengthscale"])
+            css_classes=["qpviz-gp1d-lengthscale", TYPED_CLASS])
         self.methods = pn.widgets.CheckButtonGroup(label="methods", options={v: k for k, v in _LABELS.items()},
                                                    value=list(m.methods))
         self.optimise_button = pn.widgets.Button(label="optimise (EP evidence)", color="primary")
@@ -108,7 +108,6 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
         self.upload = CsvUpload(max_bytes=MAX_UPLOAD_BYTES, css_classes=["qpviz-gp1d-upload"])
         self.download = pn.widgets.FileDownload(callback=self._csv_file, filename="gp1d_fit.csv",
                                                 label="export fitted numbers (CSV)", color="light")
-        self.projector_toggle = pn.widgets.Toggle(label="Projector mode (large fonts)", value=False)
         self.alert = pn.pane.Alert("", alert_type="danger", visible=False, css_classes=["qpviz-error"])
         self.info = pn.pane.Alert("", alert_type="info", visible=False, css_classes=["qpviz-gp1d-note"])
         self.table = NumbersPane("", css_classes=["qpviz-gp1d-table"], sizing_mode="stretch_width")
@@ -132,11 +131,13 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
 
     # -- wiring ------------------------------------------------------------------------------
     def _wire(self) -> None:
-        forward = {self.preset: "preset", self.n_points: "n_points", self.seed: "seed",
-                   self.kernel: "kernel", self.variance: "variance", self.lengthscale: "lengthscale",
-                   self.methods: "methods", self.step_method: "step_method"}
+        forward = {self.preset: "preset", self.kernel: "kernel", self.methods: "methods", self.step_method: "step_method"}
         for widget, name in forward.items():
             widget.param.watch(lambda event, name=name: self._apply(**{name: event.new}), "value")
+        typed = {self.n_points: "n_points", self.seed: "seed", self.variance: "variance", self.lengthscale: "lengthscale"}
+        for widget, name in typed.items():  # checked by the model: a refused value is named, the last good one kept
+            widget.param.watch(lambda event, name=name: self._syncing or self._run(self.model.set_typed, name, event.new),
+                               "value")
         self.likelihood.param.watch(lambda event: self._apply_likelihood(event.new), "value")
         self.lik_params.param.watch(lambda event: self._apply_lik_params(event.new), "value")
         self.optimise_button.on_click(lambda event: self._run(self.model.optimise))
@@ -147,7 +148,6 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
         self.step_keys.param.watch(
             lambda event: self._run(self.model.step, "site" if self.step_keys.key == "n" else "sweep"), "presses")
         self.upload.param.watch(lambda event: self._run(self._on_upload, event.new), "file")
-        self.projector_toggle.link(self, value="projector")
         self.views.figures["predictive"].on_event(events.Tap, self._on_tap)
         self.model.param.watch(self._redraw, ["version"])
         self.model.param.watch(lambda *events: self.views.show_optimisation(self.model),
@@ -179,7 +179,9 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
                 params[name.strip()] = explorer.parse_number(value, name.strip())
             explorer.build_likelihood(self.model.likelihood, **params)
         except (ValueError, TypeError) as exc:
-            self.model.message = f"likelihood parameters not applied: {exc} (write e.g. eps=0.1)"
+            kept = ", ".join(f"{k}={v:g}" for k, v in self.model.likelihood_params.items())
+            self.model.message = f"likelihood parameters not applied: {exc} (write e.g. eps=0.1); kept {kept}"
+            self._refresh_widgets()  # the box shows the parameters in use again
             return
         self._run(self.model.param.update, likelihood_params=params)
 
@@ -209,8 +211,8 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
         self._syncing = True
         try:
             self.preset.value = m.preset
-            self.n_points.value = m.n_points
-            self.seed.value = m.seed
+            self.n_points.value = TYPED["n_points"].show(m.n_points)
+            self.seed.value = TYPED["seed"].show(m.seed)
             self.likelihood.value = m.likelihood
             self.lik_params.value = ", ".join(f"{k}={v:g}" for k, v in m.likelihood_params.items())
             self.lik_params.disabled = not m.likelihood_params
@@ -275,7 +277,7 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
             self.lengthscale, self.methods, self.optimise_button, self.cancel_button, self.progress, self.status,
             pn.pane.Markdown("### Step-through"), self.step_method,
             pn.Row(self.step_site, self.step_sweep, self.step_reset), self.step_keys, self.explorer_link,
-            pn.pane.Markdown("### Share"), self.download, export_buttons("gp-1-d"), self.hand_off.button, self.projector_toggle,
+            pn.pane.Markdown("### Share"), self.download, export_buttons("gp-1-d"), self.hand_off.button,
             width=320,
         )
         # as many columns as fit: one on a 1024 px screen, where two left each plot too narrow
@@ -308,9 +310,10 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
             return
         widgets = {"preset": self.preset, "n_points": self.n_points, "seed": self.seed, "likelihood": self.likelihood,
                    "kernel": self.kernel, "variance": self.variance, "lengthscale": self.lengthscale,
-                   "methods": self.methods, "step_method": self.step_method, "projector": self.projector_toggle}
+                   "methods": self.methods, "step_method": self.step_method}
         for name, widget in widgets.items():
-            location.sync(widget, {"value": URL_KEYS[name]})
+            location.sync(widget, {"value": URL_KEYS[name]},
+                          on_error=refuse_link(URL_KEYS[name], widget, lambda text: setattr(self.model, "message", text)))
         location.sync(self.model, {"data_query": URL_KEYS["data_query"]})  # clicked / uploaded points
 
     def __panel__(self):

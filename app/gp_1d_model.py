@@ -20,6 +20,7 @@ import param
 
 import long_jobs
 from long_jobs import EXECUTOR, RUNNING
+from number_field import NumberField
 from qpviz import explorer
 from qpviz.gpdemo import oned, presets, sd_ratio
 
@@ -38,6 +39,12 @@ CACHE_SIZE = 256
 MAX_LINK_POINTS = 300
 #: MCMC reference settings: chains x samples (each chain after its burn-in).
 MCMC_SETTINGS = dict(oned.MCMC_DEFAULTS)
+
+#: The page's typed numbers (model parameter -> rules).
+TYPED = {"n_points": NumberField("number of points", presets.MIN_POINTS, presets.MAX_POINTS, integer=True),
+         "seed": NumberField("seed", 0, 10**9, integer=True),
+         "variance": NumberField("kernel variance", 0, 10_000, low_open=True),
+         "lengthscale": NumberField("lengthscale", 0, 10_000, low_open=True)}
 
 #: (method, data, likelihood, kernel) -> oned.MethodFit; ("optimise", ...) -> (variance, lengthscale, steps).
 FIT_CACHE = long_jobs.LRUCache(CACHE_SIZE)
@@ -146,6 +153,19 @@ class GP1DModel(param.Parameterized):
         self.load_preset()
 
     # -- inputs ------------------------------------------------------------------------------
+    def set_typed(self, name: str, value) -> bool:
+        """A typed (or linked) value of number ``name`` (:data:`TYPED`): taken if valid, else refused
+        with a message naming the field, its range and the value kept."""
+        field = TYPED[name]
+        try:
+            number = field.parse(value)
+        except ValueError as exc:
+            self.message = f"{exc}; kept {field.show(getattr(self, name))}"
+            return False
+        self.message = ""
+        self.param.update({name: number})
+        return True
+
     @param.depends("preset", "n_points", "seed", watch=True)
     def load_preset(self) -> bool:
         """Draw the preset's data and take its model (likelihood, kernel, hyper-parameters)."""
@@ -157,15 +177,16 @@ class GP1DModel(param.Parameterized):
         self._loading = True
         try:
             self.param.update(likelihood=data.likelihood, likelihood_params=dict(data.likelihood_params),
-                              kernel=data.kernel, variance=data.variance, lengthscale=data.lengthscale,
-                              note=data.note)
+                              kernel=data.kernel, variance=data.variance, lengthscale=data.lengthscale)
         finally:
             self._loading = False
-        return self.set_data(data.X, data.y, edited=False)
+        return self.set_data(data.X, data.y, edited=False, note=data.note)
 
-    def set_data(self, X, y, edited: bool = True) -> bool:
+    def set_data(self, X, y, edited: bool = True, note: str = "") -> bool:
         """New data (kept even if the model refuses them, so the user can fix the model);
-        ``edited`` data (not a preset's) are written to ``data_query`` for the URL."""
+        ``edited`` data (not a preset's) are written to ``data_query`` for the URL. ``note`` about
+        the new data replaces the old data's (e.g. "3 points from the uploaded CSV")."""
+        self.note = note
         self.X = np.asarray(X, float).reshape(-1, 1)
         self.y = np.asarray(y, float).ravel()
         self._writing_query = True
@@ -339,7 +360,8 @@ class GP1DModel(param.Parameterized):
             self.param.update(variance=kernel.params["variance"], lengthscale=kernel.params["lengthscale"])
         else:
             FIT_CACHE.put(job["key"], result)
-            self.job_status = f"MCMC reference done in {seconds:.1f} s: {result.convergence()}"
+            self.job_status = f"MCMC reference done in {seconds:.1f} s: {result.convergence()}" + (
+                f". Note: {result.meaning}" if result.meaning else "")
             self.refit()
 
     def wait(self, timeout: float = 120.0) -> None:
@@ -348,15 +370,23 @@ class GP1DModel(param.Parameterized):
 
     # -- editing the data --------------------------------------------------------------------
     def click(self, x: float, y_value: float, remove_within: float = 0.02) -> bool:
-        """A click on the predictive plot at (x, y_value): remove the nearest point if it lies
-        within ``remove_within`` of the x range, else add a point there (binary: the label
-        +1 above probability 1/2, else -1; counts: the rounded count >= 0; real: y_value)."""
+        """A click on the predictive plot at (x, y_value): remove the nearest point if the click
+        hits it (within ``remove_within`` of the x range, and 3 x that of the plotted y range:
+        the point's marker, not the empty space above or below it), else add a point there
+        (binary: the label +1 above probability 1/2, else -1; counts: the rounded count >= 0;
+        real: y_value)."""
         if not (math.isfinite(x) and math.isfinite(y_value)):
             return False
         width = max(float(np.ptp(self.X)) if self.X.size else 1.0, 1e-9)
         if self.X.size:
-            nearest = int(np.argmin(np.abs(self.X[:, 0] - x)))
-            if abs(self.X[nearest, 0] - x) <= remove_within * width:
+            binary = self.likelihood_object().support == "binary"
+            shown = (self.y + 1) / 2 if binary else self.y  # where the predictive plot draws the points
+            height = 1.0 if binary else max(float(np.ptp(shown)), 1.0)
+            # normalised distance to every point: the nearest hit one goes
+            dx, dy = (self.X[:, 0] - x) / (remove_within * width), (shown - y_value) / (3 * remove_within * height)
+            distance = np.hypot(dx, dy)
+            nearest = int(np.argmin(distance))
+            if distance[nearest] <= 1.0:
                 keep = np.arange(self.y.size) != nearest
                 return self.set_data(self.X[keep], self.y[keep])
         if self.y.size >= presets.MAX_POINTS:
@@ -379,8 +409,7 @@ class GP1DModel(param.Parameterized):
         except ValueError as exc:
             self.message = f"CSV not loaded: {exc}"
             return False
-        self.note = f"{y.size} points from the uploaded CSV"
-        return self.set_data(X, y)
+        return self.set_data(X, y, note=f"{y.size} points from the uploaded CSV")
 
     def refuse_upload(self, n_bytes: int) -> None:
         """A file the browser did not send (larger than MAX_UPLOAD_BYTES, or unreadable): say so."""

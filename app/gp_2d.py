@@ -37,10 +37,11 @@ from bokeh.plotting import figure as bokeh_figure
 from bokeh.plotting.contour import contour_data
 
 import long_jobs
-from explorer_figures import NumbersPane, style_figure
+from explorer_figures import NumbersPane, legend_below, style_figure
 from figure_export import export_buttons
 from layout import HandOff, enlarge, explained, formula as formula_pane, set_projector, view_row
 from long_jobs import JobPoller, cancel_when_session_ends
+from number_field import NumberField
 import safe_text
 from qpviz.checks import quoted
 from qpviz import kernels
@@ -74,6 +75,8 @@ KERNELS = {"rbf": kernels.RBF, "matern32": kernels.Matern32, "matern52": kernels
 #: Valid range of each numeric input (the sliders span it; the URL may ask for anything).
 RANGES = {"n": (2, 400), "seed": (0, 10_000), "variance": (0.1, 20.0), "lengthscale": (0.1, 5.0)}
 GRID_SIZE = 60
+#: The seed's typed box (the other numbers are sliders).
+SEED = NumberField("seed", *RANGES["seed"], integer=True)
 #: Colour maps: light (p = 0) to dark grey (p = 1), so the method-coloured contours and both
 #: classes' markers stay visible; viridis for variances; brown-teal, centred at 0, for differences.
 PROBA_PALETTE = tuple(reversed(Greys256))[:200]
@@ -91,8 +94,7 @@ CACHE_ITEMS = 48
 REMOVE_RADIUS = 0.03
 #: Query keys of the page's state (prefixed: every page of the app shares one URL).
 URL_KEYS = {"preset": "g2_preset", "n": "g2_n", "seed": "g2_seed", "kernel": "g2_kernel", "variance": "g2_var",
-            "lengthscale": "g2_ls", "methods": "g2_methods", "added": "g2_added", "removed": "g2_removed",
-            "projector": "projector"}
+            "lengthscale": "g2_ls", "methods": "g2_methods", "added": "g2_added", "removed": "g2_removed"}
 
 #: Below each view: two lines of explanation and its formula (rendered by KaTeX).
 EXPLANATIONS = {
@@ -191,11 +193,7 @@ class GridFigure:
             self.points[label_value] = ColumnDataSource({"x": [], "y": []})
             fig.scatter("x", "y", source=self.points[label_value], marker=marker, size=9, fill_color=fill,
                         line_color=line, line_width=1, legend_label=label)
-        # the legend goes below the plot, where it hides no data point
-        legend = fig.legend[0]
-        fig.center.remove(legend)
-        legend.update(orientation="horizontal", click_policy="hide", margin=0, padding=4, spacing=12)
-        fig.add_layout(legend, "below")
+        legend_below(fig)  # where it hides no data point and catches no click meant for the map
         if on_tap is not None:
             fig.on_event(events.Tap, lambda event: on_tap(event.x, event.y))
         self.figure = fig
@@ -225,7 +223,6 @@ class GridFigure:
     def style(self, projector: bool) -> None:
         """Font sizes (larger in projector mode), the colour bar's numbers included."""
         style_figure(self.figure, projector)
-        self.figure.height += 40  # room for the legend below the plot
         scale = 1.7 if projector else 1.0
         for item in self.figure.right:
             if isinstance(item, ColorBar):
@@ -662,9 +659,8 @@ class GP2DPage(pn.viewable.Viewer):
             "preset": w.Select.from_param(self.param.preset, name="data preset", css_classes=["qpviz-gp2d-preset"]),
             "n": w.IntSlider.from_param(self.param.n, name=f"points n  [{n_lo}, {n_hi}]", start=n_lo, end=n_hi,
                                         css_classes=["qpviz-gp2d-n"]),
-            # no start / end: the browser clamped a typed -3 silently; the page names a bad seed instead
-            "seed": w.IntInput.from_param(self.param.seed, name=f"seed  [{RANGES['seed'][0]}, {RANGES['seed'][1]}]",
-                                          css_classes=["qpviz-gp2d-seed"]),
+            # a text box: a number box clamped a typed -3 and dropped letters silently; SEED names a bad seed
+            "seed": SEED.bind(self, "seed", "qpviz-gp2d-seed", lambda text: setattr(self, "message", text)),
             "kernel": w.Select.from_param(self.param.kernel, name="kernel"),
             "variance": w.FloatSlider.from_param(self.param.variance, name=f"kernel variance σ_f²  [{v_lo:g}, {v_hi:g}]",
                                                  start=v_lo, end=v_hi, step=0.1, css_classes=["qpviz-gp2d-variance"]),
@@ -674,7 +670,6 @@ class GP2DPage(pn.viewable.Viewer):
                                                      options={label: m for m, label in METHOD_LABELS.items()}),
             "click_class": w.RadioButtonGroup.from_param(self.param.click_class, name="a click adds class",
                                                          options={"class +1 (●)": "+1", "class −1 (▲)": "-1"}),
-            "projector": w.Toggle.from_param(self.param.projector, name="Projector mode (large fonts)"),
         }
         self.cancel_button = w.Button(label="cancel MCMC", color="warning", disabled=True,
                                       css_classes=["qpviz-gp2d-cancel"])
@@ -691,7 +686,7 @@ class GP2DPage(pn.viewable.Viewer):
             self.widgets["lengthscale"],
             pn.pane.Markdown("### Show"), self.widgets["methods"],
             pn.pane.Markdown("MCMC is a reference computed in the background (seconds)."), self.progress,
-            self.status, self.cancel_button, self.widgets["projector"], self.download,
+            self.status, self.cancel_button, self.download,
             export_buttons("gp-2-d"), self.hand_off.button,
             pn.pane.Markdown(preset_notes, sizing_mode="stretch_width"),
             width=300,

@@ -1,11 +1,13 @@
 """Paper results page: our reproduction of Table 1 and Figure 1 of the QP paper beside the paper's.
 
 Reads the committed results of ``python -m qpviz.reproduce table1`` (:data:`RESULTS_DIR`:
-``table1.csv`` with the paper's preprocessing, ``table1_clean.csv`` with the clean one,
-``figure1.png``) and sets them beside the paper's numbers (:mod:`qpviz.reproduce.paper_table`);
-a cell whose mean lies farther from the paper's than the paper's std (TE: at least 1 percentage
-point) is highlighted. "Rerun one dataset live" runs one dataset for 1-3 rounds in a child
-process (:class:`qpviz.reproduce.live.LiveRun`), polled every :data:`POLL_MS` ms, cancellable.
+``table1.csv`` with the paper's preprocessing, ``table1_clean.csv`` with the clean one, and the
+per-fold records ``folds.jsonl`` / ``folds_clean.jsonl``, which hold every held-out point's EP and
+QP variance) and sets them beside the paper's numbers (:mod:`qpviz.reproduce.paper_table`); a
+cell whose mean lies farther from the paper's than the paper's std (a classification TE: at least
+1 percentage point; mining's TE is a mean absolute error of counts, no percentage) is highlighted.
+Figure 1 is drawn live from the records (:mod:`paper_figure`: zoom, pan, hover). "Rerun one
+dataset live" runs one dataset for 1-3 rounds in a child process (:class:`qpviz.reproduce.live.LiveRun`), polled every :data:`POLL_MS` ms, cancellable.
 
 The table is HTML built by :func:`comparison_html` (a plain function, tested without a browser).
 """
@@ -19,18 +21,20 @@ from pathlib import Path
 import panel as pn
 import param
 
+from explorer_figures import style_figure
 from figure_export import export_buttons
+import paper_figure
 from layout import enlarge, explained
 import safe_text
 from qpviz.checks import quoted
 from qpviz.reproduce import live as live_runs
 from qpviz.reproduce.datasets import DATASETS, PREPROCESSINGS
-from qpviz.reproduce.paper_table import PAPER_NAMES, PAPER_TABLE1, compare, compare_stars
+from qpviz.reproduce.paper_table import COUNT_DATASETS, PAPER_NAMES, PAPER_TABLE1, compare, compare_stars, te_unit
 from qpviz.reproduce.protocol import METHODS
 from qpviz.reproduce.report import STAR_FRACTION, read_csv
 from colours import METHOD_COLOURS
 
-__all__ = ["TITLE", "RESULTS_DIR", "RESULT_FILES", "FIGURE_FILES", "METHOD_COLOURS", "OUTSIDE_COLOUR", "POLL_MS",
+__all__ = ["TITLE", "RESULTS_DIR", "RESULT_FILES", "FIGURE_FILES", "FIGURE_DATA", "METHOD_COLOURS", "OUTSIDE_COLOUR", "POLL_MS",
            "LIVE_OPTIONS_ENV", "PaperResults", "comparison_html", "legend_html", "live_options_from_env", "load_rows",
            "missing_message", "page", "URL_KEYS"]
 
@@ -39,7 +43,10 @@ TITLE = "Paper results"
 #: where the lead commits the full runs (the page reads them; tests point it elsewhere)
 RESULTS_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "paper"
 RESULT_FILES = {"paper": "table1.csv", "clean": "table1_clean.csv"}
+#: the static Figure 1 of each run (``python -m qpviz.reproduce`` writes it for papers; the page draws its own)
 FIGURE_FILES = {"paper": "figure1.png", "clean": "figure1_clean.png"}
+#: the per-fold records holding Figure 1's points (the page's Figure 1 is drawn from these)
+FIGURE_DATA = {"paper": "folds.jsonl", "clean": "folds_clean.jsonl"}
 
 #: one colour per method on every page (Okabe-Ito, colour-blind safe)
 #: background of a cell outside the paper's std: a light tint of Okabe-Ito orange (#E69F00), with
@@ -66,15 +73,19 @@ table.qpviz-t1 tr.qpviz-first td { border-top: 2px solid #888; }
 """
 
 FIGURE_EXPLANATION = (
-    "Each dot is one test point of one fold: QP's predictive latent variance against EP's (log axes, one colour "
-    "per dataset). By Theorem 2 QP's variance is at most EP's at every point, so every dot lies on or below the "
-    "dashed diagonal, where the two are equal (the paper's Figure 1).",
+    "Each dot is one test point of one fold: (a) QP's predictive latent variance against EP's (log axes, one colour "
+    "and marker per dataset; the paper's Figure 1), (b) their ratio. By Theorem 2 QP's variance is at most EP's, so "
+    "the dots lie on or below the dashed line where the two are equal. Zoom with the wheel or a box, hover a dot "
+    "for its values, click a dataset in the legend to hide it.",
     r"$$\sigma^2_{QP}(x_*)\le\sigma^2_{EP}(x_*)\quad\text{for every test input }x_*$$",
 )
 TABLE_EXPLANATION = (
-    "TE: test error in %, NTLL: negative test log-likelihood x 1e3; mean ± std over rounds of 10-fold "
-    "cross-validation (mining: random halves). Lower is better.",
-    r"$$\mathrm{TE}=\frac1m\sum_{i=1}^m\frac{|y_i-\hat y_i|}{2},\qquad "
+    "TE: test error in % on the classification sets; on Mining (Poisson regression) TE is the mean absolute error "
+    "of the predicted yearly counts in 1e-2 disasters per year (105.3 = 1.053 disasters per year), not a "
+    "percentage. NTLL: negative test log-likelihood x 1e3. Mean ± std over rounds of 10-fold cross-validation "
+    "(mining: random halves). Lower is better.",
+    r"$$\mathrm{TE}=\frac1m\sum_{i=1}^m\frac{|y_i-\hat y_i|}{2}\ \text{(labels)},\quad "
+    r"\frac1m\sum_{i=1}^m|y_i-\hat y_i|\ \text{(counts)},\qquad "
     r"\mathrm{NTLL}=-\frac1m\sum_{i=1}^m\log q(y_i\mid x_i)$$",
 )
 
@@ -120,7 +131,7 @@ def _compared_cell(record: dict | None) -> str:
     if record is None:
         return "<td>—</td>"
     text = _cell(record["ours_mean"], record["ours_std"])
-    tip = f"ours − paper = {record['difference']:+.2f}; tolerance ± {record['tolerance']:.2f}"
+    tip = f"ours − paper = {record['difference']:+.2f}; tolerance ± {record['tolerance']:.2f} (unit: {record['unit']})"
     if record["within"]:
         return f'<td class="qpviz-within" title="{tip}">{text}</td>'
     return (f'<td class="qpviz-outside" style="background:{OUTSIDE_COLOUR}; font-weight:bold" title="{tip}">'
@@ -155,6 +166,9 @@ def comparison_html(rows, datasets=None) -> str:
         for i, method in enumerate(METHODS):
             first = ' class="qpviz-first"' if i == 0 else ""
             label = f"{html.escape(PAPER_NAMES[name])} ({paper.m} x {paper.n})" if i == 0 else ""
+            if i == 0 and name in COUNT_DATASETS:  # its TE is no percentage: say so on the row
+                label += (f'<br><small class="qpviz-te-unit" title="{html.escape(te_unit(name, long=True))}">'
+                          f"TE in {html.escape(te_unit(name))}<br>(mean absolute error, not %)</small>")
             swatch = f'<span style="color:{METHOD_COLOURS[method]}">■</span> {method.upper()}'
             star = _star_cell(stars.get(name), paper.qp_star) if method == "qp" else "<td></td>"
             body.append(f'<tr{first}><td class="qpviz-name">{label}</td><td class="qpviz-name">{swatch}</td>'
@@ -170,12 +184,13 @@ def legend_html(rows=None) -> str:
     outside = sum(not r["within"] for r in records)
     count = f" Here: {outside} of {len(records)} of our cells." if records else ""
     return (f'<span style="background:{OUTSIDE_COLOUR}; font-weight:bold; padding:0 6px">ours {OUTSIDE_MARK}</span> '
-            "our mean differs from the paper's by more than the paper's std (for TE: or 1 percentage point, "
-            f"whichever is larger); hover a cell for the difference.{count}")
+            "our mean differs from the paper's by more than the paper's std (for a classification TE: or 1 "
+            "percentage point, whichever is larger; Mining's TE is in counts, so only its std counts); hover a cell "
+            f"for the difference and its unit.{count}")
 
 
-#: URL query keys of the page's state (``projector`` is the explorer's key too: one link sets every page's mode).
-URL_KEYS = {"preprocessing": "prep", "live_dataset": "dataset", "live_rounds": "rounds", "projector": "projector"}
+#: URL query keys of the page's state.
+URL_KEYS = {"preprocessing": "prep", "live_dataset": "dataset", "live_rounds": "rounds"}
 
 
 class PaperResults(pn.viewable.Viewer):
@@ -197,16 +212,16 @@ class PaperResults(pn.viewable.Viewer):
         self._texts: list = []
 
         self.prep_switch = pn.widgets.RadioButtonGroup.from_param(self.param.preprocessing, label="preprocessing", width=260)
-        # 300 px: the label in projector mode's 20 px font is 274 px wide
-        self.projector_toggle = pn.widgets.Toggle.from_param(self.param.projector, label="Projector mode (large fonts)",
-                                                          width=300)
         self.message = pn.pane.Alert("", alert_type="warning", visible=False, css_classes=["qpviz-paper-message"])
         self.link_note = pn.pane.Alert("", alert_type="warning", visible=False, css_classes=["qpviz-paper-link"])
         # a table wider than the window (projector mode, 1024 px) scrolls inside its own box
         self.table = pn.pane.HTML("", stylesheets=[TABLE_CSS], css_classes=["qpviz-paper-table"],
                                   sizing_mode="stretch_width", styles=dict(TABLE_BOX_STYLES))
         self.legend = pn.pane.HTML("", css_classes=["qpviz-paper-legend"], sizing_mode="stretch_width")
-        self.figure = pn.pane.PNG(None, width=520, css_classes=["qpviz-figure1"])
+        self.figures: dict = {}  # Figure 1's Bokeh figures ({} while there are no points)
+        self.figure = pn.Row(sizing_mode="stretch_width", visible=False, css_classes=["qpviz-figure1"])
+        self.figure_summary = pn.pane.Markdown("", visible=False, sizing_mode="stretch_width",
+                                               css_classes=["qpviz-figure-summary"])
         self.figure_message = pn.pane.Markdown("", visible=False, css_classes=["qpviz-figure-message"])
 
         self.dataset_select = pn.widgets.Select.from_param(self.param.live_dataset, label="dataset",
@@ -240,22 +255,49 @@ class PaperResults(pn.viewable.Viewer):
             self.message.visible = bool(message)
             self.table.object = comparison_html(rows)
             self.legend.object = legend_html(rows)
-            figure = self.figure_path()
-            self.figure.object = figure
-            self.figure.visible = figure is not None
-            self.figure_message.object = (
-                "" if figure is not None else
-                f"No committed Figure 1 yet: `python -m qpviz.reproduce table1` writes `figure1.png` in its `--out` "
-                f"folder; copy it to `{_shown(self.results_dir / FIGURE_FILES[self.preprocessing])}`.")
-            self.figure_message.visible = figure is None
+            self._draw_figure()
 
     def figure_path(self) -> Path | None:
-        """Figure 1 of the current preprocessing; the paper preprocessing's if the clean one is absent."""
-        for name in (FIGURE_FILES[self.preprocessing], FIGURE_FILES["paper"]):
+        """Figure 1's records of the current preprocessing; the paper preprocessing's if the clean
+        one's are absent (the summary under the figure names the file shown)."""
+        for name in (FIGURE_DATA[self.preprocessing], FIGURE_DATA["paper"]):
             path = self.results_dir / name
             if path.is_file():
                 return path
         return None
+
+    def _draw_figure(self) -> None:
+        """Figure 1 from :meth:`figure_path`'s records, or a message saying why there is none."""
+        path, problem = self.figure_path(), ""
+        table = None
+        if path is None:
+            problem = safe_text.fill(
+                "No committed Figure 1 data yet: `python -m qpviz.reproduce table1` writes `folds.jsonl` (every "
+                "held-out point's EP and QP variance) in its `--out` folder; copy it to {path}.",
+                path=_shown(self.results_dir / FIGURE_DATA[self.preprocessing]))
+        else:
+            try:
+                table, dropped = paper_figure.load_points(path)
+            except (OSError, ValueError) as err:
+                problem = safe_text.fill("Figure 1 cannot be drawn: {path} could not be read ({error}).",
+                                         path=_shown(path), error=f"{type(err).__name__}: {err}")
+            else:
+                if not len(table["var_ep"]):
+                    problem = safe_text.fill("Figure 1 cannot be drawn: {path} holds no held-out point with both "
+                                             "variances finite and positive.", path=_shown(path))
+        if problem:
+            self.figures = {}
+            self.figure.objects = []
+        else:
+            self.figures = paper_figure.figure1_figures(table, self.projector)
+            self.figure.objects = [pn.pane.Bokeh(fig, sizing_mode="stretch_width") for fig in self.figures.values()]
+            source = _shown(path)
+            if path.name != FIGURE_DATA[self.preprocessing]:
+                source += f" (the {self.preprocessing} preprocessing's records are not committed)"
+            self.figure_summary.object = safe_text.message(paper_figure.summary_text(table, dropped, source))
+        self.figure.visible = self.figure_summary.visible = not problem
+        self.figure_message.object = problem
+        self.figure_message.visible = bool(problem)
 
     # -- live rerun ------------------------------------------------------------------------------
     def start_live(self) -> bool:
@@ -338,8 +380,7 @@ class PaperResults(pn.viewable.Viewer):
 
     # -- layout ----------------------------------------------------------------------------------
     def _sync_url(self) -> None:
-        """Preprocessing, live dataset and rounds and projector mode in the URL (a shared link reopens them;
-        ``projector`` is the explorer's key too, so one link sets every page's projector mode)."""
+        """Preprocessing, live dataset and rounds in the URL (a shared link reopens them)."""
         if pn.state.location is not None:
             pn.state.location.sync(self, URL_KEYS, on_error=self.apply_bad_link)
 
@@ -365,14 +406,15 @@ class PaperResults(pn.viewable.Viewer):
 
     def _build_layout(self) -> pn.Column:
         self._texts += [self.table, self.legend, self.live_table, self.live_status, self.message, self.figure_message,
-                        self.link_note]
+                        self.figure_summary, self.link_note]
         controls = pn.Row(pn.pane.Markdown("Preprocessing (paper: as the paper did; clean: without its pitfalls):"),
-                          self.prep_switch, self.projector_toggle, export_buttons("paper-results"),
+                          self.prep_switch, export_buttons("paper-results"),
                           sizing_mode="stretch_width", styles=dict(WRAPPING_ROW))
         self._texts.append(controls[0])
         table = self._explained(pn.Column(self.message, self.legend, self.table, sizing_mode="stretch_width"),
                                 TABLE_EXPLANATION)
-        figure = self._explained(pn.Column(self.figure, self.figure_message, sizing_mode="stretch_width"),
+        figure = self._explained(pn.Column(self.figure, self.figure_summary, self.figure_message,
+                                           sizing_mode="stretch_width"),
                                  FIGURE_EXPLANATION)
         self._live_controls = pn.Row(self.dataset_select, pn.pane.Markdown("rounds:", width=90), self.rounds_select,
                                      self.run_button, self.cancel_button, styles=dict(WRAPPING_ROW))
@@ -391,8 +433,10 @@ class PaperResults(pn.viewable.Viewer):
 
     @param.depends("projector", watch=True)
     def _apply_projector_mode(self) -> None:
-        widgets = (self.prep_switch, self.projector_toggle, *self._live_controls.objects)
+        widgets = (self.prep_switch, *self._live_controls.objects)
         enlarge(self.projector, self._texts, widgets)
+        for fig in self.figures.values():
+            style_figure(fig, self.projector)
 
     def __panel__(self):
         return self._layout

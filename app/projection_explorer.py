@@ -161,7 +161,6 @@ class ProjectionExplorer(pn.viewable.Viewer):
             options={"own scale": "own", f"common [{low:g}, {high:g}]": "common"}, value="own",
             css_classes=["qpviz-map-scale"],
         )
-        self.projector_toggle = pn.widgets.Toggle(label="Projector mode (large fonts)", value=False)
         self.alert = pn.pane.Alert("", alert_type="danger", visible=False, css_classes=["qpviz-error"])
         self.link_note = pn.pane.Alert("", alert_type="warning", visible=False, css_classes=["qpviz-link-note"])
         self.numbers = NumbersPane("", css_classes=["qpviz-numbers"], sizing_mode="stretch_width")
@@ -177,7 +176,6 @@ class ProjectionExplorer(pn.viewable.Viewer):
         self.mean_text.param.watch(lambda e: self._apply(cavity_mean=e.new), "value")
         self.std_text.param.watch(lambda e: self._apply(cavity_std=e.new), "value")
         self.show.param.watch(self._on_show, "value")
-        self.projector_toggle.link(self, value="projector")
         self.state.param.watch(self._show_error, "error")
         self.state.param.watch(self._refresh_views, ["result", "show_ep", "show_qp"])
 
@@ -206,7 +204,6 @@ class ProjectionExplorer(pn.viewable.Viewer):
                 self.y_real.value = reading.sliders["y"]
                 self.show.value = json.loads(reading.choices["show"])
                 self.map_scale.value = reading.choices["scale"]
-                self.projector_toggle.value = reading.choices["projector"] == "true"
             finally:
                 self._syncing = False
             if not self.state.update(**reading.inputs):
@@ -227,7 +224,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
                 values[key] = widget.value if isinstance(widget.value, str) else number(widget.value)
         values.update(label=number(self.y_label.value), count=str(int(self.y_count.value)), y=number(self.y_real.value),
                       m=number(self.mean_slider.value), s=number(self.std_slider.value), show=json.dumps(self.show.value),
-                      projector=str(bool(self.projector_toggle.value)).lower(), scale=self.map_scale.value)
+                      scale=self.map_scale.value)
         return values
 
     # -- input -----------------------------------------------------------------------------
@@ -304,7 +301,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
         if location is None:
             return None
         sliders = (self.y_count, self.y_real, self.mean_slider, self.std_slider)
-        immediate = (self.likelihood, *self.parameter_widgets.values(), self.y_label, self.show, self.projector_toggle,
+        immediate = (self.likelihood, *self.parameter_widgets.values(), self.y_label, self.show,
                      self.map_scale)
         return UrlState(location, keys=url_keys(), values=self.link_values, read=self.apply_link,
                         immediate=immediate, sliders=sliders)
@@ -414,7 +411,6 @@ class ProjectionExplorer(pn.viewable.Viewer):
             pn.pane.Markdown("### Show"),
             self.show,
             self.map_scale,
-            self.projector_toggle,
             export_buttons("projection-explorer"),
             width=CONTROLS_WIDTH,
         )

@@ -10,7 +10,7 @@ from bokeh.plotting import figure
 
 from colours import METHOD_COLOURS
 from explorer_figures import _table as html_table
-from explorer_figures import style_figure
+from explorer_figures import Placeholder, legend_below, style_figure
 import safe_text
 from qpviz.gpdemo.scalable_demo import LABELS, METHODS
 
@@ -78,20 +78,23 @@ class CurveFigures:
             # a ray from t = 0 to the right edge, whatever the time axis shows
             fig.ray("x", measure, source=self.baseline, length=0, angle=0, color=METHOD_COLOURS["logistic"],
                     line_dash="dashed", line_width=2, legend_label="logistic")
-            legend = fig.legend[0]
-            legend.click_policy = "hide"
-            legend.orientation = "horizontal"
-            fig.add_layout(legend, "below")  # under the plot: curves start high on the left and fall to the right
+            legend_below(fig, ncols=4)
+        # no curve until a run reports
+        self.placeholders = {measure: Placeholder(fig) for measure, fig in self.figures.items()}
 
     def clear(self) -> None:
         for source in self.sources.values():
             source.data = {"t": [], "test_error": [], "ntll": [], "step": []}
         self.baseline.data = {"x": [], "test_error": [], "ntll": []}
+        for placeholder in self.placeholders.values():
+            placeholder.show()
 
     def stream(self, method: str, entries: list[dict]) -> None:
         """Append a run's new entries (those with validation scores)."""
         scored = [e for e in entries if "test_error" in e and "ntll" in e]
         if scored:
+            for placeholder in self.placeholders.values():
+                placeholder.clear()
             self.sources[method].stream({"t": [e["wall_time"] for e in scored],
                                          "test_error": [e["test_error"] for e in scored],
                                          "ntll": [e["ntll"] for e in scored], "step": [e["step"] for e in scored]},
@@ -122,16 +125,17 @@ class DataFigure:
             fig.scatter("x", "y", source=self.inducing[method], marker=MARKERS[method], size=11,
                         fill_color=METHOD_COLOURS[method], line_color="white", line_width=1,
                         legend_label=f"Z ({LABELS[method]})")
-        fig.legend.location = "top_right"
-        fig.legend.background_fill_alpha = 0.7
-        fig.legend.click_policy = "hide"
+        legend_below(fig)
+        self.placeholder = Placeholder(fig, x=(-1.0, 1.0), y=(-1.0, 1.0))  # no data until a run starts
         self.figure = fig
 
     def clear(self) -> None:
         for source in (*self.classes.values(), *self.inducing.values()):
             source.data = {"x": [], "y": []}
+        self.placeholder.show()
 
     def show_data(self, sample: np.ndarray, labels: np.ndarray) -> None:
+        self.placeholder.clear()
         for label, source in self.classes.items():
             mine = np.asarray(labels) == label
             source.data = {"x": sample[mine, 0], "y": sample[mine, 1]}

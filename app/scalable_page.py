@@ -22,6 +22,7 @@ from explorer_figures import NumbersPane
 from figure_export import export_buttons
 from layout import enlarge, explained, set_projector, view_grid
 from long_jobs import JobPoller, cancel_when_session_ends
+from number_field import NumberField
 import safe_text
 from qpviz.checks import quoted
 from qpviz.gpdemo import scalable_demo as sd
@@ -32,7 +33,7 @@ __all__ = ["TITLE", "URL_KEYS", "POLL_MS", "ScalablePage", "page"]
 TITLE = "Scalable"
 #: Query keys of the page's state (prefixed: every page of the app shares one URL).
 URL_KEYS = {"dataset": "sc_data", "m": "sc_m", "minibatch": "sc_mb", "workers": "sc_workers", "methods": "sc_methods",
-            "epochs": "sc_epochs", "projector_toggle": "projector"}
+            "epochs": "sc_epochs"}
 #: How often a running session drains its runs' messages.
 POLL_MS = 300
 #: The error message's look (VSGP's and GP 2-D's).
@@ -40,6 +41,18 @@ ALERT_STYLES = {"background": "#fbe3d6", "border": "2px solid #D55E00", "border-
 DEFAULTS = {"dataset": "digits odd vs even", "m": 20, "minibatch": 200, "workers": 0, "epochs": 5}
 #: The widgets whose value must be one of their options, and the default a bad link value gets.
 LINK_CHOICES = {"dataset": DEFAULTS["dataset"], "workers": DEFAULTS["workers"], "methods": list(sd.METHODS)}
+#: The typed numbers (their values in :class:`Settings`, read at Start).
+TYPED = {"m": NumberField("inducing points M", *sd.RANGES["m"], integer=True),
+         "minibatch": NumberField("minibatch size (SEP, SVI)", *sd.RANGES["minibatch"], integer=True),
+         "epochs": NumberField("epochs (SEP, SVI)", *sd.RANGES["epochs"], integer=True)}
+
+
+class Settings(param.Parameterized):
+    """The typed numbers in use (the boxes show a refused value's replacement: these)."""
+
+    m = param.Integer(default=DEFAULTS["m"])
+    minibatch = param.Integer(default=DEFAULTS["minibatch"])
+    epochs = param.Integer(default=DEFAULTS["epochs"])
 
 
 class ScalablePage(pn.viewable.Viewer):
@@ -50,23 +63,18 @@ class ScalablePage(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         w = pn.widgets
-        low, high = sd.RANGES["m"]
         self.dataset = w.Select(label="dataset", options=list(sd.DATASETS), value=DEFAULTS["dataset"],
                                 css_classes=["qpviz-sc-dataset"])
-        self.m = w.IntInput(label=f"inducing points M ({low}-{high:,})", value=DEFAULTS["m"], css_classes=["qpviz-sc-m"])
-        low, high = sd.RANGES["minibatch"]
-        self.minibatch = w.IntInput(label=f"minibatch size ({low}-{high:,}; SEP, SVI)", value=DEFAULTS["minibatch"],
-                                    css_classes=["qpviz-sc-minibatch"])
+        self.settings = Settings()
+        self.m = TYPED["m"].bind(self.settings, "m", "qpviz-sc-m", self._say)
+        self.minibatch = TYPED["minibatch"].bind(self.settings, "minibatch", "qpviz-sc-minibatch", self._say)
         self.workers = w.RadioButtonGroup(label="Dask workers", options={"in-process": 0, "1 worker": 1, "2 workers": 2},
                                           value=DEFAULTS["workers"], css_classes=["qpviz-sc-workers"])
         self.methods = w.CheckBoxGroup(label="methods", options={sd.LABELS[m]: m for m in sd.METHODS},
                                        value=list(sd.METHODS), inline=True, css_classes=["qpviz-sc-methods"])
-        low, high = sd.RANGES["epochs"]
-        self.epochs = w.IntInput(label=f"epochs ({low}-{high}; SEP, SVI)", value=DEFAULTS["epochs"],
-                                 css_classes=["qpviz-sc-epochs"])
+        self.epochs = TYPED["epochs"].bind(self.settings, "epochs", "qpviz-sc-epochs", self._say)
         self.start_button = w.Button(label="Start", color="primary", css_classes=["qpviz-sc-start"])
         self.stop_button = w.Button(label="Stop", disabled=True, css_classes=["qpviz-sc-stop"])
-        self.projector_toggle = w.Toggle(label="Projector mode (large fonts)", value=False)
         self.alert = pn.pane.Markdown("", visible=False, css_classes=["qpviz-sc-error"], sizing_mode="stretch_width",
                                       styles=ALERT_STYLES)
         self.description = pn.pane.Markdown("Press **Start** to train.", sizing_mode="stretch_width",
@@ -81,7 +89,6 @@ class ScalablePage(pn.viewable.Viewer):
         self.poller = JobPoller(self._guarded(self.tick), self.running, period_ms=POLL_MS)
         self.start_button.on_click(self._guarded(self.start))
         self.stop_button.on_click(self.stop)
-        self.projector_toggle.link(self, value="projector")
         self._layout = self._build_layout()
         self._link_notes: dict[str, str] = {}
         for name in LINK_CHOICES:
@@ -124,8 +131,8 @@ class ScalablePage(pn.viewable.Viewer):
         """Start the chosen runs (stopping this session's current ones); bad input: a message only.
         A Start the server has no room for (MAX_RUNNING_JOBS) is refused before anything stops."""
         try:
-            configs, skipped = sd.plan_runs(self.dataset.value, self.methods.value, self.m.value,
-                                            self.minibatch.value, self.epochs.value, self.workers.value)
+            configs, skipped = sd.plan_runs(self.dataset.value, self.methods.value, self.settings.m,
+                                            self.settings.minibatch, self.settings.epochs, self.workers.value)
         except (ValueError, TypeError) as exc:
             self._say(f"Not started: {exc}. The plots keep the last run.")
             return
@@ -238,7 +245,7 @@ class ScalablePage(pn.viewable.Viewer):
             pn.pane.Markdown("Dask workers (SEP, SVI)"), self.workers,
             pn.pane.Markdown("Methods (GFITC up to N = 20,000)"), self.methods,
             pn.Row(self.start_button, self.stop_button), self.dashboard,
-            pn.pane.Markdown("### Share"), export_buttons("scalable"), self.projector_toggle,
+            pn.pane.Markdown("### Share"), export_buttons("scalable"),
             width=320,
         )
         figure = lambda fig, css: pn.pane.Bokeh(fig, sizing_mode="stretch_width", css_classes=[css])  # noqa: E731

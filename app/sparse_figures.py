@@ -10,7 +10,7 @@ from bokeh.models import BoxAnnotation, ColumnDataSource, Legend, LegendItem, Po
 from bokeh.plotting import figure
 
 from colours import SPARSE_COLOURS
-from explorer_figures import style_figure
+from explorer_figures import legend_below, style_figure
 from qpviz.gpdemo import sparse_demo
 
 __all__ = ["SparseFigures", "EXPLANATIONS", "DATA_COLOUR", "HANDLE_Y", "numbers_html"]
@@ -130,7 +130,7 @@ class SparseFigures:
                       legend_label="current alpha")
         curve.line("alpha", "evidence", source=self.exact, color=SPARSE_COLOURS["exact"], line_dash="dashed",
                    line_width=1.5, legend_label="exact GP")
-        curve.legend.location = "bottom_right"
+        legend_below(curve)
         for fig in self.figures.values():
             fig.output_backend = "canvas"
 

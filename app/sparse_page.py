@@ -24,7 +24,9 @@ from explorer_figures import NumbersPane
 from figure_export import export_buttons
 from layout import enlarge, explained, set_projector, view_grid
 from long_jobs import EXECUTOR, GuardedModelCalls, JobPoller, cancel_when_session_ends
+from number_field import TYPED_CLASS, NumberField, refusal
 import safe_text
+from qpviz.checks import shorten
 from qpviz.gpdemo import oned, sparse_demo
 from sparse_figures import EXPLANATIONS, HANDLE_Y, SparseFigures, numbers_html
 
@@ -35,7 +37,13 @@ DEFAULT_PRESET = "smooth regression (N = 200)"
 #: URL keys of the page's state.
 URL_KEYS = {"preset": "sp_preset", "n_points": "sp_n", "seed": "sp_seed", "kernel": "sp_kernel",
             "variance": "sp_var", "lengthscale": "sp_ls", "noise": "sp_noise", "m": "sp_m", "z_text": "sp_z",
-            "alpha": "sp_alpha", "projection": "sp_proj", "methods": "sp_methods", "projector": "sp_projector"}
+            "alpha": "sp_alpha", "projection": "sp_proj", "methods": "sp_methods"}
+#: The page's typed numbers (model parameter -> rules); the hyper-parameters' sliders span less.
+TYPED = {"n_points": NumberField("number of points", sparse_demo.MIN_POINTS, sparse_demo.MAX_POINTS, integer=True),
+         "seed": NumberField("seed", 0, 10**9, integer=True),
+         "variance": NumberField("kernel variance", 0, 10_000, low_open=True),
+         "lengthscale": NumberField("lengthscale", 0, 10_000, low_open=True),
+         "noise": NumberField("noise variance sigma^2 (regression)", 0, 10_000, low_open=True)}
 #: Fits and curves kept (shared by every session: equal keys are equal fits).
 FIT_CACHE = long_jobs.LRUCache(512)
 CURVE_CACHE = long_jobs.LRUCache(64)
@@ -62,6 +70,11 @@ def decode_z(text: str) -> np.ndarray:
     if not np.all(np.isfinite(values)):
         raise ValueError("every pseudo-input must be a finite number (no NaN or infinity)")
     return np.sort(values)[:, None]
+
+
+def safe_shorten(text) -> str:
+    """A refused text as a message quotes it (shortened)."""
+    return repr(shorten(str(text), 40))
 
 
 def _delayed_curve(X, y, lik, kernel, Z, projection, trail, cancel: threading.Event) -> np.ndarray:
@@ -153,12 +166,26 @@ class SparseModel(param.Parameterized):
     def _z_text_changed(self) -> None:
         if self._loading:
             return
+        typed = self.z_text
         try:
-            Z = decode_z(self.z_text)
+            Z = decode_z(typed)
         except ValueError as exc:
             self.message = f"Pseudo-inputs not used, the plots show the last good fit: {exc}"
-            return
-        self.set_inducing(Z)
+        else:
+            if self.set_inducing(Z):
+                return
+        self._loading = True  # the box shows the pseudo-inputs in use again, not the refused text
+        try:
+            self.z_text = encode_z(self.Z)
+        finally:
+            self._loading = False
+        self.message = refusal(f"{self.message} (typed {safe_shorten(typed)})", self.z_text)
+
+    def type_z(self, text: str) -> None:
+        """Typed pseudo-inputs: taken (:meth:`_z_text_changed`); the ones in use typed again clear a refusal."""
+        if text == self.z_text:
+            self.message = ""
+        self.z_text = text
 
     def set_inducing(self, Z) -> bool:
         """New pseudo-inputs (a drag, an added or removed handle, typed text, the M slider)."""
@@ -351,16 +378,18 @@ class SparsePage(GuardedModelCalls, pn.viewable.Viewer):
         self.model = m = SparseModel()
         self.preset = pn.widgets.Select(name="data preset", options=list(sparse_demo.PRESETS), value=m.preset,
                                         css_classes=["qpviz-sp-preset"])
-        self.n_points = pn.widgets.IntInput(name=f"number of points ({sparse_demo.MIN_POINTS}-{sparse_demo.MAX_POINTS})",
-                                            value=m.n_points, css_classes=["qpviz-sp-n"])
-        self.seed = pn.widgets.IntInput(name="seed (whole number >= 0)", value=m.seed, css_classes=["qpviz-sp-seed"])
+        say, apply = self._say, lambda name, value: self._apply(**{name: value})
+        self.n_points = TYPED["n_points"].bind(m, "n_points", "qpviz-sp-n", say, apply=apply)
+        self.seed = TYPED["seed"].bind(m, "seed", "qpviz-sp-seed", say, apply=apply)
         self.kernel = pn.widgets.Select(name="kernel", options=list(oned.KERNELS), value=m.kernel)
-        self.variance = pn.widgets.EditableFloatSlider(name="kernel variance (> 0)", start=0.05, end=20.0, step=0.05,
-                                                       value=m.variance, css_classes=["qpviz-sp-variance"])
-        self.lengthscale = pn.widgets.EditableFloatSlider(name="lengthscale (> 0)", start=0.05, end=10.0, step=0.05,
-                                                          value=m.lengthscale, css_classes=["qpviz-sp-lengthscale"])
-        self.noise = pn.widgets.TextInput(name="noise variance sigma^2 (> 0; regression)", value=f"{m.noise:g}",
-                                          css_classes=["qpviz-sp-noise"])
+        # sliders with a number box (the browser drops letters there; a number out of range is named)
+        self.variance = TYPED["variance"].bind(m, "variance", "", say, apply=apply, box=pn.widgets.EditableFloatSlider(
+            label=TYPED["variance"].label, start=0.05, end=20.0, step=0.05, value=m.variance,
+            css_classes=["qpviz-sp-variance", TYPED_CLASS]))
+        self.lengthscale = TYPED["lengthscale"].bind(m, "lengthscale", "", say, apply=apply, box=pn.widgets.EditableFloatSlider(
+            label=TYPED["lengthscale"].label, start=0.05, end=10.0, step=0.05, value=m.lengthscale,
+            css_classes=["qpviz-sp-lengthscale", TYPED_CLASS]))
+        self.noise = TYPED["noise"].bind(m, "noise", "qpviz-sp-noise", say, apply=apply)
         self.m_slider = pn.widgets.IntSlider(name="M pseudo-inputs (restarts Z by K-means)", start=1,
                                              end=sparse_demo.MAX_INDUCING, value=m.m, css_classes=["qpviz-sp-m"])
         self.z_text = pn.widgets.TextInput(name="pseudo-inputs Z (comma-separated)", value=m.z_text,
@@ -373,7 +402,6 @@ class SparsePage(GuardedModelCalls, pn.viewable.Viewer):
         self.methods = pn.widgets.CheckBoxGroup(name="methods", options={v: k for k, v in sparse_demo.LABELS.items()},
                                                 value=list(m.methods), inline=True, css_classes=["qpviz-sp-methods"],
                                                 width=300)
-        self.projector_toggle = pn.widgets.Toggle(name="Projector mode (large fonts)", value=False)
         self.description = pn.pane.Markdown("", sizing_mode="stretch_width", css_classes=["qpviz-sp-description"])
         self.alert = pn.pane.Alert("", alert_type="danger", visible=False, css_classes=["qpviz-error"])
         self.numbers = NumbersPane("", css_classes=["qpviz-sp-numbers"], sizing_mode="stretch_width")
@@ -392,13 +420,11 @@ class SparsePage(GuardedModelCalls, pn.viewable.Viewer):
 
     # -- wiring ------------------------------------------------------------------------------
     def _wire(self) -> None:
-        forward = {self.preset: "preset", self.n_points: "n_points", self.seed: "seed", self.kernel: "kernel",
-                   self.variance: "variance", self.lengthscale: "lengthscale", self.noise: "noise",
-                   self.m_slider: "m", self.z_text: "z_text", self.alpha: "alpha", self.projection: "projection",
+        forward = {self.preset: "preset", self.kernel: "kernel", self.m_slider: "m", self.alpha: "alpha", self.projection: "projection",
                    self.methods: "methods"}
         for widget, name in forward.items():
             widget.param.watch(lambda event, name=name: self._apply(**{name: event.new}), "value")
-        self.projector_toggle.link(self, value="projector")
+        self.z_text.param.watch(lambda event: self._syncing or self._run(self.model.type_z, event.new), "value")
         self.views.handles.on_change("data", self._on_handles)
         self.model.param.watch(self._redraw, ["version"])
         self.model.param.watch(lambda *e: self.views.show_curve(self.model), ["curve_version"])
@@ -408,6 +434,10 @@ class SparsePage(GuardedModelCalls, pn.viewable.Viewer):
         if self._syncing:
             return
         self._run(self.model.param.update, **changes)
+
+    def _say(self, text: str) -> None:
+        """A typed number's refusal (or "" once a good one is in): the page's message."""
+        self.model.message = text
 
     def _on_handles(self, attr, old, new) -> None:
         """The point-draw tool moved, added or removed a handle: refit on the handles' x."""
@@ -443,12 +473,7 @@ class SparsePage(GuardedModelCalls, pn.viewable.Viewer):
         self._syncing = True
         try:
             self.preset.value = m.preset
-            self.n_points.value = m.n_points
-            self.seed.value = m.seed
             self.kernel.value = m.kernel
-            self.variance.value = m.variance
-            self.lengthscale.value = m.lengthscale
-            self.noise.value = str(m.noise)
             self.noise.disabled = m.classification
             self.m_slider.value = min(max(m.m, 1), sparse_demo.MAX_INDUCING)
             self.z_text.value = m.z_text
@@ -484,7 +509,7 @@ class SparsePage(GuardedModelCalls, pn.viewable.Viewer):
             pn.pane.Markdown("### Data"), self.preset, self.description, self.n_points, self.seed,
             pn.pane.Markdown("### Model"), self.kernel, self.variance, self.lengthscale, self.noise,
             pn.pane.Markdown("### Pseudo-inputs and Power EP"), self.m_slider, self.z_text, self.alpha, self.projection,
-            self.methods, pn.pane.Markdown("### Share"), export_buttons("sparse"), self.projector_toggle,
+            self.methods, pn.pane.Markdown("### Share"), export_buttons("sparse"),
             width=320,
         )
         messages = pn.Column(pn.pane.Markdown("#### What the tutorial shows"), self.messages,
@@ -515,7 +540,7 @@ class SparsePage(GuardedModelCalls, pn.viewable.Viewer):
         widgets = {"preset": self.preset, "n_points": self.n_points, "seed": self.seed, "kernel": self.kernel,
                    "variance": self.variance, "lengthscale": self.lengthscale, "noise": self.noise,
                    "m": self.m_slider, "z_text": self.z_text, "alpha": self.alpha, "projection": self.projection,
-                   "methods": self.methods, "projector": self.projector_toggle}
+                   "methods": self.methods}
         for name, widget in widgets.items():
             location.sync(widget, {"value": URL_KEYS[name]})
 

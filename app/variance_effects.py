@@ -13,7 +13,7 @@ with a busy indicator and a Cancel button, and then draws
 each with one sentence saying what to see and its formula. Results are cached in-process per
 (dataset, seed, settings), so flipping back is instant. A failed or skipped fit keeps the last
 good views and says what to change. URL keys ``ve_dataset``, ``ve_seed``, ``ve_folds``,
-``ve_optimise``, ``ve_projector`` (prefixed: the other pages share the URL).
+``ve_optimise`` (prefixed: the other pages share the URL; projector mode is the app header's).
 """
 from __future__ import annotations
 
@@ -28,9 +28,10 @@ import param
 from bokeh.models import ColumnDataSource, HoverTool, LogTicker, Range1d
 from bokeh.plotting import figure
 
-from explorer_figures import NumbersPane, style_figure
+from explorer_figures import NumbersPane, legend_below, style_figure
 from figure_export import export_buttons
 from layout import enlarge, formula, set_projector, view_grid
+from number_field import NumberField
 import safe_text
 from qpviz.checks import quoted
 from qpviz import variance_effects as ve
@@ -45,6 +46,8 @@ LABELS = {"ep": "EP", "qp": "QP", "vb": "VB", "laplace": "Laplace"}
 DATASET_CHOICES = (*ve.SYNTHETIC, *ve.REAL_DATASETS)
 FOLD_CHOICES = (10, 5, 2)
 MAX_SEED = 10_000
+#: The split seed's typed box.
+SEED = NumberField("split seed", 0, MAX_SEED, integer=True)
 #: While a fit runs, the page looks for its result this often (ms).
 POLL_MS = 250
 #: Fits of all sessions share these threads (2 cores; a third fit would only queue behind them).
@@ -107,7 +110,7 @@ def scores_html(result: ve.VarianceResult) -> str:
 
 
 #: URL query keys (prefixed: the other pages share the URL) of the page parameters.
-URL_KEYS = ("ve_dataset", "ve_seed", "ve_folds", "ve_optimise", "ve_projector")
+URL_KEYS = ("ve_dataset", "ve_seed", "ve_folds", "ve_optimise")
 
 
 class VarianceQuery(param.Parameterized):
@@ -117,7 +120,6 @@ class VarianceQuery(param.Parameterized):
     ve_seed = param.Parameter(default=None)
     ve_folds = param.Parameter(default=None)
     ve_optimise = param.Parameter(default=None)
-    ve_projector = param.Parameter(default=None)
 
 
 class VarianceEffects(pn.viewable.Viewer):
@@ -145,15 +147,13 @@ class VarianceEffects(pn.viewable.Viewer):
                                                            css_classes=["qpviz-ve-dataset"])
         # not from_param, no start/end: the browser would silently keep an out-of-range number in the box
         # without sending it; here every typed number reaches the page, which names and replaces a bad one
-        self.seed_input = pn.widgets.IntInput(label=f"split seed (0 to {MAX_SEED})", value=self.seed,
-                                              css_classes=["qpviz-ve-seed"])
+        self.seed_input = SEED.widget(self.seed, "qpviz-ve-seed")
         self.seed_input.param.watch(self._on_seed_typed, "value")
-        self.param.watch(lambda event: setattr(self.seed_input, "value", event.new), "seed")
+        self.param.watch(lambda event: setattr(self.seed_input, "value", SEED.show(event.new)), "seed")
         self.folds_select = pn.widgets.Select.from_param(self.param.folds, label="folds (the first is held out)",
                                                          css_classes=["qpviz-ve-folds"])
         self.optimise_box = pn.widgets.Checkbox.from_param(self.param.optimise,
                                                            label="optimise hyper-parameters (slow: seconds)")
-        self.projector_toggle = pn.widgets.Toggle.from_param(self.param.projector, label="Projector mode (large fonts)")
         self.cancel_button = pn.widgets.Button(label="Cancel fit", color="warning", disabled=True,
                                                css_classes=["qpviz-ve-cancel"])
         self.cancel_button.on_click(self.cancel)
@@ -238,15 +238,15 @@ class VarianceEffects(pn.viewable.Viewer):
         return io.StringIO(self.csv_text())
 
     def _on_seed_typed(self, event) -> None:
-        value = event.new
-        if value == self.seed:
-            return
-        if value is None or not 0 <= value <= MAX_SEED:
-            self.alert.object = safe_text.fill("The seed must be a whole number from 0 to {max}; {value} was replaced "
-                                               "by {seed}.", max=MAX_SEED, value=value, seed=self.seed)
+        """A typed seed (:data:`SEED`): a bad one is named with the range, the box shows the seed in use."""
+        try:
+            value = SEED.parse(event.new)
+        except ValueError as exc:
+            self.seed_input.value = SEED.show(self.seed)  # (first: this box's echo clears the message)
+            self.alert.object = safe_text.message(f"{exc}; kept {self.seed}")
             self.alert.visible = True
-            self.seed_input.value = self.seed
             return
+        self.alert.visible = False
         self.seed = value
 
     def _on_session_closed(self, session_context) -> None:
@@ -368,10 +368,7 @@ class VarianceEffects(pn.viewable.Viewer):
             fig.sizing_mode = "stretch_width"
             fig.min_width = 320
             fig.toolbar_location = "right"
-            fig.legend.background_fill_alpha = 0.7
-        # below the diagonal the points crowd near it; the lower right corner stays free
-        scatter.legend.location = "bottom_right"
-        histogram.add_layout(histogram.legend[0], "below")  # the bars may sit anywhere in (0, 1]
+            legend_below(fig)
         self.figures = {"scatter": scatter, "ratio": histogram}
 
     def _draw(self, result: ve.VarianceResult) -> None:
@@ -408,7 +405,6 @@ class VarianceEffects(pn.viewable.Viewer):
             pn.Row(self.cancel_button, self.spinner),
             self.download,
             export_buttons("variance-effects"),
-            self.projector_toggle,
             self._about,
             width=300,
         )
@@ -432,11 +428,10 @@ class VarianceEffects(pn.viewable.Viewer):
         set_projector(self._views, self.projector)  # wider columns for the large fonts
         for fig in self.figures.values():
             style_figure(fig, self.projector)
-        self._write_url()
 
     # -- URL -------------------------------------------------------------------------------
     def _sync_url(self) -> VarianceQuery | None:
-        """Keep dataset, seed, folds, optimise and projector mode in the URL; a bad value in a
+        """Keep dataset, seed, folds and optimise in the URL; a bad value in a
         link is replaced by the page's value and reported."""
         location = pn.state.location
         if location is None:
@@ -452,8 +447,7 @@ class VarianceEffects(pn.viewable.Viewer):
         self._writing_url = True
         try:
             self.query.param.update(ve_dataset=self.dataset, ve_seed=int(self.seed), ve_folds=int(self.folds),
-                                    ve_optimise="on" if self.optimise else "off",
-                                    ve_projector="on" if self.projector else "off")
+                                    ve_optimise="on" if self.optimise else "off")
         finally:
             self._writing_url = False
 

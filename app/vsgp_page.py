@@ -22,10 +22,11 @@ import param
 from bokeh.models import ColumnDataSource, PointDrawTool
 
 from colours import METHOD_COLOURS
-from explorer_figures import NumbersPane, _table as html_table
+from explorer_figures import NumbersPane, _table as html_table, legend_below
 from figure_export import export_buttons
 from gp_2d import PROBA_PALETTE, GridFigure
 from layout import enlarge, explained, set_projector, view_row
+from number_field import NumberField
 import safe_text
 from qpviz.checks import quoted
 from qpviz.gpdemo import twod, vsgp_demo
@@ -43,12 +44,14 @@ METHOD_LABELS = {"ep": "EP", "qp": "QP"}
 #: Valid range of each numeric input (the sliders span it; the URL may ask for anything).
 RANGES = {"n": (20, 500), "seed": (0, 10_000), "m": (1, 40), "blur": (0.0, 3.0), "variance": (0.1, 20.0),
           "lengthscale": (0.1, 5.0)}
+#: The seed's typed box (the other numbers are sliders).
+SEED = NumberField("seed", *RANGES["seed"], integer=True)
 #: Grid points along each axis (50 x 50: a drag refits and redraws within 250 ms at N = 500, M = 20).
 GRID_SIZE = 50
 #: Query keys of the page's state (prefixed: every page of the app shares one URL).
 URL_KEYS = {"preset": "vs_preset", "n": "vs_n", "seed": "vs_seed", "m": "vs_m", "blur": "vs_blur",
             "shape": "vs_shape", "method": "vs_method", "variance": "vs_var", "lengthscale": "vs_ls",
-            "centres": "vs_centres", "projector": "projector"}
+            "centres": "vs_centres"}
 #: The error message's look (gp_2d's).
 ALERT_STYLES = {"background": "#fbe3d6", "border": "2px solid #D55E00", "border-radius": "4px", "padding": "0 12px"}
 #: Centres are kept (and put in the URL) to this many decimals.
@@ -254,7 +257,7 @@ class VSGPPage(pn.viewable.Viewer):
         centres = fig.scatter("x", "y", source=self.centre_source, marker="diamond", size=16, fill_color="white",
                               line_color=colour if kind == "vsgp" else "black", line_width=2.5,
                               legend_label="centre b_j (drag)")
-        fig.legend[0].nrows = 2  # five or six entries: one row ran past the plot's left edge
+        legend_below(fig)  # five or six entries now: rows of three (one row ran past the plot's left edge)
         draw_tool = PointDrawTool(renderers=[centres], add=False, description="Drag a centre")
         fig.add_tools(draw_tool)
         fig.toolbar.active_drag = draw_tool
@@ -333,8 +336,8 @@ class VSGPPage(pn.viewable.Viewer):
             "preset": w.Select.from_param(self.param.preset, name="data preset", css_classes=["qpviz-vsgp-preset"]),
             "n": w.IntSlider.from_param(self.param.n, name=f"training points n  [{r['n'][0]}, {r['n'][1]}]",
                                         start=r["n"][0], end=r["n"][1], step=10, css_classes=["qpviz-vsgp-n"]),
-            "seed": w.IntInput.from_param(self.param.seed, name=f"seed  [{r['seed'][0]}, {r['seed'][1]}]",
-                                          css_classes=["qpviz-vsgp-seed"]),
+            # a text box: a number box drops letters silently; SEED names a bad seed with its range
+            "seed": SEED.bind(self, "seed", "qpviz-vsgp-seed", lambda text: setattr(self, "message", text)),
             "m": w.IntSlider.from_param(self.param.m, name=f"basis points M  [{r['m'][0]}, {r['m'][1]}]",
                                         start=r["m"][0], end=r["m"][1], css_classes=["qpviz-vsgp-m"]),
             "blur": w.FloatSlider.from_param(self.param.blur, name=f"blur  [{r['blur'][0]:g}, {r['blur'][1]:g}]",
@@ -352,7 +355,6 @@ class VSGPPage(pn.viewable.Viewer):
                                                     f"[{r['lengthscale'][0]:g}, {r['lengthscale'][1]:g}]",
                                                     start=r["lengthscale"][0], end=r["lengthscale"][1], step=0.05,
                                                     css_classes=["qpviz-vsgp-lengthscale"]),
-            "projector": w.Toggle.from_param(self.param.projector, name="Projector mode (large fonts)"),
         }
         reset = w.Button(label="K-means centres", css_classes=["qpviz-vsgp-reset"])
         reset.on_click(self.reset_centres)
@@ -363,7 +365,7 @@ class VSGPPage(pn.viewable.Viewer):
             self.widgets["shape"], pn.pane.Markdown(RULE, sizing_mode="stretch_width"),
             pn.pane.Markdown("### Model (RBF kernel, probit likelihood)"), self.widgets["method"],
             self.widgets["variance"], self.widgets["lengthscale"],
-            self.widgets["projector"], export_buttons("vsgp"),
+            export_buttons("vsgp"),
             pn.pane.Markdown(notes, sizing_mode="stretch_width"),
             width=300,
         )

@@ -497,8 +497,7 @@ class ExplorerState(param.Parameterized):
 #: The URL keys of the observation and cavity sliders (their hidden ones too: a link carries all).
 LINK_SLIDER_KEYS = ("label", "count", "y", "m", "s")
 #: The URL keys of the page's display choices and the values each accepts (the first is the default).
-LINK_CHOICES = {"show": ('["EP", "QP"]', '["EP"]', '["QP"]', "[]"), "projector": ("false", "true"),
-                "scale": ("own", "common")}
+LINK_CHOICES = {"show": ('["EP", "QP"]', '["EP"]', '["QP"]', "[]"), "scale": ("own", "common")}
 
 
 @dataclass
@@ -507,7 +506,7 @@ class LinkReading:
 
     ``inputs``: ExplorerState.update arguments (one likelihood, its parameters, y and cavity);
     ``sliders``: the value of each observation/cavity slider (hidden ones too); ``controls``: each
-    likelihood parameter control's value (by URL key); ``choices``: show/projector/scale;
+    likelihood parameter control's value (by URL key); ``choices``: show/scale;
     ``notes``: one sentence per replaced value, "key=text: why; showing X instead".
     """
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 import scalable_figures
 import scalable_page
 from qpviz.gpdemo import scalable_demo as sd
@@ -22,7 +24,7 @@ def tick_until_idle(page, timeout: float = 50.0) -> None:
 def test_a_run_fills_the_views_and_bad_input_keeps_them(monkeypatch):
     monkeypatch.setattr(sd, "GFITC_MAX_ITER", 3)
     page = scalable_page.ScalablePage()
-    page.m.value = 8
+    page.m.value = "8"
     page.methods.value = ["gfitc"]
     page.start()
     assert not page.alert.visible and list(page.jobs) == ["gfitc"]
@@ -33,14 +35,24 @@ def test_a_run_fills_the_views_and_bad_input_keeps_them(monkeypatch):
     assert page.view.shows_data and len(page.view.inducing["gfitc"].data["x"]) == 8
     assert len(page.curves.baseline.data["x"]) == 1 and "logistic" in shown(page.status.object)
     assert "N = 1,497" in shown(page.description.object) and page.stop_button.disabled
-    for widget, value, says in ((page.m, 0, "M (inducing points) must be"), (page.minibatch, 0, "minibatch size"),
-                                (page.methods, [], "tick at least one method")):
-        good = widget.value
-        widget.value = value
-        page.start()
-        assert page.alert.visible and says in shown(page.alert.object), shown(page.alert.object)
-        assert len(page.curves.sources["gfitc"].data["t"]) == points  # the last run stays
-        widget.value = good
+    page.methods.value = []
+    page.start()
+    assert page.alert.visible and "tick at least one method" in shown(page.alert.object), shown(page.alert.object)
+    assert len(page.curves.sources["gfitc"].data["t"]) == points  # the last run stays
+    page.methods.value = ["gfitc"]
+
+
+@pytest.mark.parametrize("name, typed", [("m", "0"), ("m", "abc"), ("m", "1.5"), ("minibatch", "-3"),
+                                          ("minibatch", "1e308"), ("epochs", "nan"), ("epochs", "101")])
+def test_a_bad_typed_number_is_named_with_its_range_and_the_box_shows_the_value_kept(name, typed):
+    """Issue 21: the number boxes dropped letters silently; a bad value was named only at Start."""
+    page = scalable_page.ScalablePage()
+    box, field, kept = getattr(page, name), scalable_page.TYPED[name], scalable_page.DEFAULTS[name]
+    box.value = typed
+    assert shown(page.alert.object) == f"{field.name}: {typed!r} was not applied; type {field.accepted}; kept {kept}"
+    assert page.alert.visible and box.value == str(kept) and getattr(page.settings, name) == kept
+    box.value = "3"
+    assert not page.alert.visible and getattr(page.settings, name) == 3 and box.value == "3"
 
 
 def test_methods_that_cannot_run_say_why():
@@ -54,7 +66,7 @@ def test_methods_that_cannot_run_say_why():
 
 def long_gfitc_page() -> scalable_page.ScalablePage:
     page = scalable_page.ScalablePage()
-    page.m.value = 8
+    page.m.value = "8"
     page.methods.value = ["gfitc"]
     return page
 

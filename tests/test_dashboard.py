@@ -8,6 +8,7 @@ import panel as pn
 import gp_1d
 import dashboard
 import variance_effects
+from safe_text import shown
 
 
 def tabs_of(app: pn.Column) -> pn.Tabs:
@@ -116,3 +117,48 @@ def test_long_lived_objects_are_frozen_once_per_process(monkeypatch):
         assert gc.get_freeze_count() == frozen and later
     finally:
         gc.unfreeze()  # the rest of the test run keeps its usual collections
+
+
+def test_one_projector_switch_sets_every_page_built_now_or_later():
+    app = dashboard.build()
+    tabs, switch = tabs_of(app), app.projector
+    explorer_page = app.lazy_pages.built[0]
+    assert not explorer_page.projector and switch.holder.value == "false"
+    switch.toggle.value = True
+    assert explorer_page.projector and switch.holder.value == "true"  # the URL's value
+    assert switch.tabs.stylesheets and switch.header.styles["font-size"] == "150%"
+    tabs.active = 1
+    gp_page = app.lazy_pages.built[1]
+    try:
+        assert gp_page.projector  # built after the switch moved: takes its mode
+        switch.toggle.value = False
+        assert not gp_page.projector and not explorer_page.projector and not switch.tabs.stylesheets
+    finally:
+        gp_page.model.cancel_job(quiet=True)
+
+
+def test_a_links_projector_value_is_read_and_a_bad_one_named_as_text():
+    app = dashboard.build()
+    switch = app.projector
+    switch.holder.value = "On"
+    assert switch.toggle.value and app.lazy_pages.built[0].projector and not switch.note.visible
+    switch.holder.value = "<b>yes</b>"
+    assert not switch.toggle.value and switch.note.visible and switch.holder.value == "false"
+    assert "projector='<b>yes</b>' is no switch position" in shown(switch.note.object)
+    switch.toggle.value = True  # the reader has moved on: the banner goes
+    assert not switch.note.visible
+
+
+def test_a_link_to_no_page_names_it_and_the_valid_pages_and_the_url_says_the_page_shown():
+    """Issue 21: ?page=nope opened the first page silently and kept page=nope in the URL."""
+    import panel as pn  # noqa: PLC0415
+
+    from safe_text import shown  # noqa: PLC0415
+
+    tabs = pn.Tabs(("GP 1-D", pn.Column()), ("GP 2-D", pn.Column()))
+    url = dashboard.TabInUrl(tabs, ["GP 1-D", "GP 2-D"])
+    url.holder.value = "nope<b>"
+    assert url.holder.value == "gp-1-d" and tabs.active == 0 and url.banner.visible
+    assert shown(url.banner.object) == "The link's page=nope<b> is not a page of this app (valid: gp-1-d, gp-2-d); showing gp-1-d."
+    url.holder.value = "gp-2-d"  # a later good link or click: the banner goes
+    assert tabs.active == 1 and not url.banner.visible

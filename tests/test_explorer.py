@@ -476,11 +476,11 @@ def test_page_map_tap_moves_the_cavity(explorer_page):
 def test_page_projector_mode_enlarges_fonts(explorer_page):
     import projection_explorer
 
-    explorer_page.projector_toggle.value = True
+    explorer_page.projector = True
     assert explorer_page.figures["densities"].title.text_font_size == "22px"
     assert explorer_page.mean_slider.stylesheets == [projection_explorer.PROJECTOR_WIDGET_CSS]
     assert explorer_page.why.styles["font-size"] == explorer_page.link_note.styles["font-size"] == "150%"
-    explorer_page.projector_toggle.value = False
+    explorer_page.projector = False
     assert explorer_page.figures["densities"].title.text_font_size == "13px"
     assert explorer_page.mean_slider.stylesheets == []
 
@@ -531,7 +531,7 @@ def test_the_opening_view_shows_qp_visibly_narrower_than_ep():
          "step_eps=0.7: eps must be one of 0, 0.05, 0.1, 0.2; got '0.7'; showing step_eps=0 instead"),
         ({"lik": "student_t", "student_t": "nu=99"}, {"likelihood": "student_t", "likelihood_params": {"nu": 3.0, "scale": 1.0}},
          "student_t=nu=99: nu, scale (presets) must be one of"),
-        ({"projector": "yes"}, {}, "projector=yes: projector must be one of false, true; showing projector=false instead"),
+        ({"scale": "yes"}, {}, "scale=yes: scale must be one of own, common; showing scale=own instead"),
     ],
 )
 def test_a_bad_link_value_is_replaced_and_noted(query, inputs, note):
@@ -545,16 +545,15 @@ def test_a_bad_link_value_is_replaced_and_noted(query, inputs, note):
 
 def test_a_good_link_is_read_without_notes():
     query = {"lik": "student_t", "student_t": "nu=4, scale=0.5", "y": "25", "m": "-2", "s": "3", "label": "-1",
-             "count": "7", "show": '["QP"]', "projector": "true", "scale": "common", "step_eps": "0.2"}
+             "count": "7", "show": '["QP"]', "projector": "true", "scale": "common", "step_eps": "0.2"}  # (projector: the header's)
     reading = explorer.read_link(query)
     assert reading.notes == []
     assert reading.inputs == {"likelihood": "student_t", "likelihood_params": {"nu": 4.0, "scale": 0.5}, "y": 25.0,
                               "cavity_mean": -2.0, "cavity_std": 3.0}
     assert reading.sliders == {"label": -1.0, "count": 7.0, "y": 25.0, "m": -2.0, "s": 3.0}
     assert reading.controls == {"student_t": "nu=4, scale=0.5", "step_eps": 0.2}  # hidden step keeps its eps
-    assert reading.choices == {"show": '["QP"]', "projector": "true", "scale": "common"}
-    assert explorer.read_link({"projector": "True", "show": '["EP","QP"]'}).choices == {
-        "show": '["EP", "QP"]', "projector": "true", "scale": "own"}
+    assert reading.choices == {"show": '["QP"]', "scale": "common"}
+    assert explorer.read_link({"scale": "Common", "show": '["EP","QP"]'}).choices == {"show": '["EP", "QP"]', "scale": "common"}
     # Panel's Location rewrites a list as Python's repr when another page's synced value changes
     reading = explorer.read_link({"show": "['EP', 'QP']"})
     assert reading.choices["show"] == '["EP", "QP"]' and reading.notes == []
@@ -650,7 +649,7 @@ def test_page_colour_bar_labels_grow_in_projector_mode(explorer_page):
     fig = render_map(explorer_page)
     [bar] = [r for r in fig.right if isinstance(r, ColorBar)]
     assert bar.major_label_text_font_size == "11px"
-    explorer_page.projector_toggle.value = True
+    explorer_page.projector = True
     assert bar.major_label_text_font_size == "19px"
 
 

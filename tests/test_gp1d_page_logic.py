@@ -5,6 +5,7 @@ import base64
 import time
 
 import numpy as np
+import panel as pn
 import pytest
 
 import gp_1d
@@ -73,9 +74,18 @@ def test_click_adds_a_point_and_a_second_click_removes_it(model):
     x_new = float(model.X[:, 0].max()) + 1.0
     model.click(x_new, 0.9)
     assert model.y.size == n + 1 and model.y[model.X[:, 0] == x_new] == 1.0
-    model.click(x_new + 1e-3, 0.2)
+    model.click(x_new + 1e-3, 0.97)  # on the point's marker (drawn at p = 1)
     assert model.y.size == n and x_new not in model.X[:, 0]
     assert not model.click(float("nan"), 0.5)
+
+
+def test_a_click_on_an_empty_spot_above_a_point_adds_one_and_removes_none(model):
+    """Issue 21: one click on an empty spot removed a point (only x was compared)."""
+    x0, y0 = float(model.X[0, 0]), float(model.y[0])
+    n = model.y.size
+    empty = 0.6 if y0 < 0 else 0.4  # the same x, far from the point's marker at p = 0 or 1
+    model.click(x0 + 1e-3, empty)
+    assert model.y.size == n + 1 and x0 in model.X[:, 0]
 
 
 def test_csv_upload_and_bad_files():
@@ -183,8 +193,7 @@ def test_page_builds_and_its_widgets_drive_the_model():
     assert "EP" in page.table.object and "QP" in page.table.object
     page.variance.value = 0.0
     assert page.alert.visible and "kernel variance" in shown(page.alert.object)
-    page.step_site.clicks += 1
-    assert "Cannot step" in shown(page.alert.object)  # not with a kernel variance of 0
+    assert page.variance.value == page.model.variance == 9.0  # refused: the last good value is kept and shown
     page.variance.value = 2.0
     page.step_site.clicks += 1
     assert page.views.marks[0].visible and "open site" in page.explorer_link.object
@@ -205,16 +214,18 @@ def test_edited_data_travel_in_the_link_and_a_preset_clears_them(model):
     assert model.data_query == ""
 
 
-def test_projector_mode_enlarges_figures_and_hostile_counts_are_clipped_with_a_note():
+def test_projector_mode_enlarges_figures_and_hostile_counts_are_refused_with_the_range():
     gp_1d_model.FIT_CACHE.clear()
     _, page = gp_1d.page()
     page.model.cancel_job()
     latent = page.views.figures["latent"]
     normal = int(latent.title.text_font_size.rstrip("px"))
-    page.projector_toggle.value = True
+    page.projector = True
     assert int(latent.title.text_font_size.rstrip("px")) > normal and latent.height > 330
-    page.n_points.value = -3
-    assert page.model.y.size == presets.MIN_POINTS and "clipped" in shown(page.info.object) and page.info.visible
+    n, good = page.model.y.size, page.model.fits
+    page.n_points.value = "-3"
+    assert shown(page.alert.object) == f"number of points: '-3' was not applied; type a whole number from 5 to 1000; kept {n}"
+    assert page.model.y.size == n and page.model.fits is good and page.n_points.value == str(n)  # last good shown
     page.lik_params.value = "eps=0.7"  # step's eps must lie in [0, 0.5)
     assert page.alert.visible and "likelihood parameters not applied" in shown(page.alert.object)
     assert page.model.likelihood_params == {"eps": 0.0}
@@ -289,6 +300,43 @@ def test_an_upload_too_large_for_the_browser_or_empty_says_so_every_time():
     content = base64.b64encode(b"x,y\n0,-1\n1,-1\n2,1\n3,1\n").decode()
     page.upload.file = {"count": 4, "name": "good.csv", "size": 24, "data": content}
     assert page.model.y.size == 4 and not page.alert.visible
+
+
+@pytest.mark.parametrize("name, typed", [("n_points", "abc"), ("n_points", "100000"), ("n_points", "1.5"),
+                                          ("n_points", "nan"), ("seed", "1.5"), ("seed", "-3"), ("seed", "abc"),
+                                          ("variance", "-1"), ("variance", "0"), ("lengthscale", "1e308"),
+                                          ("lengthscale", "inf")])
+def test_a_typed_value_out_of_range_is_named_the_box_shows_the_last_good_value_and_a_good_one_clears_it(name, typed):
+    """Issue 21: "1.5" in the seed box was taken as 15, "100000" points silently clipped; the bad text stayed."""
+    _, page = gp_1d.page()
+    page.model.cancel_job()
+    page.methods.value = ["ep", "qp"]
+    box, field = getattr(page, name), gp_1d_model.TYPED[name]
+    kept, good = getattr(page.model, name), page.model.fits
+    text_box = isinstance(box, pn.widgets.TextInput)  # else an editable slider's number box
+    box.value = typed if text_box else float(typed)
+    quoted = f"'{typed}'" if text_box else f"{float(typed)}"
+    assert shown(page.alert.object).startswith(f"{field.name}: {quoted} was not applied; type {field.accepted}")
+    assert page.alert.visible and page.model.fits is good and getattr(page.model, name) == kept
+    assert box.value == (field.show(kept) if text_box else kept)  # the box shows the value in use again
+    other = {"n_points": "40", "seed": "3", "variance": 3.7, "lengthscale": 2.5}[name]
+    box.value = other  # a good value: refitted, the message goes
+    assert not page.alert.visible and page.model.fits is not good and field.show(getattr(page.model, name)) == f"{other}"
+
+
+def test_an_upload_note_goes_when_the_points_change_and_bad_likelihood_text_is_replaced():
+    _, page = gp_1d.page()
+    page.model.cancel_job()
+    page.methods.value = ["ep", "qp"]
+    page.model.upload(b"x,y\n0,1\n1,-1\n2,1\n")
+    assert page.info.visible and "3 points from the uploaded CSV" in shown(page.info.object)
+    page.seed.value = "2"  # the preset's data drawn again: the upload's note is stale
+    assert page.model.y.size == 60 and not page.info.visible
+    page.lik_params.value = "eps=2"
+    assert "not applied" in shown(page.alert.object) and "kept eps=0" in shown(page.alert.object)
+    assert page.lik_params.value == "eps=0" and page.model.likelihood_params == {"eps": 0.0}
+    page.lik_params.value = "eps=0.1"
+    assert not page.alert.visible and page.model.likelihood_params == {"eps": 0.1}
 
 
 def test_a_site_step_shows_the_posterior_before_and_after_and_says_how_the_site_came_about():

@@ -217,3 +217,17 @@ def test_csv_export_is_the_fitted_grid(gp2d_page):
     text = gp2d_page.download.callback().getvalue()
     assert text == twod.grid_csv(gp2d_page.fit)
     assert text.splitlines()[0].startswith("x1,x2,p_ep,mean_ep,var_ep,p_qp")
+
+
+@pytest.mark.parametrize("typed", ["-3", "1.5", "abc", "1e308", "nan"])
+def test_a_bad_typed_seed_is_named_with_its_range_and_the_box_shows_the_seed_in_use(gp2d_page, typed):
+    """Issue 21: the seed's number box dropped letters and clamped -3 silently."""
+    from safe_text import shown
+
+    box, fit = gp2d_page.widgets["seed"], gp2d_page.fit
+    box.value = typed
+    assert gp2d_page.message == f"seed: {typed!r} was not applied; type a whole number from 0 to 10000; kept 0"
+    assert shown(gp2d_page.alert.object) == gp2d_page.message and gp2d_page.fit is fit and box.value == "0"
+    box.value = "4"
+    gp2d_page.ensure_fit()
+    assert gp2d_page.message == "" and gp2d_page.seed == 4 and gp2d_page.fit is not fit

@@ -105,9 +105,9 @@ def _importance_moments(X, y, lik, k, fold=False, draws=400_000, seed=8):
     return mean, w @ (f - mean) ** 2
 
 
-def test_chains_with_sign_flips_match_importance_sampling_for_poisson_square():
+def test_tempered_chains_match_importance_sampling_for_poisson_square():
     """Counts between zeros: the sign of f on each stretch is open; the 4 chains (ellipses around
-    EP's posterior plus sign flips of stretches) match the folded posterior's moments."""
+    EP's posterior, tempered rows that change sign) match the folded posterior's moments."""
     from qpviz.inference.dense import DensePrior
     from qpviz.inference.mcmc import run_chains
 
@@ -116,7 +116,7 @@ def test_chains_with_sign_flips_match_importance_sampling_for_poisson_square():
     k = kernels.RBF(2.0, 0.7)
     lik = qpviz.likelihood("poisson_square")
     run = run_chains(DensePrior(k, X), lik, y, chains=4, n_samples=3000, burn_in=500, thin=5)
-    assert run.info["accepted_sign_flips"] > 0 and run.converged, run.status()
+    assert run.info["accepted_swaps"] > 0 and run.converged, run.status()
     samples = run.samples.reshape(-1, len(y))
     mean, var = _importance_moments(X, y, lik, k, fold=True)
     np.testing.assert_allclose(samples.mean(axis=0), mean, atol=0.08)

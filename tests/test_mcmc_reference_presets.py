@@ -4,7 +4,8 @@ A reference is accepted when it agrees with EP's latent mean at the data where E
 clearly nonzero (|m_EP| > 0.25 max |m_EP|: the same sign), has mean |f| within a factor 2 of
 EP's, reports split R-hat below 1.01 and bulk ESS of at least 400, and finishes within 60 s.
 Before the fix the "step likelihood, eps = 0" preset gave mean |f| 0.00-0.16 of EP's for seeds
-2-7 and said "converged".
+2-7 and said "converged". For a likelihood even in f (Poisson-square) the data identify only |f|:
+there the size sqrt(E f^2) is compared instead of mean |E f| and sign (qpviz.inference.mcmc).
 """
 from __future__ import annotations
 
@@ -20,12 +21,6 @@ from qpviz.inference import diagnostics
 from qpviz.kernels import RBF
 
 SEEDS = range(8)
-#: Presets whose posterior has many modes EP does not describe: Poisson-square counts leave the
-#: sign of f open on every stretch between zero counts (p(y | f) = p(y | -f) at each point), and
-#: the chains (ellipses plus sign flips of such stretches) do not mix between these sign patterns
-#: within the default run (measured R-hat 1.1-1.6). There the reference must say "not converged"
-#: with its numbers, and its sign-free size sqrt(E f^2) must match EP's sqrt(m^2 + v).
-MULTIMODAL = {"Poisson-square, small counts (EP vs QP differ)"}
 
 
 def _model(name: str, seed: int):
@@ -55,9 +50,13 @@ def test_reference_agrees_with_ep_and_reports_its_diagnostics(name):
         assert math.isfinite(ref.rhat) and math.isfinite(ref.ess), where
         _verdict_matches_numbers(ref)
         m_ep, m = ep.train_mean, ref.train_mean
-        if name in MULTIMODAL:
+        if lik.even_in_f:
+            # the data identify |f| only (qpviz.inference.mcmc): compare the size sqrt(E f^2) of the
+            # latent (the rate's scale), not its sign. Still "not converged" at the default settings
+            # for some seeds (R-hat 1.01-1.03): the verdict must then say so with its numbers.
             size = np.mean(np.sqrt(m**2 + ref.train_var)) / np.mean(np.sqrt(m_ep**2 + ep.train_var))
-            assert 0.5 <= size <= 2.0, where
+            assert 0.5 <= size <= 2.0, f"{where}: size ratio {size:.3f}"
+            assert ref.rhat < 1.05, where
             continue
         clear = np.abs(m_ep) > 0.25 * np.max(np.abs(m_ep))
         assert np.all(np.sign(m[clear]) == np.sign(m_ep[clear])), where

@@ -2,19 +2,21 @@
 the live rerun (real child processes of ``python -m qpviz.reproduce``, shortened with --folds)."""
 from __future__ import annotations
 
+import json
+import math
 import os
 import re
-import struct
 import time
-import zlib
 from pathlib import Path
 
+import numpy as np
 import pytest
+from bokeh.models import BoxZoomTool, HoverTool, LogScale, PanTool, WheelZoomTool
 
 import explorer_widgets
 import paper_results
 from qpviz.reproduce import live, paper_table
-from qpviz.reproduce.paper_table import PAPER_NAMES, PAPER_TABLE1, compare, compare_stars, tolerance
+from qpviz.reproduce.paper_table import PAPER_NAMES, PAPER_TABLE1, compare, compare_stars, te_unit, tolerance
 from qpviz.reproduce.report import CSV_COLUMNS, write_csv
 from safe_text import shown
 
@@ -92,6 +94,31 @@ def test_tolerance_is_the_paper_std_with_a_floor():
         tolerance("auc", 1.0)
 
 
+def test_minings_te_is_counts_not_a_percentage():
+    # sec. 6.2: mining's TE is sum |y - yhat| / m over yearly counts; Table 1 prints it x 1e-2
+    assert "disasters per year" in te_unit("mining", long=True) and "%" not in te_unit("mining")
+    assert te_unit("wine1") == "%"
+    # no "1 percentage point" floor for counts: only the paper's std (at least half a printed unit)
+    assert tolerance("te", 0.0, "mining") == paper_table.PRINT_HALF_UNIT
+    assert tolerance("te", 0.0, "wine1") == tolerance("te", 0.0) == paper_table.TE_MIN_TOLERANCE
+    te = {r["dataset"]: r for r in compare([_row("mining", "ep", te=105.3, ntll=1540.7),
+                                            _row("pima", "ep", te=21.9, ntll=452.5)]) if r["measure"] == "te"}
+    assert te["mining"]["unit"] == te_unit("mining") and te["pima"]["unit"] == "%"
+    assert te["mining"]["tolerance"] == 27.0 and te["mining"]["within"]  # 105.3 against 118.6 ± 27.0
+
+
+def test_the_page_labels_minings_te_with_its_unit():
+    html = paper_results.comparison_html([_row("mining", m, te=105.3, ntll=1540.7) for m in ("ep", "qp", "vb")])
+    first = re.search(r'<tr class="qpviz-first"><td class="qpviz-name">Mining \(112 x 1\)(.*?)</td>', html)
+    assert first and "qpviz-te-unit" in first.group(1) and "disasters / year" in first.group(1)
+    assert "not %" in first.group(1)
+    assert html.count("qpviz-te-unit") == 1  # the classification rows keep the percentage
+    assert "unit: 1e-2 disasters / year" in html and "unit: %" not in html
+    assert "Mining's TE is in counts" in paper_results.legend_html()
+    sentence = paper_results.TABLE_EXPLANATION[0]
+    assert "TE: test error in % on the classification sets" in sentence and "not a percentage" in sentence
+
+
 def test_compare_marks_differences_beyond_the_tolerance():
     rows = [
         _row("wine1", "ep", te=2.4, ntll=51.4),   # paper 1.5 ± 0.5 (tol 1.0), 48.0 ± 3.4
@@ -125,13 +152,20 @@ def test_compare_stars_against_the_paper():
 
 
 # -- the page --------------------------------------------------------------------------------------
-def _png(path: Path) -> None:
-    """A valid 2x2 grey PNG."""
-    def chunk(kind, data):
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-    raw = b"".join(b"\x00" + b"\x80\x80" for _ in range(2))
-    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 2, 2, 8, 0, 0, 0, 0))
-                     + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+def _fold(dataset, rnd, fold, ep, qp) -> dict:
+    return {"task": {"dataset": dataset, "round": rnd, "fold": fold}, "n_test": len(ep),
+            "test_latent_var": {"ep": ep, "qp": qp}}
+
+
+def _folds(path: Path) -> Path:
+    """Four folds' records as ``folds.jsonl``: 6 plottable points of wine1 (one zero and one NaN
+    variance left out), 3 of mining (one above the diagonal) and a record without variances."""
+    records = [_fold("wine1", 0, 0, [0.5, 2.0, 0.0], [0.4, 1.9, 0.3]),
+               _fold("wine1", 0, 1, [1.0, 4.0, 8.0, 3.0], [0.9, 3.5, 7.0, float("nan")]),
+               _fold("mining", 0, 0, [0.01, 0.02, 0.1], [0.0101, 0.019, 0.09]),
+               {"task": {"dataset": "mining", "round": 1, "fold": 0}, "n_test": 0}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
 
 
 def _committed(folder: Path, rows, name="table1.csv") -> Path:
@@ -147,8 +181,9 @@ def test_missing_results_show_the_command_and_the_paper_numbers(tmp_path):
     assert "python -m qpviz.reproduce table1" in shown(view.message.object)
     assert "215.9 ± 8.4" in view.table.object  # the paper's column is there
     assert "qpviz-outside" not in view.table.object
-    assert not view.figure.visible and view.figure_message.visible
-    assert "figure1.png" in shown(view.figure_message.object)
+    assert not view.figure.visible and view.figure_message.visible and view.figures == {}
+    assert "No committed Figure 1 data yet" in shown(view.figure_message.object)
+    assert "folds.jsonl" in shown(view.figure_message.object)
     rows, message = paper_results.load_rows(tmp_path, "clean")
     assert rows is None and "table1_clean.csv" in message and "--preprocessing clean" in message
 
@@ -156,7 +191,7 @@ def test_missing_results_show_the_command_and_the_paper_numbers(tmp_path):
 def test_committed_results_fill_the_table_and_highlight_what_differs(tmp_path):
     rows = [_row("wine1", m, te=1.5, ntll=n, frac=0.97) for m, n in (("ep", 48.0), ("qp", 60.0), ("vb", 83.9))]
     _committed(tmp_path, rows)
-    _png(tmp_path / "figure1.png")
+    _folds(tmp_path / "folds.jsonl")
     view = paper_results.PaperResults(results_dir=tmp_path)
     assert not view.message.visible
     html = view.table.object
@@ -167,16 +202,62 @@ def test_committed_results_fill_the_table_and_highlight_what_differs(tmp_path):
     assert html.count("qpviz-within") == 5
     assert "97% * / *" in html  # QP beat EP in 97% of folds; the paper's asterisk too
     assert "1 of 6 of our cells" in view.legend.object
-    assert view.figure.visible and Path(view.figure.object) == tmp_path / "figure1.png"
+    assert view.figure.visible and view.figure_path() == tmp_path / "folds.jsonl"
 
     view.preprocessing = "clean"  # no clean file yet: the message, and the paper preprocessing's figure
     assert view.message.visible and "clean" in shown(view.message.object)
     assert "qpviz-within" not in view.table.object
-    assert Path(view.figure.object) == tmp_path / "figure1.png"
+    assert view.figure.visible and view.figure_path() == tmp_path / "folds.jsonl"
+    assert "clean preprocessing's records are not committed" in shown(view.figure_summary.object)
     _committed(tmp_path, [_row("pima", m, te=20.3, ntll=424.5) for m in ("ep", "qp", "vb")], "table1_clean.csv")
     view.preprocessing = "paper"
     view.preprocessing = "clean"
     assert not view.message.visible and view.table.object.count("qpviz-within") == 4  # VB is off: TE 21.9, NTLL 450.3
+
+
+def test_figure1_is_drawn_live_from_the_committed_records(tmp_path):
+    _folds(tmp_path / "folds.jsonl")
+    view = paper_results.PaperResults(results_dir=tmp_path)
+    assert view.figure.visible and not view.figure_message.visible
+    scatter, ratio = view.figures["scatter"], view.figures["ratio"]
+    assert [type(pane.object) for pane in view.figure.objects] == [type(scatter), type(ratio)]
+    assert isinstance(scatter.x_scale, LogScale) and isinstance(scatter.y_scale, LogScale)
+    assert isinstance(ratio.x_scale, LogScale) and not isinstance(ratio.y_scale, LogScale)
+    for fig in (scatter, ratio):
+        tools = {type(tool) for tool in fig.tools}
+        assert {PanTool, WheelZoomTool, BoxZoomTool, HoverTool} <= tools
+        hover = next(t for t in fig.tools if isinstance(t, HoverTool))
+        assert ("dataset", "@dataset") in hover.tooltips and len(hover.renderers) == 2  # one per dataset
+    points = [r for r in scatter.renderers if r.glyph.__class__.__name__ == "Scatter"]
+    assert [r.data_source.data["dataset"][0] for r in points] == ["wine1", "mining"]  # the paper's order
+    data = {r.data_source.data["dataset"][0]: r.data_source.data for r in points}
+    assert list(data["wine1"]["var_ep"]) == [0.5, 2.0, 1.0, 4.0, 8.0] and list(data["wine1"]["point"]) == [0, 1, 0, 1, 2]
+    assert list(data["mining"]["var_qp"]) == [0.0101, 0.019, 0.09]
+    assert data["mining"]["ratio"][0] == pytest.approx(1.01)
+    assert all(np.isfinite(d[c]).all() and (d[c] > 0).all() for d in data.values() for c in ("var_ep", "var_qp"))
+    diagonal = next(r for r in scatter.renderers if r.glyph.__class__.__name__ == "Line")
+    assert diagonal.glyph.line_dash == [6]  # Bokeh's "dashed"
+    assert list(diagonal.data_source.data["x"]) == [0.01, 8.0] == list(diagonal.data_source.data["y"])
+    assert scatter.legend[0].click_policy == "hide" and scatter.legend[0].location == "top_left"  # above the diagonal
+    summary = shown(view.figure_summary.object)
+    assert "8 held-out points of 2 datasets" in summary
+    assert "1 of 3 points of mining (by at most 1.00%)" in summary
+    assert "Left out" in summary and "2 of wine1" in summary
+    height = scatter.height
+    view.projector = True
+    assert scatter.height > height and ratio.height == scatter.height
+    assert scatter.xaxis[0].axis_label_text_font_size != "13px"
+
+
+def test_figure1_data_missing_or_broken_is_a_message(tmp_path):
+    (tmp_path / "folds.jsonl").write_text('{"task": {"dataset": "wine1"}}\n{not json\n')
+    view = paper_results.PaperResults(results_dir=tmp_path)
+    assert not view.figure.visible and view.figures == {} and view.figure.objects == []
+    message = shown(view.figure_message.object)
+    assert "Figure 1 cannot be drawn" in message and "folds.jsonl" in message and "line 2 is not JSON" in message
+    (tmp_path / "folds.jsonl").write_text(json.dumps(_fold("wine1", 0, 0, [0.0, math.inf], [0.1, 0.2])) + "\n")
+    view.param.trigger("preprocessing")
+    assert "holds no held-out point" in shown(view.figure_message.object) and not view.figure.visible
 
 
 def test_a_broken_results_file_is_a_message_not_an_error(tmp_path):

@@ -181,6 +181,32 @@ def test_csv_markdown_and_jsonl_writers(tmp_path):
     hyper = [json.loads(line) for line in paths["hyperparameters.jsonl"].read_text().splitlines()]
     assert hyper[0]["hyperparameters"] == {"variance": 1.0} and hyper[0]["at_bound"] == []
     assert not list(tmp_path.glob(".*.tmp"))  # atomic writes leave no temporary files
+    assert "not a percentage" not in md  # no count dataset here
+    mining = report.markdown_table(report.summarise([_record("mining", 0, 0, 1.5, 1.4, te=1.053)]))
+    assert "TE on mining: the mean absolute error of the predicted yearly counts" in mining
+    assert "not a percentage" in mining and "| mining |  |  | 105.3 ± 0.0 |" in mining
+
+
+def test_figure1_table_reads_every_held_out_point_of_the_records(tmp_path):
+    records = [{**_record("mining", 0, 0, 1.0, 1.0), "test_latent_var": {"ep": [0.02, 0.1], "qp": [0.0202, 0.09]}},
+               {**_record("wine1", 0, 1, 0.1, 0.1), "test_latent_var": {"ep": [2.0, -1.0, 4.0], "qp": [1.0, 0.5, 3.0]}},
+               {**_record("wine1", 1, 0, 0.1, 0.1), "test_latent_var": {"ep": [1.0], "qp": [0.5, 0.4]}},
+               _record("wine1", 1, 1, 0.1, 0.1)]  # no variances: left out
+    report.write_jsonl(records, tmp_path / "folds.jsonl")
+    table, dropped = report.figure1_table(report.read_jsonl(tmp_path / "folds.jsonl"), order=ds.DATASETS)
+    assert tuple(table) == report.FIGURE1_COLUMNS
+    assert list(table["dataset"]) == ["wine1", "wine1", "mining", "mining"]  # the paper's order, not the file's
+    assert list(table["var_ep"]) == [2.0, 4.0, 0.02, 0.1] and list(table["point"]) == [0, 2, 0, 1]
+    assert list(table["round"]) == [0, 0, 0, 0] and list(table["fold"]) == [1, 1, 0, 0]
+    assert table["ratio"] == pytest.approx([0.5, 0.75, 1.01, 0.9])
+    assert dropped == {"wine1": 3}  # the negative variance and the fold whose lists differ in length
+    summary = report.figure1_summary(table)
+    assert summary["mining"] == {"points": 2, "above": 1, "max_ratio": pytest.approx(1.01),
+                                 "median_ratio": pytest.approx(0.955)}
+    assert summary["wine1"]["above"] == 0
+    (tmp_path / "bad.jsonl").write_text('{"task": {}}\n\n[1, 2]\n')
+    with pytest.raises(ValueError, match="line 3 is not a record"):
+        report.read_jsonl(tmp_path / "bad.jsonl")
 
 
 @pytest.fixture

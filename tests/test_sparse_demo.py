@@ -326,3 +326,50 @@ def test_new_pseudo_inputs_stop_the_old_curve_before_fitting_and_a_failed_fit_re
     again["future"].result(timeout=120)
     model.poll_curve()
     assert not model.curve_pending and np.all(np.isfinite(model.curve))
+
+
+@pytest.fixture(scope="module")
+def sparse_page_built():
+    import sparse_page
+
+    page = sparse_page.SparsePage()
+    yield page
+    page.model.cancel_curve()
+
+
+@pytest.mark.filterwarnings("ignore:Widget.name is deprecated:PendingDeprecationWarning")  # (the page's widgets)
+@pytest.mark.parametrize("name, typed", [("n_points", "abc"), ("n_points", "100000"), ("n_points", "1.5"),
+                                          ("seed", "-3"), ("seed", "1.5"), ("noise", "0"), ("noise", "garbage"),
+                                          ("variance", -1.0), ("lengthscale", 0.0)])
+def test_page_a_bad_typed_number_is_named_with_its_range_the_box_shows_the_value_kept(sparse_page_built, name, typed):
+    """Issue 21: the page's number boxes dropped letters or clipped silently; its text boxes kept bad text."""
+    import sparse_page
+    from safe_text import shown
+
+    page, field = sparse_page_built, sparse_page.TYPED[name]
+    box, kept, fits = getattr(page, name), getattr(page.model, name), page.model.fits
+    box.value = typed
+    quoted = repr(typed) if isinstance(typed, str) else f"{typed}"
+    assert shown(page.alert.object) == f"{field.name}: {quoted} was not applied; type {field.accepted}; kept {field.show(kept)}"
+    assert page.alert.visible and page.model.fits is fits and getattr(page.model, name) == kept
+    assert box.value == (field.show(kept) if isinstance(typed, str) else kept)  # the value in use, shown again
+    other = {"n_points": "40", "seed": "3", "noise": "0.1", "variance": 3.7, "lengthscale": 2.5}[name]
+    box.value = other  # a good value: refitted, the message goes
+    assert not page.alert.visible and page.model.fits is not fits and field.show(getattr(page.model, name)) == f"{other}"
+    box.value = field.show(kept) if isinstance(typed, str) else kept
+
+
+@pytest.mark.filterwarnings("ignore:Widget.name is deprecated:PendingDeprecationWarning")  # (the page's widgets)
+@pytest.mark.parametrize("typed", ["abc", "", "1, nan", "-2, 0, 1e400"])
+def test_page_bad_pseudo_input_text_is_named_and_replaced_by_the_pseudo_inputs_in_use(sparse_page_built, typed):
+    from safe_text import shown
+
+    page = sparse_page_built
+    kept, fits = page.z_text.value, page.model.fits
+    page.z_text.value = typed
+    assert shown(page.alert.object).startswith("Pseudo-inputs not used, the plots show the last good fit: ")
+    assert shown(page.alert.object).endswith(f"(typed {typed!r}); kept {kept}")
+    assert page.z_text.value == page.model.z_text == kept and page.model.fits is fits
+    other = "-1, 0, 1" if kept != "-1, 0, 1" else "-1, 0, 2"
+    page.z_text.value = other
+    assert not page.alert.visible and page.model.Z.size == 3 and page.z_text.value == other

@@ -235,14 +235,16 @@ def test_page_fits_data_another_page_passes_and_exports_csv():
     assert rows[-4].split(",")[0] == "ep" and float(rows[-3].split(",")[2]) == r.scores["qp"]["ntll"]
 
 
-@pytest.mark.parametrize("typed", [10_001, -3, None])
-def test_page_names_and_replaces_a_seed_out_of_range(typed):
+@pytest.mark.parametrize("typed", ["10001", "-3", "", "abc", "3.7", "nan"])
+def test_page_names_a_refused_seed_with_its_range_and_shows_the_seed_in_use(typed):
+    """Issue 21: "3.7" in the number box became 37 and "abc" was dropped, silently."""
     page = _page(dataset="synthetic 1-D", seed=7)
     good = page.result
     page.seed_input.value = typed
-    assert page.seed == 7 and page.seed_input.value == 7 and page.future is None
-    assert page.alert.visible and f"{typed} was replaced by 7" in shown(page.alert.object)
+    assert page.seed == 7 and page.seed_input.value == "7" and page.future is None
+    assert page.alert.visible
+    assert shown(page.alert.object) == f"split seed: '{typed}' was not applied; type a whole number from 0 to 10000; kept 7"
     assert page.result is good
-    page.seed_input.value = 8  # a valid seed still reaches the page
-    assert page.seed == 8
+    page.seed_input.value = "8"  # a valid seed still reaches the page, and the message goes
+    assert page.seed == 8 and not page.alert.visible
     page.wait(120)

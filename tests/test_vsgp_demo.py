@@ -162,3 +162,14 @@ def test_page_drag_moves_a_centre_and_a_bad_input_keeps_the_last_fit(vsgp_page):
     vsgp_page.lengthscale = 0.8
     vsgp_page.m = 4  # back to K-means centres
     assert vsgp_page.centres == [] and len(vsgp_page.shown[2]) == 4 and vsgp_page.message == ""
+
+
+@pytest.mark.parametrize("typed", ["-3", "1.5", "abc", "10001"])
+def test_a_bad_typed_seed_is_named_with_its_range_and_the_box_shows_the_seed_in_use(vsgp_page, typed):
+    """Issue 21: the seed's number box dropped letters silently."""
+    box, fits = vsgp_page.widgets["seed"], vsgp_page.fits
+    box.value = typed
+    assert vsgp_page.message == f"seed: {typed!r} was not applied; type a whole number from 0 to 10000; kept 0"
+    assert vsgp_page.fits is fits and box.value == "0"
+    box.value = "2"
+    assert vsgp_page.message == "" and vsgp_page.seed == 2 and vsgp_page.fits is not fits

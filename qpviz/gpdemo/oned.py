@@ -147,6 +147,7 @@ class MethodFit:
     rhat: float = math.nan  #: MCMC: max split R-hat over the latents at the data (NaN otherwise)
     ess: float = math.nan  #: MCMC: min bulk effective sample size over the same
     note: str = ""  #: MCMC: why it is not converged, or why it stopped early
+    meaning: str = ""  #: MCMC: what the reference stands for when it is not simply f | y (:data:`EVEN_REFERENCE_NOTE`)
 
     def convergence(self) -> str:
         """The table's "converged" cell: "yes" / "no", and for MCMC its diagnostics, e.g.
@@ -518,6 +519,10 @@ def optimise_evidence(X, y, likelihood: Likelihood, kernel, on_step=None, cancel
 #: presets but Poisson-square pass R-hat < 1.01 and ESS >= 400 at N = 60 in about 1 s each
 #: (benchmarks/mcmc_reference_check.py).
 MCMC_DEFAULTS = {"chains": 4, "n_samples": 1000, "burn_in": 1000, "thin": 20}
+#: The MCMC reference of a likelihood even in f (``Likelihood.even_in_f``; qpviz.inference.mcmc).
+EVEN_REFERENCE_NOTE = ("the likelihood is even in f (p(y | f) = p(y | -f)): the data identify f only up to sign, so "
+                       "the reference mixes over the sign patterns between zero counts and its latent mean is near 0 "
+                       "where the sign is open; compare the size |f| and the rate f^2")
 
 
 def sample_chains(prior, likelihood: Likelihood, y, chains: int, n_samples: int, burn_in: int, thin: int,
@@ -558,4 +563,5 @@ def mcmc_reference(X, y, likelihood: Likelihood, kernel, grid=None, chains: int 
     centre, lower, upper, label = predictive_band(likelihood, mean, var)
     return MethodFit("mcmc", grid[:, 0], mean, var, centre, lower, upper, label, pooled.mean, pooled.var, None, None,
                      [], math.nan, chains_run.converged, pooled.n_sweeps, time.perf_counter() - start,
-                     rhat=chains_run.rhat, ess=chains_run.ess, note=chains_run.note)
+                     rhat=chains_run.rhat, ess=chains_run.ess, note=chains_run.note,
+                     meaning=EVEN_REFERENCE_NOTE if likelihood.even_in_f else "")

@@ -4,7 +4,10 @@ Aggregation follows the paper (sec. 6.1): in each round the measures are average
 the table gives the mean and standard deviation of these round averages. ``qp_beats_ep_frac`` is
 the fraction of single experiments (folds) in which QP's NTLL is below EP's; the Markdown table
 marks QP's NTLL with an asterisk where it exceeds 0.9 (the paper's "*"). Units as the paper
-prints them: TE in % (x 1e2), NTLL x 1e3.
+prints them: TE x 1e2, NTLL x 1e3. TE x 1e2 is a percentage on the classification sets (the
+fraction misclassified) but not on mining: there TE is the mean absolute error of the predicted
+yearly counts, so ``te_mean`` 105.3 means 1.053 disasters per year
+(:func:`qpviz.reproduce.paper_table.te_unit`).
 """
 from __future__ import annotations
 
@@ -19,12 +22,20 @@ import numpy as np
 from qpviz.reproduce.protocol import METHODS
 
 __all__ = ["CSV_COLUMNS", "summarise", "write_csv", "markdown_table", "write_jsonl", "atomic_write_text",
-           "hyperparameter_rows", "write_outputs", "figure1_points", "write_figure1"]
+           "hyperparameter_rows", "write_outputs", "read_jsonl", "figure1_points", "figure1_table", "figure1_summary",
+           "write_figure1", "DATASET_COLOURS", "DATASET_MARKERS", "dataset_style"]
 
 CSV_COLUMNS = ("dataset", "method", "te_mean", "te_std", "ntll_mean", "ntll_std", "rounds", "qp_beats_ep_frac")
 TE_SCALE = 1e2
 NTLL_SCALE = 1e3
 STAR_FRACTION = 0.9
+#: Figure 1's colours and markers, one pair per dataset (Okabe-Ito, colour-blind safe; the marker
+#: tells apart the datasets that share a colour). Bokeh's marker names; the PNG maps them.
+DATASET_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#999999")
+DATASET_MARKERS = ("circle", "square", "triangle", "diamond", "inverted_triangle")
+_MATPLOTLIB_MARKERS = {"circle": "o", "square": "s", "triangle": "^", "diamond": "D", "inverted_triangle": "v"}
+#: Figure 1's columns, one row per held-out point (:func:`figure1_table`)
+FIGURE1_COLUMNS = ("dataset", "round", "fold", "point", "var_ep", "var_qp", "ratio")
 
 
 def atomic_write_text(path, text: str) -> None:
@@ -102,8 +113,12 @@ def markdown_table(rows, sizes: dict | None = None) -> str:
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
     head = ("| Data | m | n | TE EP | TE QP | TE VB | NTLL EP | NTLL QP | NTLL VB |\n"
             "|---|---|---|---|---|---|---|---|---|")
+    from qpviz.reproduce.paper_table import COUNT_DATASETS, te_unit  # noqa: PLC0415 - it imports this module
+
+    counts = [name for name in datasets if name in COUNT_DATASETS]
+    units = "".join(f" TE on {name}: the {te_unit(name, long=True)}, not a percentage." for name in counts)
     lines = [f"TE (x 1e-2), NTLL (x 1e-3); mean ± std over rounds. * QP's NTLL below EP's in more than "
-             f"{STAR_FRACTION:.0%} of the experiments.", "", head]
+             f"{STAR_FRACTION:.0%} of the experiments.{units}", "", head]
     for name in datasets:
         m, n = sizes.get(name, ("", ""))
         cells = [f"{by[(name, meth)]['te_mean']:.1f} ± {by[(name, meth)]['te_std']:.1f}" for meth in METHODS]
@@ -142,6 +157,79 @@ def figure1_points(records) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     return {name: (np.asarray(ep, float), np.asarray(qp, float)) for name, (ep, qp) in out.items()}
 
 
+def dataset_style(index: int) -> tuple[str, str]:
+    """(colour, Bokeh marker) of the ``index``-th dataset of Figure 1."""
+    return DATASET_COLOURS[index % len(DATASET_COLOURS)], DATASET_MARKERS[index % len(DATASET_MARKERS)]
+
+
+def read_jsonl(path) -> list[dict]:
+    """The records of a ``folds.jsonl``; ValueError naming the line of a record that is not JSON."""
+    records = []
+    with open(path) as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"line {number} is not JSON ({err.msg})") from None
+            if not isinstance(record, dict):
+                raise ValueError(f"line {number} is not a record (a JSON object)")
+            records.append(record)
+    return records
+
+
+def figure1_table(records, order=()) -> tuple[dict, dict]:
+    """Figure 1's points as columns (:data:`FIGURE1_COLUMNS`, one row per held-out point of every
+    fold, datasets in ``order`` first, then as first seen) and {dataset: points left out}.
+
+    A point is left out when either variance is not finite and positive (the log axes cannot show
+    it); a record without ``test_latent_var`` or with EP and QP lists of different lengths is left
+    out whole (its points count as left out)."""
+    rows: dict[str, list] = {}
+    dropped: dict[str, int] = {}
+    for rec in records:
+        task, var = rec.get("task") or {}, rec.get("test_latent_var")
+        name = str(task.get("dataset", "?"))
+        try:
+            ep, qp = (np.asarray(var[m], float).ravel() for m in ("ep", "qp"))
+        except (TypeError, KeyError, ValueError):
+            dropped[name] = dropped.get(name, 0) + int(rec.get("n_test") or 0)
+            continue
+        if ep.shape != qp.shape:
+            dropped[name] = dropped.get(name, 0) + max(ep.size, qp.size)
+            continue
+        ok = np.isfinite(ep) & np.isfinite(qp) & (ep > 0) & (qp > 0)
+        dropped[name] = dropped.get(name, 0) + int((~ok).sum())
+        rows.setdefault(name, []).append((task.get("round", -1), task.get("fold", -1), np.flatnonzero(ok), ep[ok], qp[ok]))
+    rank = {name: i for i, name in enumerate(order)}
+    names = sorted(rows, key=lambda n: (rank.get(n, len(rank)), list(rows).index(n)))
+    columns: dict[str, list] = {c: [] for c in FIGURE1_COLUMNS}
+    for name in names:
+        for rnd, fold, point, ep, qp in rows[name]:
+            columns["dataset"] += [name] * len(ep)
+            columns["round"] += [int(rnd)] * len(ep)
+            columns["fold"] += [int(fold)] * len(ep)
+            columns["point"] += point.tolist()
+            columns["var_ep"] += ep.tolist()
+            columns["var_qp"] += qp.tolist()
+    table = {c: np.asarray(v, dtype=object if c == "dataset" else (int if c in ("round", "fold", "point") else float))
+             for c, v in columns.items() if c != "ratio"}
+    table["ratio"] = table["var_qp"] / table["var_ep"] if len(table["var_ep"]) else np.zeros(0)
+    return table, {name: n for name, n in dropped.items() if n}
+
+
+def figure1_summary(table, rtol: float = 1e-9) -> dict[str, dict]:
+    """Per dataset of a :func:`figure1_table`: ``points``, ``above`` (QP's variance above EP's by more
+    than ``rtol``, against Theorem 2's bound), ``max_ratio`` and ``median_ratio`` of var_QP / var_EP."""
+    out = {}
+    for name in dict.fromkeys(table["dataset"].tolist()):
+        ratio = table["ratio"][table["dataset"] == name]
+        out[name] = {"points": int(ratio.size), "above": int((ratio > 1 + rtol).sum()),
+                     "max_ratio": float(ratio.max()), "median_ratio": float(np.median(ratio))}
+    return out
+
+
 def write_figure1(records, path) -> Path | None:
     """Figure 1 of the paper as PNG, two panels: (a) QP's against EP's predictive latent variance
     on the test points (log axes, the diagonal dashed: QP = EP), as the paper draws it; (b) their
@@ -156,14 +244,12 @@ def write_figure1(records, path) -> Path | None:
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt  # noqa: PLC0415
 
-    colours = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#999999"]
-    markers = ["o", "s", "^", "D", "v"]
     fig, (ax, ax_ratio) = plt.subplots(1, 2, figsize=(11.0, 5.0), dpi=130)
     low, high = np.inf, 0.0
     for i, (name, (ep, qp)) in enumerate(points.items()):
         ok = (ep > 0) & (qp > 0) & np.isfinite(ep) & np.isfinite(qp)
-        style = dict(s=7, alpha=0.55, color=colours[i % len(colours)], marker=markers[i % len(markers)],
-                     label=name, linewidths=0)
+        colour, marker = dataset_style(i)
+        style = dict(s=7, alpha=0.55, color=colour, marker=_MATPLOTLIB_MARKERS[marker], label=name, linewidths=0)
         ax.scatter(ep[ok], qp[ok], **style)
         ax_ratio.scatter(ep[ok], qp[ok] / ep[ok], **style)
         if ok.any():

@@ -134,7 +134,7 @@ def test_clicking_the_map_moves_the_cavity(explorer: Page):
 
 
 def test_projector_mode_enlarges_the_plot_titles(explorer: Page):
-    explorer.get_by_role("button", name="Projector mode (large fonts)").click()
+    explorer.get_by_role("button", name="Projector mode").click()
     explorer.wait_for_function(
         "() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title' && m.text_font_size === '22px')",
         timeout=TIMEOUT_MS,

@@ -39,7 +39,7 @@ WHITE_THRESHOLD = 0.9
 MIN_DRAWN_SHARE = 0.005
 
 #: JavaScript defining ``figureViews()``: every Bokeh Figure/Plot view of the document and every
-#: image shown in a pane's shadow DOM (Paper results' Figure 1), open tab or not.
+#: image shown in a pane's shadow DOM, open tab or not.
 FIGURE_VIEWS = """const figureViews = () => {
     const plots = [], images = [];
     const walk = v => {
@@ -77,10 +77,7 @@ def open_page(page: Page, app_url: str, slug: str) -> list[dict]:
     """Open the page by its URL, wait until its figures are drawn and return them."""
     page.set_viewport_size({"width": 1400, "height": 1000})
     page.goto(f"{app_url}?page={slug}{PAGES[slug]}")
-    if slug == "paper-results":
-        page.locator(".qpviz-figure1 img").first.wait_for(timeout=LOAD_MS)
-    else:
-        page.wait_for_function(DRAWN_JS, timeout=LOAD_MS)
+    page.wait_for_function(DRAWN_JS, timeout=LOAD_MS)
     page.wait_for_timeout(1500)  # let the responsive figures settle at their final size
     figures = page.evaluate(SHOWN_FIGURES_JS)
     assert figures, slug
@@ -141,7 +138,7 @@ def test_svg_has_one_element_per_figure_at_its_place(page: Page, app_url: str, c
             assert len(child.findall(f".//{SVG_NS}path")) > 5 and child.findall(f".//{SVG_NS}text"), child.get("data-title")
         else:
             assert child.tag == f"{SVG_NS}image" and child.get("href").startswith("data:image/png;base64,"), child.tag
-    assert {child.tag for child in placed} == ({f"{SVG_NS}image"} if slug == "paper-results" else {f"{SVG_NS}svg"})
+    assert {child.tag for child in placed} == {f"{SVG_NS}svg"}
 
 
 def test_nothing_drawn_saves_nothing_and_says_so(page: Page, app_url: str, console_errors):

@@ -109,7 +109,7 @@ def test_bad_link_opens_a_consistent_page_and_says_what_it_replaced(page: Page, 
 
 
 def test_projector_mode_enlarges_titles_and_colour_bar_numbers(gp2d: Page):
-    gp2d.locator(".bk-btn", has_text="Projector mode (large fonts)").last.click()
+    gp2d.locator(".qpviz-projector .bk-btn").click()
     gp2d.wait_for_function(
         """() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'ColorBar'
                  && m.major_label_text_font_size === '19px')""",

@@ -1,13 +1,12 @@
 """Every page fits the classroom's screens: 1024 x 768, 1280 x 720, 1400 x 1050 and 1920 x 1080,
-normal and projector mode (each page's own projector key in the URL, see PROJECTOR_QUERY), in a
-real Chromium.
+normal and projector mode (the header's switch, ``?projector=true`` in the URL), in a real
+Chromium.
 
 Checked per page and screen: the page is no wider than the window, every Bokeh figure's plot
 area (its frame) keeps a readable size, no plot title runs past its plot (each line of the
 title measured with the title's own font), and no typeset formula runs past its column. The
-colour bars' tick labels grow in projector mode. A page without Bokeh figures (Paper results: a
-PNG and HTML tables) is checked for its images and tables instead: none runs past the window
-unless it scrolls inside its own box.
+colour bars' tick labels grow in projector mode. Images and HTML tables (Paper results' tables)
+are checked too: none runs past the window unless it scrolls inside its own box.
 
 Add a page by appending its tab title to TABS (its figures are found through the Bokeh document).
 """
@@ -23,11 +22,8 @@ pytestmark = pytest.mark.browser
 
 #: Tab titles of the pages to check (app/dashboard.py's PAGES).
 TABS = ["Projection Explorer", "GP 1-D", "GP 2-D", "Sparse", "VSGP", "Scalable", "Variance effects", "Paper results"]
-#: The URL query that opens a page in projector mode (GP 1-D and Variance effects keep their
-#: own prefixed keys; the others share ``projector``).
-PROJECTOR_QUERY = {"GP 1-D": "g1_projector=true", "Sparse": "sp_projector=true", "Variance effects": "ve_projector=on"}
 #: Pages without Bokeh figures: what shows that the page has been drawn.
-DRAWN_WITHOUT_FIGURES = {"Paper results": ".qpviz-paper-table table"}
+DRAWN_WITHOUT_FIGURES: dict[str, str] = {}  # (Paper results draws its Figure 1 with Bokeh now)
 #: The classroom's screens (1400 x 1050: where the projector cut plot (a)'s title before).
 VIEWPORTS = [(1024, 768), (1280, 720), (1400, 1050), (1920, 1080)]
 #: Smallest plot area (Bokeh frame) a reader can use, in CSS pixels.
@@ -110,8 +106,7 @@ SPILLING_BOXES_JS = """() => {
     return out;
 }"""
 
-#: Font sizes (px) of the major tick labels of the colour bars of the figures on the open tab (the
-#: document also holds other tabs' figures, whose projector mode may have its own URL key).
+#: Font sizes (px) of the major tick labels of the colour bars of the figures on the open tab.
 COLOUR_BAR_FONTS_JS = """() => {
     const out = [];
     const walk = v => {
@@ -128,15 +123,15 @@ COLOUR_BAR_FONTS_JS = """() => {
 
 
 def open_tab(page: Page, app_url: str, tab: str, projector: bool) -> None:
-    page.goto(app_url + ("?" + PROJECTOR_QUERY.get(tab, "projector=true") if projector else ""))
+    page.goto(app_url + ("?projector=true" if projector else ""))
     page.locator(".bk-tab").filter(has_text=re.compile(f"^{re.escape(tab)}$")).click(timeout=LOAD_MS)
     if tab in DRAWN_WITHOUT_FIGURES:
         page.locator(DRAWN_WITHOUT_FIGURES[tab]).first.wait_for(timeout=LOAD_MS)
     else:
         page.wait_for_function(f"() => ({FIGURES_JS})().length > 0 && ({FIGURES_JS})().every(f => f.frame_width > 0)",
                                timeout=LOAD_MS)
-    # the page's own projector toggle shows the mode the link asked for
-    toggle = page.locator(".bk-btn:visible", has_text="Projector mode (large fonts)")
+    # the header's projector switch shows the mode the link asked for
+    toggle = page.locator(".qpviz-projector .bk-btn")
     expect(toggle).to_have_count(1, timeout=LOAD_MS)
     if projector:
         expect(toggle).to_have_class(re.compile(r"\bbk-active\b"), timeout=LOAD_MS)

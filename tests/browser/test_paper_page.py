@@ -21,6 +21,28 @@ os.environ.setdefault("QPVIZ_LIVE_OPTIONS", '{"n_folds": 2, "max_opt_iter": 3}')
 TIMEOUT_MS = 60_000
 RUN_TIMEOUT_MS = 120_000
 COMMITTED = ROOT / "benchmarks" / "results" / "paper" / "table1.csv"
+FOLDS = ROOT / "benchmarks" / "results" / "paper" / "folds.jsonl"
+#: Figure 1's Bokeh figures on the open tab: title, axis scales, tool types, points drawn, frame size
+FIGURE1_JS = """() => {
+    const out = [];
+    const walk = v => {
+        if (!v) return;
+        if (v.model && v.model.constructor.__name__ === 'Figure') {
+            const r = v.el.getBoundingClientRect();
+            if (r.width > 0 && String(v.model.title.text).match(/var_QP/)) out.push({
+                title: v.model.title.text, x_scale: v.model.x_scale.constructor.__name__,
+                y_scale: v.model.y_scale.constructor.__name__,
+                tools: v.model.toolbar.tools.map(t => t.constructor.__name__),
+                points: v.model.renderers.filter(g => g.glyph.constructor.__name__ === 'Scatter')
+                    .reduce((n, g) => n + g.data_source.get_length(), 0),
+                frame_width: v.frame.bbox.width});
+            return;
+        }
+        for (const c of (v.child_views || [])) walk(c);
+    };
+    for (const v of Object.values(Bokeh.index)) walk(v);
+    return out;
+}"""
 
 
 @pytest.fixture
@@ -45,6 +67,22 @@ def test_table_shows_ours_or_the_missing_results_message(paper_page: Page):
         expect(paper_page.locator(".qpviz-paper-message")).to_contain_text("python -m qpviz.reproduce table1")
     expect(paper_page.locator(".qpviz-paper-legend")).to_contain_text("more than the paper's std")
     expect(paper_page.locator(".katex").first).to_be_visible()
+
+
+def test_minings_te_has_its_own_unit_and_figure1_is_drawn_live(paper_page: Page):
+    expect(paper_page.locator(".qpviz-paper-table .qpviz-te-unit")).to_contain_text("disasters / year")
+    if not FOLDS.is_file():
+        expect(paper_page.locator(".qpviz-figure-message")).to_contain_text("No committed Figure 1 data yet")
+        return
+    paper_page.wait_for_function(f"() => ({FIGURE1_JS})().length === 2", timeout=TIMEOUT_MS)
+    scatter, ratio = paper_page.evaluate(FIGURE1_JS)
+    assert scatter["title"].startswith("(a)") and ratio["title"].startswith("(b)")
+    assert (scatter["x_scale"], scatter["y_scale"], ratio["x_scale"]) == ("LogScale",) * 3
+    for fig in (scatter, ratio):
+        assert {"PanTool", "WheelZoomTool", "BoxZoomTool", "HoverTool"} <= set(fig["tools"]), fig["tools"]
+        assert fig["points"] > 20_000 and fig["frame_width"] > 200  # every held-out point of the committed run
+    expect(paper_page.locator(".qpviz-figure-summary")).to_contain_text("held-out points of 10 datasets")
+    assert paper_page.locator(".qpviz-figure1 img").count() == 0  # no static PNG any more
 
 
 def test_preprocessing_switch_reaches_the_url(paper_page: Page, app_url: str):

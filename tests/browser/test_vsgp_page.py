@@ -141,7 +141,7 @@ def test_qp_switch_and_projector_mode(vsgp: Page):
     wait_for_title(vsgp, "VSGP: p(y=+1|x),\ntwo_gaussians N=150, M=5, QP")
     wait_for_title(vsgp, "FITC: p(y=+1|x),\ntwo_gaussians N=150, M=5, QP")
     vsgp.wait_for_url(re.compile(r"vs_method=qp"), timeout=TIMEOUT_MS)
-    vsgp.locator(".bk-btn", has_text="Projector mode (large fonts)").last.click()
+    vsgp.locator(".qpviz-projector .bk-btn").click()
     vsgp.wait_for_function(
         """() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title'
                  && m.text.startsWith('VSGP: p(y=+1|x)') && m.text_font_size === '22px')""", timeout=TIMEOUT_MS)

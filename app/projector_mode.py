@@ -1,0 +1,87 @@
+"""One projector mode for the whole app: a switch in the header, kept in the URL (?projector=true).
+
+A lecturer turns it on once; every page (built now or later) enlarges what a back row must read:
+the header and the tabs here, each page its headings, texts, buttons, inputs, plot titles, axis
+labels, legends and line widths (the page's ``projector`` parameter: ``layout.enlarge`` and the
+figures' ``style`` methods). A link's ``projector`` value that is no switch position is replaced
+by "off" and a banner names it (shown as text: ``safe_text``).
+"""
+from __future__ import annotations
+
+import panel as pn
+import param
+
+import safe_text
+from qpviz.checks import quoted
+
+__all__ = ["KEY", "ProjectorSwitch", "parse"]
+
+#: The URL query key of the mode (one for every page).
+KEY = "projector"
+#: What a link may say for on and off.
+_VALUES = {"true": True, "on": True, "1": True, "false": False, "off": False, "0": False}
+
+#: The header's and the tabs' look in projector mode (the tabs draw in their own shadow DOM).
+TABS_CSS = {False: [], True: [":host .bk-tab { font-size: 150%; padding: 8px 14px; }"]}
+HEADER_SIZE = {False: "100%", True: "150%"}
+
+
+def parse(text) -> bool | None:
+    """The mode a link's ``projector`` value asks for; None if it is no switch position."""
+    return _VALUES.get(str(text).strip().lower())
+
+
+class LinkValue(param.Parameterized):
+    """The URL's ``projector`` value as the link gave it (untyped: Panel's sync reads "true" as JSON,
+    and a bad value must reach :meth:`ProjectorSwitch._read_link` to be named, not be dropped)."""
+
+    value = param.Parameter(default="false")
+
+
+class ProjectorSwitch:
+    """The header's switch; ``apply(page)`` gives a page the current mode (the dashboard calls it
+    for each page when it is built, and the switch calls it for every built page when it moves)."""
+
+    def __init__(self, header: pn.viewable.Viewable, tabs: pn.Tabs, pages):
+        """``pages()``: the pages built so far."""
+        self.header, self.tabs, self.pages = header, tabs, pages
+        self.toggle = pn.widgets.Toggle(label="Projector mode", value=False, width=170, align="center",
+                                        css_classes=["qpviz-projector"], margin=(5, 12))
+        self.note = pn.pane.Alert("", alert_type="warning", visible=False, css_classes=["qpviz-projector-link"],
+                                  sizing_mode="stretch_width")
+        # the URL holds the text as a link gave it: read here, so a bad value is named, not dropped
+        self.holder = LinkValue()
+        self._reading = False
+        self.holder.param.watch(self._read_link, "value")
+        self.toggle.param.watch(self._switched, "value")
+        if pn.state.location is not None:
+            pn.state.location.sync(self.holder, {"value": KEY})
+
+    def apply(self, page) -> None:
+        if hasattr(page, "projector"):
+            page.projector = self.toggle.value
+
+    def _read_link(self, event) -> None:
+        on = parse(event.new)
+        if on is None:
+            self.note.object = safe_text.fill("This link's {key}={value} is no switch position (true or false): "
+                                              "projector mode is off.", key=KEY, value=quoted(event.new))
+            on = False
+        self._reading = True
+        try:
+            self.toggle.value = on
+        finally:
+            self._reading = False
+        self.note.visible = parse(event.new) is None
+        self.holder.value = "true" if on else "false"  # the link shows what the page shows
+
+    def _switched(self, event) -> None:
+        on = bool(event.new)
+        if not self._reading:
+            self.note.visible = False  # the reader has moved on from the link
+        self.holder.value = "true" if on else "false"
+        with pn.io.hold():
+            self.header.styles = {**self.header.styles, "font-size": HEADER_SIZE[on]}
+            self.tabs.stylesheets = TABS_CSS[on]
+            for page in self.pages():
+                self.apply(page)

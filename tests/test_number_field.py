@@ -1,0 +1,68 @@
+"""The shared typed-number rules (app/number_field.py): every bad value is named with the range."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "app"))
+
+from number_field import FIELDS, NumberField, refuse_link  # noqa: E402
+
+POINTS = NumberField("points", 5, 1000, integer=True)
+SCALE = NumberField("scale", 0, 100, low_open=True)
+
+
+@pytest.mark.parametrize("field, text, value", [(POINTS, "5", 5), (POINTS, " 1000 ", 1000), (POINTS, "60.0", 60),
+                                                (POINTS, 7, 7), (SCALE, "1e-3", 1e-3), (SCALE, "100", 100.0)])
+def test_good_values_are_taken(field, text, value):
+    assert field.parse(text) == value and type(field.parse(text)) is type(value)
+
+
+@pytest.mark.parametrize("field, text", [(POINTS, "abc"), (POINTS, "1.5"), (POINTS, "4"), (POINTS, "100000"),
+                                         (POINTS, "nan"), (POINTS, "inf"), (POINTS, ""), (POINTS, True), (POINTS, None),
+                                         (SCALE, "0"), (SCALE, "-1"), (SCALE, "1e308"), (SCALE, "-inf")])
+def test_bad_values_are_refused_naming_the_field_the_value_and_the_range(field, text):
+    with pytest.raises(ValueError) as refused:
+        field.parse(text)
+    assert str(refused.value).startswith(f"{field.name}: ") and str(refused.value).endswith(f"type {field.accepted}")
+    assert (repr(text) if isinstance(text, str) else str(text)) in str(refused.value)
+
+
+def test_the_label_names_the_range_and_registers_the_field():
+    assert POINTS.label == "points (a whole number from 5 to 1000)"
+    assert SCALE.label == "scale (a number > 0 and <= 100)"
+    assert FIELDS[POINTS.label] is POINTS
+    box = POINTS.widget(60, "my-box")
+    assert box.value == "60" and box.label == POINTS.label and "qpviz-typed" in box.css_classes
+
+
+def test_a_bad_link_value_is_named_with_the_valid_values_and_the_link_rewritten():
+    import panel as pn  # noqa: PLC0415
+
+    select = pn.widgets.Select(options=["probit", "step"], value="step")
+    said, triggered = [], []
+    select.param.watch(lambda event: triggered.append(event.new), "value")
+    refuse_link("g1_lik", select, said.append)({"value": "bogus"})
+    assert said == ["the link's g1_lik=bogus was not used (valid: probit, step); kept step"]
+    assert triggered == ["step"]
+
+
+def test_a_bound_box_sets_good_values_names_bad_ones_and_shows_the_value_kept():
+    import param  # noqa: PLC0415
+
+    class Owner(param.Parameterized):
+        points = param.Integer(default=60)
+
+    owner, said = Owner(), []
+    box = POINTS.bind(owner, "points", "my-box", said.append)
+    assert box.value == "60" and box.label == POINTS.label
+    for bad in ("abc", "1.5", "100000", "nan", "", "4"):
+        box.value = bad
+        assert said[-1] == f"points: {bad!r} was not applied; type a whole number from 5 to 1000; kept 60"
+        assert owner.points == 60 and box.value == "60"  # the last good value, shown again
+    box.value = " 70.0 "
+    assert said[-1] == "" and owner.points == 70 and box.value == "70"  # taken, the refusal cleared
+    owner.points = 80  # a link or a preset: shown
+    assert box.value == "80" and said[-1] == ""
