@@ -112,6 +112,10 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
         self.info = pn.pane.Alert("", alert_type="info", visible=False, css_classes=["qpviz-gp1d-note"])
         self.link_alert = link_banner()
         self.table = NumbersPane("", css_classes=["qpviz-gp1d-table"], sizing_mode="stretch_width")
+        self.sd_text = pn.pane.Markdown("", css_classes=["qpviz-gp1d-sd-text"], sizing_mode="stretch_width",
+                                        margin=(0, 10))
+        self.change_text = pn.pane.Markdown("", css_classes=["qpviz-gp1d-change"], sizing_mode="stretch_width",
+                                            margin=(0, 10))
         self.views = GP1DFigures()
         self.hand_off = HandOff(self._current_data, lambda text: setattr(self.model, "message", text))
         self._syncing = False
@@ -122,6 +126,7 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
         self._redraw()
         self._layout = self._build_layout()
         self._sync_url()
+        self.poller.ensure()  # the MCMC reference the default methods started: shown when done, without a click
         # a closed browser tab stops its job (unless another session shares it)
         cancel_when_session_ends(lambda: self.model.cancel_job(quiet=True))
 
@@ -226,9 +231,13 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
         with pn.io.hold():
             self.views.show(self.model)
             self.table.object = table_html(self.model.fits)
+            self.sd_text.object = safe_text.text(self.views.show_sd_ratio(self.model), None)  # numbers: not shortened
 
     def _on_site(self, *events) -> None:
         self.views.show_step(self.model)
+        change = self.model.change if self.model.site is not None else None
+        self.change_text.object = ("" if change is None else "**The update just made:** " +
+                                   "\n\n".join(safe_text.text(line, None) for line in change.sentences()))
         query, note = self.model.explorer_link()
         if not query:
             self.explorer_link.object = ""
@@ -261,7 +270,7 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
         return pn.pane.Bokeh(self.views.figures[name], sizing_mode="stretch_width", css_classes=[f"qpviz-gp1d-{name}"])
 
     def _build_layout(self) -> pn.Row:
-        self._texts = [self.table]
+        self._texts = [self.table, self.sd_text, self.change_text]
         self._controls = pn.Column(
             pn.pane.Markdown("### Data"), self.preset, self.description, self.n_points, self.seed,
             pn.pane.Markdown("Upload a CSV with columns x, y (at most 1000 rows, 5 MB):"), self.upload,
@@ -280,7 +289,8 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
             self._explained(pn.Column(self._figure("trace"), self._figure("optimisation"),
                                       sizing_mode="stretch_width"), "trace"),
             self._explained(self.table, "table"),
-            self._explained(self._figure("site"), "site"),
+            self._explained(pn.Column(self._figure("sd_ratio"), self.sd_text, sizing_mode="stretch_width"), "sd_ratio"),
+            self._explained(pn.Column(self._figure("site"), self.change_text, sizing_mode="stretch_width"), "site"),
             projector=self.projector,
         )
         self._show_messages()

@@ -19,6 +19,8 @@ METHOD_LABELS = {"ep": "EP", "qp": "QP", "vb": "VB", "laplace": "Laplace", "mcmc
 METHOD_DASHES = {"ep": "dashdot", "qp": "solid", "vb": "dashed", "laplace": "dotted", "mcmc": "solid"}
 DATA_COLOUR = "#000000"
 STEP_COLOUR = "#E69F00"
+#: The posterior band before the step-through's last site update (after it: STEP_COLOUR).
+BEFORE_COLOUR = "#56B4E9"
 #: Gaussian methods (drawn as lines); MCMC is drawn as a shaded band.
 LINE_METHODS = ("ep", "qp", "vb", "laplace")
 
@@ -50,9 +52,19 @@ EXPLANATIONS = {
         "and the log evidence (EP's eq. 4; VB's ELBO; Laplace's approximation).",
         r"$$W_2^2\big(\mathcal N(m_1,s_1^2),\mathcal N(m_2,s_2^2)\big)=(m_1-m_2)^2+(s_1-s_2)^2$$",
     ),
+    "sd_ratio": (
+        "Each method's latent sd divided by the MCMC reference's along x: above 1 the method is less certain than "
+        "the reference, below 1 over-confident. The grey band is 1 ± twice the reference's own Monte Carlo error "
+        "(1/sqrt(2 ESS) of an sd from ESS effective draws): ratios inside it cannot be told from 1.",
+        r"$$r(x)=\frac{\sqrt{v_{\mathrm{method}}(x)}}{\sqrt{v_{\mathrm{MCMC}}(x)}},\qquad "
+        r"\frac{\mathrm{se}(\hat s)}{s}\approx\frac1{\sqrt{2\,\mathrm{ESS}}}$$",
+    ),
     "site": (
         "Step-through: the next site's cavity, its tilted density and their EP and QP Gaussians (the orange line on "
-        "the plots marks this site).",
+        "the plots marks this site). On the latent plot the orange dots and bars are the stepped posterior's "
+        "q(f_i) = N(μ_i, σ_i²) at each data point (mean ± 2 sd); after a single-site step the dashed blue lines "
+        "bound that posterior before the update, the orange band after it (± 2 sd at the data points), and the text under "
+        "the plot says how the new site came about.",
         r"$$\hat p(f_i)\propto p(y_i\mid f_i)\,\mathcal N(f_i\mid \mu_{-i},\sigma^2_{-i})$$",
     ),
 }
@@ -92,6 +104,9 @@ class GP1DFigures:
         self.optimisation = ColumnDataSource(_empty("step", "evidence"))
         self.step_state = ColumnDataSource(_empty("x", "mean", "lower", "upper"))
         self.site_curves = ColumnDataSource(_empty("x", "cavity", "tilted", "ep", "qp"))
+        self.change_bands = {when: ColumnDataSource(_empty("x", "lower", "upper")) for when in ("before", "after")}
+        self.ratio_sources = {m: ColumnDataSource(_empty("x", "ratio")) for m in LINE_METHODS}
+        self.ratio_band = ColumnDataSource(_empty("x", "lower", "upper"))
         self.figures = {
             "latent": figure(title="Latent f: mean +- 2 sd per method", x_axis_label="x", y_axis_label="latent f(x)",
                              height=330, sizing_mode="stretch_width", tools="pan,wheel_zoom,box_zoom,reset,save"),
@@ -106,6 +121,8 @@ class GP1DFigures:
             "optimisation": figure(title="EP evidence per optimisation step", x_axis_label="L-BFGS-B step",
                                    y_axis_label="log Z_EP", height=220, sizing_mode="stretch_width",
                                    tools="pan,wheel_zoom,reset,save"),
+            "sd_ratio": figure(title="Latent sd / MCMC's sd", x_axis_label="x", y_axis_label="sd ratio to MCMC",
+                               height=280, sizing_mode="stretch_width", tools="pan,wheel_zoom,box_zoom,reset,save"),
             "site": figure(title="Step-through: the next site", x_axis_label="f_i", y_axis_label="density",
                            height=300, sizing_mode="stretch_width", tools="pan,wheel_zoom,reset,save"),
         }
@@ -138,6 +155,12 @@ class GP1DFigures:
                                            line_width=2, line_dash=dash, legend_label=label),
             ]
         latent.line("x", "mean", source=ref, color="#666666", line_width=2, legend_label=METHOD_LABELS["mcmc"])
+        # before the update: a dashed outline (the band after it, filled, lies mostly on top of it)
+        for edge in ("lower", "upper"):
+            latent.line("x", edge, source=self.change_bands["before"], color=BEFORE_COLOUR, line_width=2,
+                        line_dash="dashed", legend_label="before the last site update")
+        latent.varea("x", "lower", "upper", source=self.change_bands["after"], fill_color=STEP_COLOUR, fill_alpha=0.3,
+                     legend_label="after it")
         latent.scatter("x", "mean", source=self.step_state, color=STEP_COLOUR, size=6, legend_label="step-through q(f_i)")
         latent.segment("x", "lower", "x", "upper", source=self.step_state, color=STEP_COLOUR, line_alpha=0.35,
                        legend_label="step-through q(f_i)")
@@ -146,6 +169,13 @@ class GP1DFigures:
                                           line_width=2, legend_label="EP log evidence")
         self.figures["optimisation"].scatter("step", "evidence", source=self.optimisation, color=METHOD_COLOURS["ep"],
                                              size=6, legend_label="EP log evidence")
+        ratio = self.figures["sd_ratio"]
+        ratio.varea("x", "lower", "upper", source=self.ratio_band, fill_color=METHOD_COLOURS["mcmc"], fill_alpha=0.35,
+                    legend_label="MCMC's own error (± 2 se)")
+        ratio.add_layout(Span(dimension="width", location=1.0, line_color="#000000", line_dash="dashed", line_width=1.5))
+        for m in LINE_METHODS:
+            ratio.line("x", "ratio", source=self.ratio_sources[m], color=METHOD_COLOURS[m], line_width=2.5,
+                       line_dash=METHOD_DASHES[m], legend_label=METHOD_LABELS[m])
         site = self.figures["site"]
         for key, colour, dash, label in (("cavity", EXPLORER_COLOURS["cavity"], "dashed", "cavity"),
                                          ("tilted", EXPLORER_COLOURS["tilted"], "solid", "tilted"),
@@ -154,6 +184,7 @@ class GP1DFigures:
             site.line("x", key, source=self.site_curves, color=colour, line_dash=dash, line_width=2.5, legend_label=label)
         # the optimisation and the step-through have no data until they are started
         self.placeholders = {name: Placeholder(self.figures[name]) for name in ("optimisation", "site")}
+        self.placeholders["sd_ratio"] = Placeholder(self.figures["sd_ratio"], y=(0.8, 1.2))
         for fig in self.figures.values():
             legend_below(fig)
             fig.output_backend = "canvas"
@@ -201,6 +232,31 @@ class GP1DFigures:
         self.show_optimisation(model)
         self.show_step(model)
 
+    def show_sd_ratio(self, model) -> str:
+        """Each method's latent sd over MCMC's along x (finite values only); returns the sentence
+        reading it, or what to do to see it (plain text: the page escapes it)."""
+        comparison = model.sd_comparison()
+        for m, source in self.ratio_sources.items():
+            if comparison is None or m not in comparison.ratios:
+                source.data = _empty("x", "ratio")
+                continue
+            x, ratio = comparison.finite(m, model.fits["mcmc"].grid)
+            source.data = {"x": x, "ratio": ratio}
+        (self.placeholders["sd_ratio"].show if comparison is None else self.placeholders["sd_ratio"].clear)()
+        if comparison is None:
+            self.ratio_band.data = _empty("x", "lower", "upper")
+            self.figures["sd_ratio"].title.text = "Latent sd / MCMC's sd: turn MCMC on"
+            if "mcmc" not in model.methods:
+                return "Turn MCMC on (methods) to compare each method's latent sd with the reference's."
+            if "mcmc" not in model.fits:
+                return "The MCMC reference is running: the sd ratios appear when it is done."
+            return "Show EP, QP, VB or Laplace beside MCMC to compare their latent sd with the reference's."
+        grid = model.fits["mcmc"].grid
+        lower, upper = comparison.band()
+        self.ratio_band.data = {"x": [grid[0], grid[-1]], "lower": [lower, lower], "upper": [upper, upper]}
+        self.figures["sd_ratio"].title.text = "Latent sd / MCMC's sd (1 = the reference)"
+        return comparison.sentence
+
     def show_optimisation(self, model) -> None:
         steps = model.optimisation
         self.optimisation.data = {"step": [s.iteration for s in steps], "evidence": [s.evidence for s in steps]}
@@ -217,6 +273,15 @@ class GP1DFigures:
             mark.visible = site is not None
             if site is not None:
                 mark.location = site.x
+        change = model.change if site is not None else None
+        for when, source in self.change_bands.items():
+            if change is None:
+                source.data = _empty("x", "lower", "upper")
+                continue
+            mean, var = (change.before_mean, change.before_var) if when == "before" else (change.after_mean, change.after_var)
+            order = np.argsort(change.X, kind="stable")
+            sd = np.sqrt(np.clip(var[order], 0.0, None))
+            source.data = {"x": change.X[order], "lower": mean[order] - 2 * sd, "upper": mean[order] + 2 * sd}
         if stepper is None or site is None:
             self.step_state.data = _empty("x", "mean", "lower", "upper")
             self.site_curves.data = _empty("x", "cavity", "tilted", "ep", "qp")

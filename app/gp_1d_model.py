@@ -22,7 +22,7 @@ import long_jobs
 from long_jobs import EXECUTOR, RUNNING
 from number_field import NumberField
 from qpviz import explorer
-from qpviz.gpdemo import oned, presets
+from qpviz.gpdemo import oned, presets, sd_ratio
 
 __all__ = ["GP1DModel", "FIT_CACHE", "EXECUTOR", "RUNNING", "DEFAULT_PRESET", "MAX_UPLOAD_BYTES", "INLINE_METHODS",
            "parse_csv", "too_large_message"]
@@ -136,6 +136,9 @@ class GP1DModel(param.Parameterized):
     optimisation = param.List(default=[], doc="oned.OptimisationStep of the current/last optimisation.")
     optimisation_done = param.Boolean(default=False, doc="The last optimisation finished (not cancelled).")
     site = param.Parameter(default=None, doc="oned.SiteView of the step-through's next site (None: not stepping).")
+    change = param.Parameter(default=None, doc=(
+        "oned.SiteChange of the step-through's last single-site update (None: none yet, or the last step was a "
+        "sweep or a reset)."))
     version = param.Integer(default=0, doc="Bumped whenever data or fits change.")
 
     def __init__(self, **params):
@@ -193,6 +196,7 @@ class GP1DModel(param.Parameterized):
             self._writing_query = False
         self.stepper = None
         self.site = None
+        self.change = None
         return self.refit()
 
     @param.depends("data_query", watch=True)
@@ -212,12 +216,14 @@ class GP1DModel(param.Parameterized):
         if not self._loading:
             self.stepper = None
             self.site = None
+            self.change = None
             self.refit()
 
     @param.depends("step_method", watch=True)
     def _step_method_changed(self) -> None:
         self.stepper = None  # the other method starts from the initial sites
         self.site = None
+        self.change = None
 
     def likelihood_object(self):
         return explorer.build_likelihood(self.likelihood, **self.likelihood_params)
@@ -428,12 +434,14 @@ class GP1DModel(param.Parameterized):
             raise ValueError(f"step what must be 'site', 'sweep' or 'reset'; got {what!r}")
         if not self._ensure_stepper():
             return False
+        change = None
         if what == "site":
-            self.stepper.step_site()
+            change = self.stepper.step_site_change()
         elif what == "sweep":
             self.stepper.step_sweep()
         else:
             self.stepper.reset()
+        self.change = change  # before ``site``: the page redraws the step-through when ``site`` changes
         self.site = self.stepper.site_view()
         return True
 
@@ -442,6 +450,19 @@ class GP1DModel(param.Parameterized):
         if self.site is None or not (self.site.cavity_var > 0):
             return "", ""
         return oned.explorer_query(self.likelihood_object(), self.site.y, self.site.cavity_mean, self.site.cavity_var)
+
+    # -- lessons -----------------------------------------------------------------------------
+    def sd_comparison(self) -> sd_ratio.SdComparison | None:
+        """Each shown Gaussian method's latent sd over the MCMC reference's along the grid
+        (:func:`qpviz.gpdemo.sd_ratio.compare`); None unless the reference and another method are shown."""
+        reference = self.fits.get("mcmc")
+        if reference is None:
+            return None
+        variances = {m: f.var for m, f in self.fits.items() if m != "mcmc" and f.var.shape == reference.var.shape}
+        if not variances:
+            return None
+        return sd_ratio.compare(variances, reference.var, reference.grid[:, None], self.X, reference.ess,
+                                reference.converged, reference.convergence())
 
     # -- export ------------------------------------------------------------------------------
     def export_csv(self) -> str:

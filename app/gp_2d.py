@@ -32,7 +32,7 @@ import panel as pn
 import param
 from bokeh import events
 from bokeh.models import ColorBar, ColumnDataSource, HoverTool, LinearColorMapper, Range1d
-from bokeh.palettes import BrBG11, Greys256, Viridis256
+from bokeh.palettes import BrBG11, Greys256, PuOr11, Viridis256
 from bokeh.plotting import figure as bokeh_figure
 from bokeh.plotting.contour import contour_data
 
@@ -82,6 +82,10 @@ SEED = NumberField("seed", *RANGES["seed"], integer=True)
 PROBA_PALETTE = tuple(reversed(Greys256))[:200]
 VAR_PALETTE = Viridis256
 DIFF_PALETTE = BrBG11
+#: sd_method / sd_MCMC maps: purple (below 1) to brown (above 1), centred at 1 (colour-blind safe).
+RATIO_PALETTE = PuOr11
+#: Least half-width of the ratio maps' colour range around 1 (a flat map stays pale).
+RATIO_MIN_SPAN = 0.05
 #: Contour levels of the probability maps: the decision boundary p = 0.5 (thick) and 0.1, 0.9 (dashed).
 BOUNDARY, BANDS = [0.5], [0.1, 0.9]
 #: Fitted (data, kernel, method) grids kept per page.
@@ -121,6 +125,12 @@ EXPLANATIONS = {
         "the reference's own Monte Carlo error (two halves of its chains) cannot be told apart.",
         r"$$\overline{|p-p_{MC}|}=\tfrac1G\sum_g|p(x_g)-p_{MC}(x_g)|,\quad "
         r"W_2^2=(m-m_{MC})^2+(\sqrt v-\sqrt{v_{MC}})^2$$",
+    ),
+    "sd_ratio": (
+        "Each method's latent sd divided by the MCMC reference's at every grid point: above 1 (brown) the method is "
+        "less certain than the reference, below 1 (purple) over-confident. The reference's own sd is known to about "
+        "1/sqrt(2 ESS) (ESS: its effective sample size); ratios within twice that of 1 cannot be told from 1.",
+        r"$$r(x_*)=\sqrt{v_*^{\mathrm{method}}/v_*^{MC}},\qquad \mathrm{se}(\hat s)/s\approx 1/\sqrt{2\,\mathrm{ESS}}$$",
     ),
     "diff": (
         "var_QP − var_EP at every grid point: never above 0 for the probit likelihood (QP paper Theorem 2, Fig. 1); "
@@ -188,9 +198,10 @@ class GridFigure:
             fig.on_event(events.Tap, lambda event: on_tap(event.x, event.y))
         self.figure = fig
 
-    def show(self, fit: twod.GridFit, values: np.ndarray, X: np.ndarray, y: np.ndarray, title: str, clim=None) -> None:
+    def show(self, fit: twod.GridFit, values: np.ndarray, X: np.ndarray, y: np.ndarray, title: str, clim=None,
+             centre: float = 0.0) -> None:
         """Draw ``values`` (indexed [x2, x1] on fit's grid), the points (X, y) and the title;
-        ``clim`` = c sets the colour range to [-c, c] (centred at 0)."""
+        ``clim`` = c sets the colour range to [centre - c, centre + c]."""
         lo, hi, blo, bhi = float(fit.x1[0]), float(fit.x1[-1]), float(fit.x2[0]), float(fit.x2[-1])
         # the image's pixels are centred on the grid points
         half1, half2 = (hi - lo) / (len(fit.x1) - 1) / 2, (bhi - blo) / (len(fit.x2) - 1) / 2
@@ -199,7 +210,7 @@ class GridFigure:
         self.x_range.update(start=lo - half1, end=hi + half1)
         self.y_range.update(start=blo - half2, end=bhi + half2)
         if clim is not None:
-            self.mapper.update(low=-clim, high=clim)
+            self.mapper.update(low=centre - clim, high=centre + clim)
         elif not self.fixed_clim:
             self.mapper.update(low=float(values.min()), high=float(values.max()))
         for renderer, levels in self.contours:
@@ -515,7 +526,32 @@ class GP2DPage(pn.viewable.Viewer):
                 clim=max(float(np.abs(diff).max()), 1e-12),
             )
             self.table.object = distance_table(fit, self.methods)
+            self._draw_sd_ratios(fit, subtitle)
             self._show_methods()
+
+    def _draw_sd_ratios(self, fit: twod.GridFit, subtitle: str) -> None:
+        """The maps of sd / sd_MCMC of the shown methods and the sentence reading them; without the
+        reference, what to do to see them."""
+        comparison = twod.sd_comparison(fit, [m for m in INLINE_METHODS if m in self.methods])
+        for method, pane in self.ratio_panes.items():
+            pane.visible = comparison is not None and method in comparison.ratios
+        if comparison is None:
+            if "mcmc" not in self.methods:
+                note = "Turn MCMC on (Show) to compare each method's latent sd with the reference's."
+            elif "mcmc" not in fit.var:
+                note = "The MCMC reference is being computed: the sd ratio maps appear when it is done."
+            else:
+                note = "Show EP, QP, VB or Laplace beside MCMC to compare their latent sd with the reference's."
+            self.sd_text.object = safe_text.message(note)
+            return
+        shown = {m: np.where(np.isfinite(r), r, 1.0) for m, r in comparison.ratios.items()}  # undefined: drawn as 1
+        span = max(RATIO_MIN_SPAN, *(float(np.max(np.abs(r - 1.0))) for r in shown.values()))
+        for method, ratio in shown.items():
+            self.figures[f"ratio_{method}"].show(
+                fit, ratio, self.X, self.y,
+                f"{METHOD_LABELS[method]}: sd / sd_MCMC in [{ratio.min():.2f}, {ratio.max():.2f}],\n{subtitle}",
+                clim=span, centre=1.0)
+        self.sd_text.object = safe_text.text(comparison.sentence, None)  # the page's own words and numbers: not shortened
 
     def _style_figures(self) -> None:
         for grid_figure in self.figures.values():
@@ -544,6 +580,21 @@ class GP2DPage(pn.viewable.Viewer):
                 # side by side where two fit, else one above the other
                 rows[method] = view_row(*pair, projector=self.projector)
             self.figures["diff"] = GridFigure("var_QP − var_EP", DIFF_PALETTE, (-1.0, 1.0))
+            self.ratio_panes = {}
+            for method in INLINE_METHODS:
+                self.figures[f"ratio_{method}"] = GridFigure("sd / sd_MCMC", RATIO_PALETTE, (0.5, 1.5))
+                # in a Column: a Bokeh pane made visible again takes back its figure's visible=False
+                self.ratio_panes[method] = pn.Column(pn.pane.Bokeh(self.figures[f"ratio_{method}"].figure,
+                                                                   sizing_mode="stretch_width"),
+                                                     sizing_mode="stretch_width",
+                                                     css_classes=[f"qpviz-gp2d-ratio-{method}"])
+            self.ratio_row = view_row(*self.ratio_panes.values(), projector=self.projector)
+            self.sd_text = pn.pane.Markdown("", css_classes=["qpviz-gp2d-sd-text"], sizing_mode="stretch_width",
+                                            margin=(0, 10))
+            ratios = explained(pn.Column(pn.pane.Markdown("#### Latent sd against the MCMC reference", margin=(0, 10)),
+                                         self.sd_text, self.ratio_row, sizing_mode="stretch_width"),
+                               EXPLANATIONS["sd_ratio"], self._texts, "qpviz-gp2d-sd-ratio")
+            self._texts.append(self.sd_text)
             self.method_rows = rows
             self.views = pn.Column(sizing_mode="stretch_width")
             sentence, formula = EXPLANATIONS["table"]
@@ -551,7 +602,8 @@ class GP2DPage(pn.viewable.Viewer):
             table_formula = formula_pane(formula, margin=(0, 10))
             self._texts += [self.table, table_text, table_formula]
             table = pn.Column(self.table, table_text, table_formula, sizing_mode="stretch_width")
-            self.views.objects = [table, *rows.values(), self._explained(self.figures["diff"], "diff", "qpviz-gp2d-diff")]
+            self.views.objects = [table, *rows.values(), self._explained(self.figures["diff"], "diff", "qpviz-gp2d-diff"),
+                                  ratios]
             self._show_methods()
             self._style_figures()
             self._apply_projector_mode()
@@ -590,7 +642,7 @@ class GP2DPage(pn.viewable.Viewer):
     def _arrange_pairs(self) -> None:
         """A method's two views side by side where both fit at their smallest width (wider in
         projector mode, for the large fonts), else one above the other."""
-        for row in self.method_rows.values():
+        for row in [*self.method_rows.values(), self.ratio_row]:
             set_projector(row, self.projector)
 
     @param.depends("projector", watch=True)

@@ -337,3 +337,56 @@ def test_an_upload_note_goes_when_the_points_change_and_bad_likelihood_text_is_r
     assert page.lik_params.value == "eps=0" and page.model.likelihood_params == {"eps": 0.0}
     page.lik_params.value = "eps=0.1"
     assert not page.alert.visible and page.model.likelihood_params == {"eps": 0.1}
+
+
+def test_a_site_step_shows_the_posterior_before_and_after_and_says_how_the_site_came_about():
+    """Issue 21: the step-through's lesson on the page (its numbers are checked in test_gpdemo_oned)."""
+    title, page = gp_1d.page()
+    page.model.cancel_job()
+    page.model.methods = ["ep", "qp"]
+    page.step_site.clicks += 1
+    page.step_site.clicks += 1
+    change = page.model.change
+    assert change.index == 1 and page.model.site.index == 2
+    text = shown(page.change_text.object)
+    assert text.startswith(f"The update just made: Site 1 at x = {change.x:.3g}") and "dividing by the cavity" in text
+    assert f"moved from {change.before_mean[1]:.3g} ± {np.sqrt(change.before_var[1]):.3g}" in text
+    for when in ("before", "after"):
+        data = page.views.change_bands[when].data
+        assert len(data["x"]) == page.model.y.size and np.all(np.diff(data["x"]) >= 0)
+        assert all(np.all(np.isfinite(data[k])) for k in ("lower", "upper"))
+    after = page.views.change_bands["after"].data
+    i = int(np.flatnonzero(after["x"] == change.x)[0])
+    assert after["upper"][i] == pytest.approx(change.after_mean[1] + 2 * np.sqrt(change.after_var[1]))
+    page.step_sweep.clicks += 1  # a sweep is not one site's lesson: the bands and the text go
+    assert page.model.change is None and page.change_text.object == ""
+    assert len(page.views.change_bands["before"].data["x"]) == 0
+    page.model.lengthscale = 1.5  # new inputs stop the step-through
+    assert page.model.change is None and page.model.site is None
+
+
+def test_sd_ratios_to_mcmc_are_drawn_and_read_once_the_reference_is_in():
+    """Issue 21: where EP over-estimates the variance and whether QP fixes it."""
+    gp_1d_model.FIT_CACHE.clear()
+    title, page = gp_1d.page()  # EP, QP and the MCMC reference
+    assert "running" in shown(page.sd_text.object)
+    assert len(page.views.ratio_sources["ep"].data["x"]) == 0
+    page.model.wait()
+    comparison = page.model.sd_comparison()
+    reference = page.model.fits["mcmc"]
+    for method in ("ep", "qp"):
+        data = page.views.ratio_sources[method].data
+        assert len(data["x"]) > 100 and np.all(np.isfinite(data["ratio"]))
+        expected = np.sqrt(page.model.fits[method].var / reference.var)
+        np.testing.assert_allclose(data["ratio"], expected[np.isfinite(expected)])
+    assert len(page.views.ratio_sources["vb"].data["x"]) == 0
+    text = shown(page.sd_text.object)
+    value, index = comparison.peak["ep"]
+    assert f"EP's largest sd ratio to the reference is {value:.2f}x at x = {reference.grid[index]:.3g}" in text
+    assert f"QP's {comparison.ratios['qp'][index]:.2f}x there" in text and f"ESS {reference.ess:.0f}" in text
+    # the step likelihood (eps = 0): QP's latent sd is below EP's wherever they differ (Theorem 2 at every site)
+    assert np.all(comparison.ratios["qp"] <= comparison.ratios["ep"] + 1e-9)
+    lower, upper = comparison.band()
+    assert page.views.ratio_band.data["lower"][0] == pytest.approx(lower) and upper - lower < 0.2
+    page.model.methods = ["ep", "qp"]
+    assert "Turn MCMC on" in shown(page.sd_text.object) and len(page.views.ratio_sources["ep"].data["x"]) == 0

@@ -163,3 +163,57 @@ def test_bad_input_while_mcmc_is_shown_keeps_the_last_fit(page):
     assert not page.job_running  # no reference is started for a refused input
     np.testing.assert_array_equal(page.figures["proba_mcmc"].image.data["image"][0], good.proba["mcmc"])
     assert page.method_rows["mcmc"].visible
+
+
+def test_sd_ratio_maps_compare_each_method_with_the_reference(moons):
+    """Issue 21: where EP over-estimates the latent sd on GP 2-D, and QP's ratio there."""
+    X, y, kernel, _, reference = moons
+    combined = twod.fit_grid(X, y, kernel, methods=("ep", "qp", "laplace"), grid_size=GRID)
+    assert twod.sd_comparison(combined) is None  # no reference yet
+    for field in ("proba", "mean", "var", "converged"):
+        getattr(combined, field).update(getattr(reference, field))
+    combined.mcmc_diagnostics = dict(reference.mcmc_diagnostics)
+    comparison = twod.sd_comparison(combined)
+    assert set(comparison.ratios) == {"ep", "qp", "laplace"}
+    ratio = comparison.ratios["ep"]
+    assert ratio.shape == (GRID, GRID)
+    np.testing.assert_allclose(ratio, np.sqrt(combined.var["ep"] / reference.var["mcmc"]))
+    # the peak is inside the data's bounding box, at the grid point the sentence names
+    value, index = comparison.peak["ep"]
+    row, col = divmod(index, GRID)
+    assert ratio[row, col] == value
+    assert X[:, 0].min() <= combined.x1[col] <= X[:, 0].max() and X[:, 1].min() <= combined.x2[row] <= X[:, 1].max()
+    assert (f"EP's largest sd ratio to the reference is {value:.2f}x at (x1, x2) = "
+            f"({combined.x1[col]:.3g}, {combined.x2[row]:.3g})") in comparison.sentence
+    assert f"QP's {comparison.ratios['qp'][row, col]:.2f}x" in comparison.sentence
+    # probit: QP's latent variance is never above EP's (Theorem 2), so neither is its ratio
+    assert np.all(comparison.ratios["qp"] <= comparison.ratios["ep"] + 1e-9)
+    assert comparison.error == pytest.approx(1 / np.sqrt(2 * reference.mcmc_diagnostics["ess"]))
+    assert twod.sd_comparison(combined, methods=["mcmc"]) is None
+
+
+def test_the_page_maps_sd_ratios_once_mcmc_is_on_and_reads_them(page):
+    from safe_text import shown
+
+    assert "Turn MCMC on" in shown(page.sd_text.object)
+    assert not any(pane.visible for pane in page.ratio_panes.values())
+    page.methods = ["ep", "qp", "mcmc"]
+    assert "being computed" in shown(page.sd_text.object)
+    page.wait()
+    assert [m for m, pane in page.ratio_panes.items() if pane.visible] == ["ep", "qp"]
+    comparison = twod.sd_comparison(page.fit, ["ep", "qp"])
+    image = page.figures["ratio_ep"].image.data["image"][0]
+    assert np.all(np.isfinite(image))
+    np.testing.assert_allclose(image, np.sqrt(page.fit.var["ep"] / page.fit.var["mcmc"]))
+    mapper = page.figures["ratio_qp"].mapper
+    assert (mapper.low + mapper.high) / 2 == pytest.approx(1.0) and mapper.high - 1.0 >= np.max(np.abs(image - 1.0)) - 1e-12
+    text = shown(page.sd_text.object)
+    assert "EP's largest sd ratio to the reference is" in text and f"ESS {page.fit.mcmc_diagnostics['ess']:.0f}" in text
+    assert text == " ".join(comparison.sentence.split())  # all of it, not shortened
+    # the short test reference may not pass R-hat < 1.01 / ESS >= 400: then the sentence says so first
+    assert text.startswith("This comparison is unreliable") == (not page.fit.converged["mcmc"])
+    page.methods = ["qp", "mcmc"]  # without EP the largest over-estimate among the shown leads
+    assert [m for m, pane in page.ratio_panes.items() if pane.visible] == ["qp"]
+    text = shown(page.sd_text.object)
+    assert "QP's largest sd ratio" in text and "EP" not in text
+

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import qpviz
-from qpviz.gpdemo import oned, presets
+from qpviz.gpdemo import oned, presets, sd_ratio
+from qpviz.inference.dense import DensePrior
 from qpviz.likelihoods import REGISTRY
 
 
@@ -256,3 +257,61 @@ def test_mcmc_reference_moves_for_the_step_likelihood_without_noise():
     assert np.all(ref.train_var > 0.01)  # a chain stuck at f = 0 has variance 0
     assert np.all(np.sign(ref.train_mean) == data.y)  # labels are certain under eps = 0
     assert ep.w2_data < 0.5
+
+
+@pytest.mark.parametrize("method", ["ep", "qp"])
+def test_a_site_change_is_the_projection_over_the_cavity_and_moves_the_posterior_to_it(method):
+    """Issue 21: the step-through's lesson, checked against computations independent of the stepper."""
+    data, lik, kernel = _step_data()
+    stepper = oned.SiteStepper(data.X, data.y, lik, kernel, method)
+    stepper.step_sweep()
+    for _ in range(5):
+        change = stepper.step_site_change()
+    i = change.index
+    assert i == 4 and change.status == "updated" and change.x == data.X[i, 0]
+    # the cavity: the old site divided out of the posterior before the update
+    assert 1 / change.cavity_var == pytest.approx(1 / change.before_var[i] - change.old_tau, rel=1e-10)
+    # the tilted moments and the projection, from qpviz.project on that cavity
+    tilted = qpviz.project(lik, data.y[i], change.cavity_mean, change.cavity_var, method="ep")
+    projected = qpviz.project(lik, data.y[i], change.cavity_mean, change.cavity_var, method=method)
+    assert (change.tilted_mean, change.tilted_var) == pytest.approx((float(tilted.mean), float(tilted.var)))
+    assert change.projected_mean == pytest.approx(change.tilted_mean, rel=1e-9)  # QP keeps the mean too
+    assert (change.projected_var < change.tilted_var) == (method == "qp")
+    # the new site = projection / cavity in natural parameters (eq. 6)
+    assert change.site_tau == pytest.approx(1 / change.projected_var - 1 / change.cavity_var, rel=1e-7)
+    assert change.site_nu == pytest.approx(change.projected_mean / change.projected_var
+                                           - change.cavity_mean / change.cavity_var, rel=1e-7)
+    # after the update q(f_i) is the projection, and the whole marginal vector is a fresh posterior of the sites
+    assert change.after_mean[i] == pytest.approx(change.projected_mean, rel=1e-7)
+    assert change.after_var[i] == pytest.approx(change.projected_var, rel=1e-7)
+    fresh = DensePrior(kernel, data.X).condition(stepper.sweep.tau, stepper.sweep.nu)
+    np.testing.assert_allclose(change.after_mean, fresh.mean, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(change.after_var, fresh.var, rtol=1e-7, atol=1e-9)
+    before = DensePrior(kernel, data.X).condition(
+        np.where(np.arange(data.n) == i, change.old_tau, stepper.sweep.tau),
+        np.where(np.arange(data.n) == i, change.old_nu, stepper.sweep.nu))
+    np.testing.assert_allclose(change.before_var, before.var, rtol=1e-7, atol=1e-9)
+    first, second = change.sentences()
+    assert first.startswith(f"Site 4 at x = {data.X[i, 0]:.3g}") and f"sd {np.sqrt(change.tilted_var):.3g}" in first
+    assert ("EP matched both" in first) == (method == "ep") and f"τ̃ = {change.site_tau:.3g}" in first
+    assert (f"moved from {change.before_mean[i]:.3g} ± {np.sqrt(change.before_var[i]):.3g} to "
+            f"{change.after_mean[i]:.3g} ± {np.sqrt(change.after_var[i]):.3g}") in second
+
+
+def test_a_site_change_that_ends_a_sweep_and_a_clipped_site_are_reported():
+    data, lik, kernel = _step_data()
+    stepper = oned.SiteStepper(data.X, data.y, lik, kernel, "ep")
+    for _ in range(data.n):
+        change = stepper.step_site_change()
+    assert change.index == data.n - 1 and stepper.n_sweeps == 1  # the sweep's last site, re-conditioned after it
+    assert change.after_var[-1] == pytest.approx(change.projected_var, rel=1e-7)
+    # Student-t, an outlier y = 4 against the prior cavity N(0, 1): the tilted density is bimodal,
+    # wider than the cavity (var 1.79), so the site's precision would be < 0 and is clipped to 0
+    lik_t = qpviz.likelihood("student_t", nu=3.0, scale=0.3)
+    X, y = np.array([[0.0], [50.0]]), np.array([4.0, 0.0])
+    stepper = oned.SiteStepper(X, y, lik_t, oned.make_kernel("RBF", 1.0, 1.0), "ep")
+    change = stepper.step_site_change()
+    assert change.status == "clipped" and change.site_tau == 0.0
+    assert change.projected_var == pytest.approx(1.791, abs=1e-3) and change.cavity_var == pytest.approx(1.0)
+    assert change.after_var[0] == pytest.approx(1.0)  # a flat site leaves the posterior's variance as it was
+    assert "clipped to τ̃ = 0" in change.sentences()[0]

@@ -6,7 +6,9 @@
 * :func:`w2_marginals` / :func:`add_reference_distances`: the 2-Wasserstein distance of each
   method's Gaussian marginals to the MCMC reference's, W2^2 = (m_1 - m_2)^2 + (s_1 - s_2)^2;
 * :class:`SiteStepper`: EP or QP one site update (or one sweep) at a time, with the current
-  site's cavity, tilted density and its EP and QP projections;
+  site's cavity, tilted density and its EP and QP projections; :meth:`SiteStepper.step_site_change`
+  also says what one update did (:class:`SiteChange`: the posterior before and after, the cavity,
+  the tilted moments, the projection and the new site, in two sentences);
 * :func:`explorer_query`: the Projection Explorer's URL query for one site.
 """
 from __future__ import annotations
@@ -28,7 +30,7 @@ from qpviz.kernels import RBF, Matern32, Matern52
 from qpviz.likelihoods.base import Likelihood
 
 __all__ = ["KERNELS", "METHODS", "MethodFit", "make_kernel", "make_grid", "predictive_band", "fit_method",
-           "fit_methods", "w2_marginals", "add_reference_distances", "SiteView", "SiteStepper", "explorer_query",
+           "fit_methods", "w2_marginals", "add_reference_distances", "SiteView", "SiteChange", "SiteStepper", "explorer_query",
            "check_data", "Cancelled", "sample_chains", "mcmc_reference", "MCMC_DEFAULTS"]
 
 #: The kernels the page offers, by name.
@@ -232,6 +234,84 @@ class SiteView:
     message: str = ""  #: why the densities are missing, if they are
 
 
+def _normal(mean: float, var: float) -> str:
+    """"N(m, s^2)" with s = sqrt(var), 3 significant digits."""
+    return f"N({mean:.3g}, {math.sqrt(var):.3g}²)"
+
+
+@dataclass
+class SiteChange:
+    """What one site update did (:meth:`SiteStepper.step_site_change`).
+
+    Before the update the posterior marginal at x_i is q(f_i) = N(``before_mean[i]``,
+    ``before_var[i]``); dividing the old site out leaves the cavity N(``cavity_mean``,
+    ``cavity_var``); the tilted density p(y_i | f_i) N(f_i | cavity) / Z has moments
+    (``tilted_mean``, ``tilted_var``); ``method``'s projection of it is N(``projected_mean``,
+    ``projected_var``) (EP: the tilted moments; QP: the tilted mean, the W2 variance); the new
+    site (``site_tau``, ``site_nu``) = projection / cavity in natural parameters (QP paper eq. 6),
+    and after the update q(f_i) is the projection. ``before_*`` / ``after_*`` hold the posterior
+    marginals at every data point (the whole fit moves, not only x_i). ``status``: "updated",
+    "clipped" (a negative site precision set to 0) or "skipped" (no proper cavity, or no projection).
+    """
+
+    index: int
+    x: float
+    y: float
+    method: str
+    X: np.ndarray  #: (N,) the data inputs
+    before_mean: np.ndarray
+    before_var: np.ndarray
+    after_mean: np.ndarray
+    after_var: np.ndarray
+    old_tau: float
+    old_nu: float
+    site_tau: float
+    site_nu: float
+    cavity_mean: float = math.nan
+    cavity_var: float = math.nan
+    tilted_mean: float = math.nan
+    tilted_var: float = math.nan
+    projected_mean: float = math.nan
+    projected_var: float = math.nan
+    status: str = "updated"
+
+    def sentences(self) -> tuple[str, str]:
+        """Two sentences from the numbers: how the new site came about (tilted, projection,
+        divided by the cavity) and how the posterior at x_i (and elsewhere) moved."""
+        i, name = self.index, self.method.upper()
+        where = f"Site {i} at x = {self.x:.3g} (y = {self.y:g})"
+        if self.status == "skipped":
+            reason = ("its cavity has precision <= 0" if not self.cavity_var > 0
+                      else "the projection of its tilted density failed")
+            first = f"{where}: {reason}, so the site was kept (τ̃ = {self.site_tau:.3g}, ν̃ = {self.site_nu:.3g})."
+        else:
+            if self.method == "ep":
+                matched = "EP matched both"
+            else:
+                matched = (f"QP kept the mean and took sd {math.sqrt(self.projected_var):.3g} "
+                           "(the tilted quantiles' slope)")
+            if self.status == "clipped":
+                site = f"a site of precision < 0, clipped to τ̃ = 0 (ν̃ = {self.site_nu:.3g})"
+            elif self.site_tau > 0:
+                site = (f"the site {_normal(self.site_nu / self.site_tau, 1.0 / self.site_tau)} "
+                        f"(τ̃ = {self.site_tau:.3g}, ν̃ = {self.site_nu:.3g})")
+            else:
+                site = f"a site of precision τ̃ = {self.site_tau:.3g} <= 0 (ν̃ = {self.site_nu:.3g}): not a normalisable Gaussian"
+            first = (f"{where}: the tilted q(f) has mean {self.tilted_mean:.3g}, sd {math.sqrt(self.tilted_var):.3g}; "
+                     f"{matched}, and dividing by the cavity {_normal(self.cavity_mean, self.cavity_var)} gives {site}.")
+        second = (f"The {name} posterior at x = {self.x:.3g} moved from {self.before_mean[i]:.3g} ± "
+                  f"{math.sqrt(self.before_var[i]):.3g} to {self.after_mean[i]:.3g} ± {math.sqrt(self.after_var[i]):.3g} "
+                  "(mean ± sd)")
+        others = np.arange(self.X.size) != i
+        if np.any(others):
+            shift = np.abs(self.after_mean - self.before_mean)[others]
+            shrink = np.abs(np.sqrt(self.after_var) - np.sqrt(self.before_var))[others]
+            j = int(np.flatnonzero(others)[np.argmax(shift)])
+            second += (f"; at the other data points the mean moved by up to {shift.max():.3g} (x = {self.X[j]:.3g}), "
+                       f"the sd by up to {shrink.max():.3g}")
+        return first, second + "."
+
+
 class SiteStepper:
     """EP (``method="ep"``) or QP (``"qp"``) run one site update, or one sweep, at a time.
 
@@ -281,6 +361,37 @@ class SiteStepper:
         index = self.position
         self._update(np.array([index], dtype=np.int64))
         return index
+
+    def step_site_change(self) -> SiteChange:
+        """Update the next site and say what changed (:class:`SiteChange`). The tilted moments
+        and the projection are computed by :func:`qpviz.project` from the same cavity the update
+        uses; the site and the posterior after it are the stepper's own."""
+        i = self.position
+        before_mean, before_var = self.sweep.mean.copy(), self.sweep.var
+        old_tau, old_nu = float(self.sweep.tau[i]), float(self.sweep.nu[i])
+        cavity_mean, cavity_var = self.cavity(i)
+        moments = {}
+        if cavity_var > 0 and math.isfinite(cavity_mean):
+            y = float(self.y[i])
+            try:
+                for method in {"ep", self.method}:
+                    fitted = qpviz.project(self.likelihood, y, cavity_mean, cavity_var, method=method)
+                    moments[method] = (float(fitted.mean), float(fitted.var))
+            except (ValueError, ArithmeticError):
+                moments = {}
+        self._update(np.array([i], dtype=np.int64))
+        tau, nu = float(self.sweep.tau[i]), float(self.sweep.nu[i])
+        change = SiteChange(i, float(self.X[i, 0]), float(self.y[i]), self.method, self.X[:, 0].copy(), before_mean,
+                            before_var, self.sweep.mean.copy(), self.sweep.var, old_tau, old_nu, tau, nu,
+                            cavity_mean, cavity_var)
+        if moments:
+            change.tilted_mean, change.tilted_var = moments["ep"]
+            change.projected_mean, change.projected_var = moments[self.method]
+        if (tau, nu) == (old_tau, old_nu) and not (cavity_var > 0 and moments):
+            change.status = "skipped"
+        elif tau == 0.0 and moments and change.projected_var > cavity_var:
+            change.status = "clipped"
+        return change
 
     def step_sweep(self) -> None:
         """Update every remaining site of the current sweep (a whole sweep from its start)."""

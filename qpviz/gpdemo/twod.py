@@ -11,7 +11,8 @@ Pure computation for the "GP 2-D" page (app/gp_2d.py), callable without a browse
 * :func:`mcmc_grid`: the MCMC reference's maps on the same grid (elliptical-slice chains, with
   progress and cancel between chains), and :func:`distances_to_mcmc`: each method's mean
   |p - p_MCMC| and mean W2 of the latent marginals to the reference's, beside the reference's
-  own Monte Carlo noise;
+  own Monte Carlo noise; :func:`sd_comparison`: each method's latent sd over the reference's on
+  the grid (:mod:`qpviz.gpdemo.sd_ratio`: where a method over-estimates the variance);
 * :func:`grid_csv` writes a fit's grid numbers as CSV.
 """
 from __future__ import annotations
@@ -24,13 +25,14 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba.core.errors import NumbaWarning
 
+from qpviz.gpdemo import sd_ratio
 from qpviz.gpdemo.oned import sample_chains, w2_marginals
 from qpviz.inference.dense import DensePrior
 from qpviz.inference.fit import METHODS, OPTIONS, fit
 from qpviz.likelihoods import likelihood as make_likelihood
 
 __all__ = ["PRESETS", "CLASSES", "DEFAULT_EXTENT", "GridFit", "make_preset", "check_data", "grid_extent",
-           "make_grid", "fit_grid", "mcmc_grid", "distances_to_mcmc", "grid_csv"]
+           "make_grid", "fit_grid", "mcmc_grid", "distances_to_mcmc", "sd_comparison", "grid_csv"]
 
 #: Labels of the two classes (the binary likelihoods' y).
 CLASSES = (-1.0, 1.0)
@@ -319,6 +321,23 @@ def distances_to_mcmc(result: GridFit) -> dict[str, tuple[float, float]]:
     return {m: (float(np.mean(np.abs(result.proba[m] - reference[0]))),
                 float(np.mean(w2_marginals(result.mean[m], result.var[m], reference[1], reference[2]))))
             for m in result.methods if m != "mcmc"}
+
+
+def sd_comparison(result: GridFit, methods=None) -> sd_ratio.SdComparison | None:
+    """sd_method / sd_MCMC on the grid for each of ``methods`` (default: every fitted one but
+    MCMC), summarised over the data's bounding box, with the reference's ESS and convergence
+    (:func:`qpviz.gpdemo.sd_ratio.compare`; ``ratios[m]`` indexed [x2, x1] as the maps); None
+    without the reference or another method."""
+    if "mcmc" not in result.var:
+        return None
+    chosen = [m for m in (result.methods if methods is None else methods) if m != "mcmc" and m in result.var]
+    if not chosen:
+        return None
+    points = np.column_stack([np.tile(result.x1, len(result.x2)), np.repeat(result.x2, len(result.x1))])  # as make_grid
+    diagnostics = result.mcmc_diagnostics
+    return sd_ratio.compare({m: result.var[m] for m in chosen}, result.var["mcmc"], points, result.X,
+                            diagnostics.get("ess", float("nan")), result.converged.get("mcmc", True),
+                            diagnostics.get("status", ""))
 
 
 def grid_csv(result: GridFit) -> str:

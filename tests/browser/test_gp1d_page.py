@@ -49,7 +49,7 @@ def test_hyperparameter_change_updates_the_numbers_and_bad_value_says_what_to_ch
     set_lengthscale(gp1d, "2.5")
     after = wait_for_new_text(gp1d.locator(".qpviz-gp1d-table table").first, before)
     set_lengthscale(gp1d, "0")
-    gp1d.wait_for_function(f"() => ({ALERT_JS})().includes('lengthscale must be')", timeout=TIMEOUT_MS)
+    gp1d.wait_for_function(f"() => ({ALERT_JS})().includes('lengthscale: 0 was not applied')", timeout=TIMEOUT_MS)
     assert table_text(gp1d) == after  # the last good fit stays
 
 
@@ -59,6 +59,13 @@ def test_one_site_button_and_keys_step_and_highlight_a_site(gp1d: Page):
         "() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title' "
         "&& (m.text || '').startsWith('Step-through (EP, sweep 1): site 1'))", timeout=TIMEOUT_MS)
     expect(gp1d.locator(".qpviz-gp1d-explorer-link a")).to_contain_text("Projection Explorer", timeout=TIMEOUT_MS)
+    # the lesson of the update just made (issue 21): how the site came about, how the posterior moved
+    change = gp1d.locator(".qpviz-gp1d-change").first
+    expect(change).to_contain_text("Site 0 at x =", timeout=TIMEOUT_MS)
+    expect(change).to_contain_text("dividing by the cavity")
+    expect(change).to_contain_text("posterior at x =")
+    # without the MCMC reference the sd-ratio view says how to get it
+    expect(gp1d.locator(".qpviz-gp1d-sd-text").first).to_contain_text("Turn MCMC on")
     gp1d.keyboard.press("n")
     gp1d.wait_for_function(
         "() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title' "
