@@ -43,14 +43,25 @@ from explorer_figures import ExplorerFigures, NumbersPane, numbers_html, style_f
 from explorer_widgets import PROJECTOR_WIDGET_CSS, ParameterInputs, PromptFloatSlider, PromptIntSlider, UrlState
 from figure_export import export_buttons
 from layout import CONTROLS_WIDTH, enlarge, explained, set_projector, view_grid
+from number_field import NumberField
 import safe_text
 from qpviz import explorer
 from qpviz.explorer import ExplorerState
 
-__all__ = ["TITLE", "PROJECTOR_WIDGET_CSS", "WHY_QP_IS_NARROWER", "ProjectionExplorer", "cached_ratio_map", "page",
-           "url_keys"]
+__all__ = ["TITLE", "PROJECTOR_WIDGET_CSS", "TYPED", "WHY_QP_IS_NARROWER", "ProjectionExplorer", "cached_ratio_map",
+           "page", "url_keys"]
 
 TITLE = "Projection Explorer"
+
+#: The typed boxes beside the sliders (app/number_field.py: a bad value is named with the range, the
+#: box shows the value kept). Their ranges are the explorer's own (qpviz.explorer), which its state
+#: checks again; the count box is shown for count likelihoods, the y box for real ones.
+TYPED = {
+    "cavity_mean": NumberField("cavity mean m", *explorer.CAVITY_MEAN_SLIDER),
+    "cavity_std": NumberField("cavity std s", *explorer.CAVITY_STD_SLIDER),
+    "count": NumberField("count y", 0, explorer.MAX_COUNT, integer=True),
+    "real": NumberField("observation y", -explorer.MAX_ABS_REAL_Y, explorer.MAX_ABS_REAL_Y),
+}
 
 #: Plain words beside the views: why QP's Gaussian is never wider than EP's, and where it is narrowest.
 WHY_QP_IS_NARROWER = (
@@ -143,7 +154,8 @@ class ProjectionExplorer(pn.viewable.Viewer):
             label=f"observation y in {explorer.range_label('y')}", start=-explorer.MAX_ABS_REAL_Y,
             end=explorer.MAX_ABS_REAL_Y, step=0.05, value=0.0, css_classes=["qpviz-y"],
         )
-        self.y_text = pn.widgets.TextInput(label="type an exact y (Enter)", placeholder="e.g. 2.5", css_classes=["qpviz-y-text"])
+        self.y_count_text = self._typed("count", "y", "qpviz-count-text")
+        self.y_real_text = self._typed("real", "y", "qpviz-y-text")
         self.mean_slider = PromptFloatSlider(
             label=f"cavity mean m in {explorer.range_label('m')}", start=explorer.CAVITY_MEAN_SLIDER[0],
             end=explorer.CAVITY_MEAN_SLIDER[1], step=0.05, value=s.cavity_mean, css_classes=["qpviz-mean"],
@@ -152,8 +164,8 @@ class ProjectionExplorer(pn.viewable.Viewer):
             label=f"cavity std s in {explorer.range_label('s')}", start=explorer.CAVITY_STD_SLIDER[0],
             end=explorer.CAVITY_STD_SLIDER[1], step=0.05, value=s.cavity_std, css_classes=["qpviz-std"],
         )
-        self.mean_text = pn.widgets.TextInput(label="type an exact m (Enter)", placeholder="e.g. -1.25", css_classes=["qpviz-mean-text"])
-        self.std_text = pn.widgets.TextInput(label="type an exact s (Enter)", placeholder="e.g. 0.8", css_classes=["qpviz-std-text"])
+        self.mean_text = self._typed("cavity_mean", "cavity_mean", "qpviz-mean-text")
+        self.std_text = self._typed("cavity_std", "cavity_std", "qpviz-std-text")
         self.show = pn.widgets.CheckButtonGroup(label="projections", options=["EP", "QP"], value=["EP", "QP"])
         low, high = explorer.COMMON_RATIO_SCALE
         self.map_scale = pn.widgets.RadioButtonGroup(
@@ -170,11 +182,8 @@ class ProjectionExplorer(pn.viewable.Viewer):
         self.y_label.param.watch(lambda e: self._on_y("binary", e.new), "value")
         self.y_count.param.watch(lambda e: self._on_y("count", e.new), "value")
         self.y_real.param.watch(lambda e: self._on_y("real", e.new), "value")
-        self.y_text.param.watch(lambda e: self._apply(y=e.new), "value")
         self.mean_slider.param.watch(lambda e: self._apply(cavity_mean=e.new), "value")
         self.std_slider.param.watch(lambda e: self._apply(cavity_std=e.new), "value")
-        self.mean_text.param.watch(lambda e: self._apply(cavity_mean=e.new), "value")
-        self.std_text.param.watch(lambda e: self._apply(cavity_std=e.new), "value")
         self.show.param.watch(self._on_show, "value")
         self.state.param.watch(self._show_error, "error")
         self.state.param.watch(self._refresh_views, ["result", "show_ep", "show_qp"])
@@ -241,6 +250,12 @@ class ProjectionExplorer(pn.viewable.Viewer):
             self._refresh_widgets()  # sliders and selects show the last good (or adjusted) input
         return ok
 
+    def _typed(self, field: str, name: str, css_class: str) -> pn.widgets.TextInput:
+        """A typed box (Enter applies) for the state's ``name``: it shows the value in use; a value
+        outside TYPED[field]'s range is refused in the page's alert, and the state is left as it was."""
+        return TYPED[field].bind(self.state, name, css_class, say=lambda text: setattr(self.state, "error", text),
+                                 apply=lambda key, number: self._apply(**{key: number}))
+
     def _on_likelihood(self, event) -> None:
         """A new likelihood, with the parameters its (hidden until now) inputs hold."""
         if self._syncing:
@@ -273,6 +288,8 @@ class ProjectionExplorer(pn.viewable.Viewer):
             self.y_label.visible = support == "binary"
             self.y_count.visible = support == "count"
             self.y_real.visible = support == "real"
+            self.y_count_text.visible = support == "count"
+            self.y_real_text.visible = support == "real"
             if support == "binary":
                 self.y_label.value = s.y
             elif support == "count":
@@ -402,7 +419,8 @@ class ProjectionExplorer(pn.viewable.Viewer):
             self.y_label,
             self.y_count,
             self.y_real,
-            self.y_text,
+            self.y_count_text,
+            self.y_real_text,
             pn.pane.Markdown("### Cavity N(m, s²)"),
             self.mean_slider,
             self.mean_text,

@@ -327,11 +327,28 @@ def test_typed_text_is_parsed():
 
 def test_page_typed_y_beyond_the_slider_is_accepted(explorer_page):
     explorer_page.likelihood.value = "laplace"
-    explorer_page.y_text.value = "25"
+    assert explorer_page.y_real_text.visible and not explorer_page.y_count_text.visible
+    explorer_page.y_real_text.value = "25"
     assert explorer_page.state.y == 25.0 and not explorer_page.alert.visible
     assert "y = 25" in explorer_page.figures["densities"].title.text
-    explorer_page.y_text.value = "60"
-    assert "y must be in [-50, 50]" in shown(explorer_page.alert.object) and explorer_page.state.y == 25.0
+    explorer_page.y_real_text.value = "60"
+    assert shown(explorer_page.alert.object) == ("observation y: '60' was not applied; type a number from -50 to 50; "
+                                                 "kept 25")
+    assert explorer_page.state.y == 25.0 and explorer_page.y_real_text.value == "25"  # the box shows the value kept
+
+
+def test_page_typed_count_is_refused_with_its_range_and_the_message_goes_at_the_next_good_value(explorer_page):
+    page = explorer_page
+    assert page.y_count_text.visible and not page.y_real_text.visible and page.y_count_text.value == "10"
+    for typed in ("-3", "1.5", "1001", "nan", "abc"):
+        page.y_count_text.value = typed
+        assert "count y: " in shown(page.alert.object) and "type a whole number from 0 to 1000; kept 10" in shown(
+            page.alert.object), typed
+        assert page.state.y == 10.0 and page.y_count_text.value == "10"
+    page.mean_slider.value = 2.5  # any good change clears the message; the box follows the slider
+    assert not page.alert.visible and page.mean_text.value == "2.5"
+    page.y_count_text.value = "4"
+    assert page.state.y == 4.0 and page.y_count.value == 4 and not page.alert.visible
 
 
 @pytest.mark.parametrize(
@@ -453,8 +470,9 @@ def test_page_of_a_user_registered_likelihood_has_its_number_input(user_likeliho
 def test_page_bad_typed_value_shows_alert_and_keeps_the_view(explorer_page):
     data = dict(explorer_page.sources["densities"].data)
     explorer_page.std_text.value = "zero"
-    assert explorer_page.alert.visible and "cavity std must be a number" in shown(explorer_page.alert.object)
-    assert explorer_page.sources["densities"].data["tilted"] is data["tilted"]
+    assert explorer_page.alert.visible and shown(explorer_page.alert.object) == (
+        "cavity std s: 'zero' was not applied; type a number from 0.05 to 8; kept 1.5")
+    assert explorer_page.sources["densities"].data["tilted"] is data["tilted"] and explorer_page.std_text.value == "1.5"
     explorer_page.std_text.value = "0.7"
     assert not explorer_page.alert.visible and explorer_page.state.cavity_std == 0.7 and explorer_page.std_slider.value == 0.7
 
