@@ -182,12 +182,23 @@ def _ess_block(L, centre, tau, nu, y, lk, f, ll, transitions, thin, out, seed, m
 
 
 @njit(**NUMBA_OPTIONS)
-def _tempered_block(Lk, root, centre, tau, nu, y, lk, betas, F, LL, transitions, thin, out, seed, max_shrinks,
-                    cold_steps, pair_swaps):
+def _half_square(tau, f):
+    """sum_i tau_i f_i^2 / 2."""
+    total = 0.0
+    for i in range(f.shape[0]):
+        total += 0.5 * tau[i] * f[i] * f[i]
+    return total
+
+
+@njit(**NUMBA_OPTIONS)
+def _tempered_block(roots, taus, root, centre, tau, nu, y, lk, betas, F, LL, transitions, thin, out, seed,
+                    max_shrinks, cold_steps, pair_swaps):
     """Parallel tempering (Swendsen and Wang 1986; Geyer 1991) for a likelihood even in each f_i:
     row t of F (updated in place) targets N(f | 0, K) prod_i p(y_i | f_i)^betas[t] (``betas``
-    increasing to 1, ``Lk`` = a square root of K, ``LL[t]`` = sum_i log p(y_i | F[t, i])). Each
-    transition is one ESS transition per row below the last (prior ellipses) and ``cold_steps``
+    increasing to 1, ``LL[t]`` = sum_i log p(y_i | F[t, i])) = N(f | 0, S_t) prod_i
+    p(y_i | f_i)^betas[t] exp(taus[t, i] f_i^2 / 2) up to a constant, S_t^-1 = K^-1 + diag(taus[t])
+    and ``roots[t]`` a square root of S_t (ellipses centred at 0, so both signs stay alike). Each
+    transition is one ESS transition per row below the last and ``cold_steps``
     for the last row, beta = 1 (ellipses around EP's posterior: ``root``, ``centre`` and sites
     ``tau``, ``nu`` as :func:`_ess_block`), then swaps of the adjacent pairs (t, t + 1), even t
     after even transitions and odd t after odd ones (non-reversible even-odd swaps, Syed et al.
@@ -215,10 +226,11 @@ def _tempered_block(Lk, root, centre, tau, nu, y, lk, betas, F, LL, transitions,
                     capped += 0 if accepted else 1
                 LL[t] = _log_lik(lk, y, f)
                 evaluations += 2
-            else:  # betas[t] > 0: the log ratio is betas[t] LL[t]
-                ll, evals, accepted = _ess_step_into(Lk, zero, zero, zero, y, lk, betas[t], f, betas[t] * LL[t], z,
-                                                     ellipse, proposal, max_shrinks)
-                LL[t] = ll / betas[t]
+            else:  # betas[t] > 0: the log ratio is betas[t] LL[t] + sum_i taus[t, i] f_i^2 / 2
+                ll, evals, accepted = _ess_step_into(roots[t], zero, taus[t], zero, y, lk, betas[t], f,
+                                                     betas[t] * LL[t] + _half_square(taus[t], f), z, ellipse, proposal,
+                                                     max_shrinks)
+                LL[t] = (ll - _half_square(taus[t], f)) / betas[t]
                 evaluations += evals
                 capped += 0 if accepted else 1
         for t in range(it % 2, temps - 1, 2):  # even pairs, then odd pairs (deterministic even-odd swaps)
@@ -290,23 +302,38 @@ def _tempered_blocks(prior, y, lk, ref):
     swap rates; the kept draws use the ladder burn-in ended with. ``block_for.pair_swaps`` counts
     the accepted swaps of each neighbour pair in the kept part of all chains, ``block_for.ladders``
     holds each chain's final ladder."""
-    Lk = np.ascontiguousarray(prior.cov_sqrt())
+    K = np.asarray(prior.cov_sqrt())
+    K = K @ K.T
+    positive = np.clip(ref.tau, 0.0, None)  # EP's site precisions where positive (0: prior ellipses)
     pair_swaps = np.zeros(len(TEMPERATURES) - 1, dtype=np.int64)
     ladders = []
+
+    def gaussians(betas):
+        """(roots, taus): row t the ellipses' N(0, S_t), S_t^-1 = K^-1 + betas[t] diag(positive)."""
+        taus = np.ascontiguousarray(betas[:, None] * positive[None, :])
+        roots = np.empty((betas.shape[0],) + K.shape)
+        for t, tau in enumerate(taus):
+            d = np.sqrt(tau)
+            inner = np.eye(K.shape[0]) + d[:, None] * K * d[None, :]
+            KD = K * d[None, :]
+            roots[t] = _root(K - KD @ np.linalg.solve(inner, KD.T))
+        return np.ascontiguousarray(roots), taus
 
     def block_for(start):
         betas = np.array(TEMPERATURES, dtype=np.float64)
         ladders.append(betas)
+        state = list(gaussians(betas))
         F = np.ascontiguousarray(np.tile(start, (betas.shape[0], 1)))
         LL = np.array([_log_lik(lk, y, row) for row in F])
 
         def block(f, ll, transitions, thin, out, seed, max_shrinks):
             burning = out.shape[0] == 0
             counts = np.zeros_like(pair_swaps)
-            result = _tempered_block(Lk, ref.root, ref.centre, ref.tau, ref.nu, y, lk, betas, F, LL, transitions, thin,
-                                     out, seed, max_shrinks, COLD_STEPS, counts)
+            result = _tempered_block(state[0], state[1], ref.root, ref.centre, ref.tau, ref.nu, y, lk, betas, F, LL,
+                                     transitions, thin, out, seed, max_shrinks, COLD_STEPS, counts)
             if burning and transitions >= 2:
                 betas[:] = equalised_ladder(betas, counts / (transitions // 2))
+                state[:] = gaussians(betas)
             else:
                 pair_swaps[:] += counts
             f[:] = F[-1]
