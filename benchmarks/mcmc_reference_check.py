@@ -2,8 +2,9 @@
 
 For each (preset, seed) at N = 60: ``qpviz.gpdemo.oned.mcmc_reference`` with its default settings,
 and EP (``fit_method(..., "ep")``). Printed per row: ratio = mean_i |m_MCMC,i| / mean_i |m_EP,i|
-at the data, sign = the fraction of the points with |m_EP| > 0.25 max |m_EP| where the two
-means share a sign, max split R-hat and min bulk ESS (the reference's own, NaN when the fit
+at the data (kind "mean"; for a likelihood even in f, whose data identify |f| only, the size
+ratio mean_i sqrt(E f_i^2) of MCMC over EP's instead, kind "size", and sign "-"), sign = the
+fraction of the points with |m_EP| > 0.25 max |m_EP| where the two means share a sign, max split R-hat and min bulk ESS (the reference's own, NaN when the fit
 carries none), the convergence verdict and seconds.
 
     PYTHONPATH=. python benchmarks/mcmc_reference_check.py [--seeds 8] [--n 60] [--preset NAME ...]
@@ -30,9 +31,14 @@ def check(name: str, seed: int, n: int = 60) -> dict:
     ref = oned.mcmc_reference(data.X, data.y, lik, kernel)
     seconds = time.perf_counter() - start
     m_ep, m = ep.train_mean, ref.train_mean
-    clear = np.abs(m_ep) > 0.25 * np.max(np.abs(m_ep))
-    return {"preset": name, "seed": seed, "ratio": float(np.mean(np.abs(m)) / np.mean(np.abs(m_ep))),
-            "sign": float(np.mean(np.sign(m[clear]) == np.sign(m_ep[clear]))),
+    if lik.even_in_f:
+        size = np.mean(np.sqrt(m**2 + ref.train_var)) / np.mean(np.sqrt(m_ep**2 + ep.train_var))
+        ratio, sign, kind = float(size), math.nan, "size"
+    else:
+        clear = np.abs(m_ep) > 0.25 * np.max(np.abs(m_ep))
+        ratio, sign = float(np.mean(np.abs(m)) / np.mean(np.abs(m_ep))), float(np.mean(np.sign(m[clear]) == np.sign(m_ep[clear])))
+        kind = "mean"
+    return {"preset": name, "seed": seed, "ratio": ratio, "ratio_kind": kind, "sign": sign,
             "rhat": float(getattr(ref, "rhat", math.nan)), "ess": float(getattr(ref, "ess", math.nan)),
             "converged": bool(ref.converged), "seconds": seconds}
 
@@ -43,11 +49,12 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=60)
     parser.add_argument("--preset", action="append", help="only these presets (default: all)")
     args = parser.parse_args()
-    print(f"{'preset':<44} {'seed':>4} {'ratio':>6} {'sign':>5} {'R-hat':>6} {'ESS':>6} {'conv':>5} {'s':>6}")
+    print(f"{'preset':<44} {'seed':>4} {'ratio':>6} {'kind':>4} {'sign':>5} {'R-hat':>6} {'ESS':>6} {'conv':>5} {'s':>6}")
     for name in args.preset or list(presets.PRESETS):
         for seed in range(args.seeds):
             row = check(name, seed, args.n)
-            print(f"{name[:44]:<44} {seed:>4} {row['ratio']:>6.3f} {row['sign']:>5.2f} {row['rhat']:>6.3f} "
+            sign = "-" if math.isnan(row["sign"]) else f"{row['sign']:.2f}"
+            print(f"{name[:44]:<44} {seed:>4} {row['ratio']:>6.3f} {row['ratio_kind']:>4} {sign:>5} {row['rhat']:>6.4f} "
                   f"{row['ess']:>6.0f} {'yes' if row['converged'] else 'NO':>5} {row['seconds']:>6.2f}", flush=True)
 
 

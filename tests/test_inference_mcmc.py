@@ -189,3 +189,16 @@ def test_without_ep_the_chains_fall_back_to_the_prior_ellipses(small_probit, mon
     monkeypatch.undo()
     reference = fit(X, y, "probit", k, method="mcmc", n_samples=20000, thin=2, burn_in=500, seed=11)
     np.testing.assert_allclose(run.samples.reshape(-1, len(y)).mean(axis=0), reference.mean, atol=0.08)
+
+
+def test_equalised_ladder_moves_rungs_towards_the_pairs_that_rarely_swap():
+    """Rejection concentrated in the cold pair: the middle rung moves towards beta = 1; ends kept,
+    the ladder stays increasing, and equal rates leave a geometric ladder as it is."""
+    from qpviz.inference.mcmc import equalised_ladder
+
+    betas = np.geomspace(0.1, 1.0, 3)
+    moved = equalised_ladder(betas, np.array([0.9, 0.1]))
+    assert moved[0] == 0.1 and moved[-1] == 1.0 and betas[1] < moved[1] < 1.0
+    np.testing.assert_allclose(moved[1], np.exp(np.interp(0.5, [0.0, 0.1 / 1.0, 1.0], np.log(betas))))
+    np.testing.assert_allclose(equalised_ladder(betas, np.array([0.4, 0.4])), betas)
+    np.testing.assert_allclose(equalised_ladder(betas, np.array([1.0, 1.0])), betas)
