@@ -26,6 +26,8 @@ TABS = ["Projection Explorer", "GP 1-D", "GP 2-D", "Sparse", "VSGP", "Scalable",
 DRAWN_WITHOUT_FIGURES: dict[str, str] = {}  # (Paper results draws its Figure 1 with Bokeh now)
 #: The classroom's screens (1400 x 1050: where the projector cut plot (a)'s title before).
 VIEWPORTS = [(1024, 768), (1280, 720), (1400, 1050), (1920, 1080)]
+#: Height of the header and the tabs in projector mode (px), above a page's first plot.
+PROJECTOR_CHROME = 110
 #: Smallest plot area (Bokeh frame) a reader can use, in CSS pixels.
 MIN_FRAME_WIDTH = 220
 MIN_FRAME_HEIGHT = 150
@@ -56,7 +58,7 @@ FIGURES_JS = """() => {
         }
         const frame = v.frame.bbox;
         out.push({title: text, title_width: widest, frame_left: frame.left, frame_width: frame.width,
-                  frame_height: frame.height, left: box.left, right: box.right, width: box.width});
+                  frame_height: frame.height, left: box.left, right: box.right, width: box.width, height: box.height});
     }
     return out;
 }"""
@@ -212,12 +214,20 @@ def px(size: str) -> float:
 def test_page_fits_the_screen(page: Page, app_url: str, console_errors, tab, projector):
     """Each screen in turn: the page is loaded once and the window resized (a reload per screen
     took about four times as long)."""
+    range_warnings: list[str] = []  # Bokeh's "could not set initial ranges": a figure without data
+    page.on("console", lambda m: range_warnings.append(m.text) if "could not set initial ranges" in m.text else None)
     page.set_viewport_size({"width": VIEWPORTS[0][0], "height": VIEWPORTS[0][1]})
     open_tab(page, app_url, tab, projector)
     for width, height in VIEWPORTS:
         page.set_viewport_size({"width": width, "height": height})
         page.wait_for_timeout(1500)  # let the responsive figures and the formulas re-flow
         check_screen(page, tab, f"{width}x{height}")
+        if projector and (width, height) == (1280, 720):
+            # a projector's 1280 x 720: one plot with its legend (below it) fits the screen under
+            # the header and the tabs (about 110 px in projector mode)
+            for fig in page.evaluate(FIGURES_JS):
+                assert fig["height"] <= height - PROJECTOR_CHROME, (fig["title"].splitlines()[:1], fig["height"])
+    assert range_warnings == []
 
 
 def check_screen(page: Page, tab: str, screen: str) -> None:
