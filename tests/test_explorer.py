@@ -17,6 +17,7 @@ from qpviz import explorer
 from qpviz.explorer import ExplorerState
 from qpviz.likelihoods import REGISTRY
 from qpviz.tables import families
+from layout import CONTROL_CSS
 from safe_text import shown
 
 #: A valid observation per likelihood for the parametrised tests.
@@ -496,11 +497,11 @@ def test_page_projector_mode_enlarges_fonts(explorer_page):
 
     explorer_page.projector = True
     assert explorer_page.figures["densities"].title.text_font_size == "22px"
-    assert explorer_page.mean_slider.stylesheets == [projection_explorer.PROJECTOR_WIDGET_CSS]
+    assert explorer_page.mean_slider.stylesheets == [CONTROL_CSS, projection_explorer.PROJECTOR_WIDGET_CSS]
     assert explorer_page.why.styles["font-size"] == explorer_page.link_note.styles["font-size"] == "150%"
     explorer_page.projector = False
     assert explorer_page.figures["densities"].title.text_font_size == "13px"
-    assert explorer_page.mean_slider.stylesheets == []
+    assert explorer_page.mean_slider.stylesheets == [CONTROL_CSS]  # (labels wrap between words in both modes)
 
 
 def test_page_map_failure_is_shown_not_raised(explorer_page, monkeypatch):

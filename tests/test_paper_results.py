@@ -18,6 +18,7 @@ import paper_results
 from qpviz.reproduce import live, paper_table
 from qpviz.reproduce.paper_table import PAPER_NAMES, PAPER_TABLE1, compare, compare_stars, te_unit, tolerance
 from qpviz.reproduce.report import CSV_COLUMNS, write_csv
+from layout import CONTROL_CSS
 from safe_text import shown
 
 PAPER_TEXT = Path("/work/shared/papers/000_fd0ca91a80c3c0c5.txt")
@@ -274,7 +275,7 @@ def test_projector_mode_enlarges_texts_and_widgets(tmp_path):
     assert view.table.styles["font-size"] == "150%"
     assert explorer_widgets.PROJECTOR_WIDGET_CSS in view.run_button.stylesheets
     view.projector = False
-    assert view.table.styles["font-size"] == "100%" and view.run_button.stylesheets == []
+    assert view.table.styles["font-size"] == "100%" and view.run_button.stylesheets == [CONTROL_CSS]
 
 
 @pytest.mark.parametrize("rounds", [0, -3, 1e308, "nan", "abc"])
