@@ -121,6 +121,8 @@ PROJECTOR_LINE_SCALE = 1.8
 PROJECTOR_MARKER_SCALE = 1.4
 #: Bokeh's named dash patterns, as on/off lengths in pixels (scaled with the line in projector mode).
 DASH_PATTERNS = {"solid": [], "dashed": [6], "dotted": [2, 4], "dotdash": [2, 4, 6, 4], "dashdot": [6, 4, 2, 4]}
+#: A legend entry's label longer than this (characters) puts two entries, not three, in a row.
+LONG_LABEL = 16
 #: Height of one row of a legend below the plot (px, normal size).
 LEGEND_ROW = 22
 
@@ -140,6 +142,9 @@ def legend_below(fig, ncols: int = 3) -> None:
         if legend in fig.center:
             fig.center.remove(legend)
         n_items = len(legend.items)
+        labels = [getattr(item.label, "value", None) or str(item.label or "") for item in legend.items]
+        if max(map(len, labels), default=0) > LONG_LABEL:  # long labels: rows of two fit a half-width plot
+            ncols = min(ncols, 2)
         legend.update(orientation="horizontal", ncols=max(1, min(ncols, n_items)), click_policy="hide", margin=0,
                       padding=4, spacing=12, background_fill_alpha=1.0, border_line_alpha=0.0)
         if legend not in fig.below:

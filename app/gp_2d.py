@@ -588,7 +588,10 @@ class GP2DPage(pn.viewable.Viewer):
                                                                    sizing_mode="stretch_width"),
                                                      sizing_mode="stretch_width",
                                                      css_classes=[f"qpviz-gp2d-ratio-{method}"])
-            self.ratio_row = view_row(*self.ratio_panes.values(), projector=self.projector)
+            # two maps a row: a Row's smallest width is the sum of its maps' (four made the page 1500 px wide)
+            panes = list(self.ratio_panes.values())
+            self.ratio_rows = [view_row(*panes[i:i + 2], projector=self.projector) for i in range(0, len(panes), 2)]
+            self.ratio_row = pn.Column(*self.ratio_rows, sizing_mode="stretch_width")
             self.sd_text = pn.pane.Markdown("", css_classes=["qpviz-gp2d-sd-text"], sizing_mode="stretch_width",
                                             margin=(0, 10))
             ratios = explained(pn.Column(pn.pane.Markdown("#### Latent sd against the MCMC reference", margin=(0, 10)),
@@ -642,7 +645,7 @@ class GP2DPage(pn.viewable.Viewer):
     def _arrange_pairs(self) -> None:
         """A method's two views side by side where both fit at their smallest width (wider in
         projector mode, for the large fonts), else one above the other."""
-        for row in [*self.method_rows.values(), self.ratio_row]:
+        for row in [*self.method_rows.values(), *self.ratio_rows]:
             set_projector(row, self.projector)
 
     @param.depends("projector", watch=True)

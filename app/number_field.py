@@ -187,6 +187,9 @@ class LinkValues:
                 except ValueError:
                     raise ValueError(f"{field.name}: {field.accepted}") from None
             return typed
+        if isinstance(parameter, param.ListSelector):  # (a Selector too: checked first) every item a choice
+            return lambda v: v if isinstance(v, list) and all(x in parameter.objects for x in v) else refuse(
+                f"a list of {', '.join(map(str, parameter.objects))}")
         if isinstance(parameter, param.Selector):
             return lambda v: v if v in parameter.objects else refuse(f"one of {', '.join(map(str, parameter.objects))}")
         if isinstance(parameter, param.List):

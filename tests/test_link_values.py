@@ -94,3 +94,19 @@ def test_the_link_banner_goes_at_the_next_valid_change(slug, monkeypatch):
         for stop in ("cancel_job", "cancel_curve", "stop"):
             if callable(getattr(getattr(page, "model", page), stop, None)):
                 getattr(getattr(page, "model", page), stop)()
+
+
+@pytest.mark.filterwarnings("ignore:Widget.name is deprecated:PendingDeprecationWarning")
+def test_a_good_list_value_is_taken_whole(monkeypatch):
+    """A link's list of choices (GP 2-D's methods with MCMC) is taken, not dropped as 'no choice'."""
+    from panel.io.location import Location  # noqa: PLC0415
+
+    import gp_2d  # noqa: PLC0415
+
+    location = Location(search='?g2_methods=["ep","qp","mcmc"]')
+    monkeypatch.setattr(type(pn.state), "location", property(lambda self: location))
+    _, page = gp_2d.page()
+    try:
+        assert page.methods == ["ep", "qp", "mcmc"] and "g2_methods" not in page_text(page)
+    finally:
+        page.cancel_job(quiet=True) if hasattr(page, "cancel_job") else None

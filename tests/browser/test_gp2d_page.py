@@ -101,9 +101,9 @@ def test_bad_link_opens_a_consistent_page_and_says_what_it_replaced(page: Page, 
     page.goto(app_url + "?g2_preset=circles&g2_var=0&g2_ls=nan")
     page.locator(".bk-tab", has_text="GP 2-D").click(timeout=TIMEOUT_MS)
     wait_for_title(page, "EP: p(y=+1|x),\ncircles N=100, rbf σ_f²=4 ℓ=0.8")
-    alert = page.locator(".qpviz-gp2d-error")
-    expect(alert).to_contain_text("variance = 0 (valid: 0.1 to 20) was replaced by 4.0", timeout=TIMEOUT_MS)
-    expect(alert).to_contain_text("lengthscale = nan (valid: 0.1 to 5) was replaced by 0.8")
+    banner = page.locator(".qpviz-link-alert")  # the app's one link banner (number_field.LinkValues)
+    expect(banner).to_contain_text("g2_var=0", timeout=TIMEOUT_MS)
+    expect(banner).to_contain_text("g2_ls=nan")
     page.wait_for_url(re.compile(r"[?&]g2_var=4(\.0)?(&|$)"), timeout=TIMEOUT_MS)  # the link now says what is shown
 
 

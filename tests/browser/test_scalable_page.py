@@ -115,7 +115,8 @@ def test_bad_input_says_what_to_change_and_starts_nothing(scalable: Page):
     box.fill("0")
     box.press("Enter")
     page.locator(".qpviz-sc-start button").click()
-    page.wait_for_function(f"() => ({ALERT_JS})().includes('minibatch size must be a whole number')", timeout=TIMEOUT_MS)
+    page.wait_for_function(f"() => ({ALERT_JS})().includes('was not applied; type a whole number')",
+                           timeout=TIMEOUT_MS)
     expect(page.locator(".qpviz-sc-stop button")).to_be_disabled()
     assert total_points(page) == 0
     assert page.locator(".qpviz-sc-status tr").count() == 0

@@ -99,7 +99,7 @@ def test_an_out_of_range_seed_is_named_and_replaced(variance_page: Page, typed: 
     box = page.locator(".qpviz-ve-seed input")
     box.fill(typed)
     box.press("Enter")
-    expect(page.locator(".qpviz-error")).to_contain_text(f"from 0 to 10000; {typed} was replaced by 0",
-                                                         timeout=30_000)
+    expect(page.locator(".qpviz-error")).to_contain_text(
+        f"split seed: '{typed}' was not applied; type a whole number from 0 to 10000; kept 0", timeout=30_000)
     expect(box).to_have_value("0")
     assert title_now(page, "Figure 1: synthetic 2-D")  # the views stay
