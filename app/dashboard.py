@@ -96,7 +96,7 @@ class TabInUrl:
 
 
 class LazyPages:
-    """One placeholder per tab; a tab's page is built the first time the tab is shown."""
+    """One empty holder per tab; a tab's page is built into it the first time the tab is shown."""
 
     def __init__(self, modules, connect=None):
         """``connect(page)`` wires a newly built page to the others."""

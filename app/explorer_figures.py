@@ -17,7 +17,7 @@ from bokeh.plotting import figure
 from qpviz import explorer
 
 __all__ = ["COLOURS", "DASHES", "LABELS", "CURVES", "ExplorerFigures", "NumbersPane", "numbers_html", "show_columns",
-           "style_figure", "legend_below", "Placeholder"]
+           "style_figure", "legend_below", "EmptyExtent"]
 
 #: Okabe-Ito colours (colour-blind safe); curves also differ by dash pattern.
 COLOURS = {
@@ -208,24 +208,22 @@ def style_figure(fig, projector: bool) -> None:
     fig.height = (430 if projector else 330) + round(LEGEND_ROW * scale) * _legend_rows(fig)
 
 
-class Placeholder:
+class EmptyExtent:
     """An invisible extent for a figure whose data arrive later (optimisation steps, training
     curves): Bokeh's data ranges need some finite data, else the browser logs "could not set
-    initial ranges" at every draw. :meth:`clear` when the figure's data arrive, :meth:`show` when
-    they are gone again."""
+    initial ranges" at every draw. :meth:`follow` tells it whether the figure has data of its own
+    (the extent is dropped then, so it does not widen the ranges)."""
 
     def __init__(self, fig, x=(0.0, 1.0), y=(0.0, 1.0)):
         self.extent = {"x": list(x), "y": list(y)}
         self.source = ColumnDataSource(dict(self.extent))
         fig.scatter("x", "y", source=self.source, size=0, alpha=0.0)
 
-    def clear(self) -> None:
-        if len(self.source.data["x"]):
-            self.source.data = {"x": [], "y": []}
-
-    def show(self) -> None:
-        if not len(self.source.data["x"]):
-            self.source.data = dict(self.extent)
+    def follow(self, has_data: bool) -> None:
+        """Drop the extent while the figure has data, bring it back when it has none (sends
+        nothing when that does not change)."""
+        if bool(len(self.source.data["x"])) == has_data:
+            self.source.data = {"x": [], "y": []} if has_data else dict(self.extent)
 
 
 class ExplorerFigures:

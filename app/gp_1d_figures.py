@@ -9,7 +9,7 @@ from bokeh.models import ColumnDataSource, Span
 from bokeh.plotting import figure
 
 from explorer_figures import COLOURS as EXPLORER_COLOURS
-from explorer_figures import Placeholder, legend_below, style_figure
+from explorer_figures import EmptyExtent, legend_below, style_figure
 from colours import METHOD_COLOURS
 
 __all__ = ["METHOD_COLOURS", "METHOD_LABELS", "DATA_COLOUR", "EXPLANATIONS", "GP1DFigures", "table_html"]
@@ -183,8 +183,8 @@ class GP1DFigures:
                                          ("qp", METHOD_COLOURS["qp"], "solid", "QP (W2)")):
             site.line("x", key, source=self.site_curves, color=colour, line_dash=dash, line_width=2.5, legend_label=label)
         # the optimisation and the step-through have no data until they are started
-        self.placeholders = {name: Placeholder(self.figures[name]) for name in ("optimisation", "site")}
-        self.placeholders["sd_ratio"] = Placeholder(self.figures["sd_ratio"], y=(0.8, 1.2))
+        self.extents = {name: EmptyExtent(self.figures[name]) for name in ("optimisation", "site")}
+        self.extents["sd_ratio"] = EmptyExtent(self.figures["sd_ratio"], y=(0.8, 1.2))
         for fig in self.figures.values():
             legend_below(fig)
             fig.output_backend = "canvas"
@@ -242,7 +242,7 @@ class GP1DFigures:
                 continue
             x, ratio = comparison.finite(m, model.fits["mcmc"].grid)
             source.data = {"x": x, "ratio": ratio}
-        (self.placeholders["sd_ratio"].show if comparison is None else self.placeholders["sd_ratio"].clear)()
+        self.extents["sd_ratio"].follow(comparison is not None)
         if comparison is None:
             self.ratio_band.data = _empty("x", "lower", "upper")
             self.figures["sd_ratio"].title.text = "Latent sd / MCMC's sd: turn MCMC on"
@@ -260,7 +260,7 @@ class GP1DFigures:
     def show_optimisation(self, model) -> None:
         steps = model.optimisation
         self.optimisation.data = {"step": [s.iteration for s in steps], "evidence": [s.evidence for s in steps]}
-        (self.placeholders["optimisation"].clear if steps else self.placeholders["optimisation"].show)()
+        self.extents["optimisation"].follow(bool(steps))
         title = "EP evidence per optimisation step"
         if steps:
             title += f": {len(steps)} steps, log Z_EP = {steps[-1].evidence:.4f}"
@@ -286,9 +286,9 @@ class GP1DFigures:
             self.step_state.data = _empty("x", "mean", "lower", "upper")
             self.site_curves.data = _empty("x", "cavity", "tilted", "ep", "qp")
             self.figures["site"].title.text = "Step-through: press 'site (n)' to start"
-            self.placeholders["site"].show()
+            self.extents["site"].follow(False)
             return
-        self.placeholders["site"].clear()
+        self.extents["site"].follow(True)
         sd = np.sqrt(stepper.sweep.var)
         self.step_state.data = {"x": model.X[:, 0], "mean": stepper.sweep.mean, "lower": stepper.sweep.mean - 2 * sd,
                                 "upper": stepper.sweep.mean + 2 * sd}

@@ -68,17 +68,17 @@ class ProjectorSwitch:
             page.projector = self.toggle.value
 
     def _read_link(self, event) -> None:
-        on = parse(event.new)
-        if on is None:
+        asked = parse(event.new)
+        if asked is None:
             self.note.object = safe_text.fill("This link's {key}={value} is no switch position (true or false): "
                                               "projector mode is off.", key=KEY, value=quoted(event.new))
-            on = False
+        on = bool(asked)
         self._reading = True
         try:
             self.toggle.value = on
         finally:
             self._reading = False
-        self.note.visible = parse(event.new) is None
+        self.note.visible = asked is None
         self.holder.value = "true" if on else "false"  # the link shows what the page shows
 
     def _switched(self, event) -> None:

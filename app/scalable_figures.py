@@ -10,7 +10,7 @@ from bokeh.plotting import figure
 
 from colours import METHOD_COLOURS
 from explorer_figures import _table as html_table
-from explorer_figures import Placeholder, legend_below, style_figure
+from explorer_figures import EmptyExtent, legend_below, style_figure
 import safe_text
 from qpviz.gpdemo.scalable_demo import LABELS, METHODS
 
@@ -80,21 +80,21 @@ class CurveFigures:
                     line_dash="dashed", line_width=2, legend_label="logistic")
             legend_below(fig, ncols=4)
         # no curve until a run reports
-        self.placeholders = {measure: Placeholder(fig) for measure, fig in self.figures.items()}
+        self.extents = {measure: EmptyExtent(fig) for measure, fig in self.figures.items()}
 
     def clear(self) -> None:
         for source in self.sources.values():
             source.data = {"t": [], "test_error": [], "ntll": [], "step": []}
         self.baseline.data = {"x": [], "test_error": [], "ntll": []}
-        for placeholder in self.placeholders.values():
-            placeholder.show()
+        for extent in self.extents.values():
+            extent.follow(False)
 
     def stream(self, method: str, entries: list[dict]) -> None:
         """Append a run's new entries (those with validation scores)."""
         scored = [e for e in entries if "test_error" in e and "ntll" in e]
         if scored:
-            for placeholder in self.placeholders.values():
-                placeholder.clear()
+            for extent in self.extents.values():
+                extent.follow(True)
             self.sources[method].stream({"t": [e["wall_time"] for e in scored],
                                          "test_error": [e["test_error"] for e in scored],
                                          "ntll": [e["ntll"] for e in scored], "step": [e["step"] for e in scored]},
@@ -126,16 +126,16 @@ class DataFigure:
                         fill_color=METHOD_COLOURS[method], line_color="white", line_width=1,
                         legend_label=f"Z ({LABELS[method]})")
         legend_below(fig)
-        self.placeholder = Placeholder(fig, x=(-1.0, 1.0), y=(-1.0, 1.0))  # no data until a run starts
+        self.extent = EmptyExtent(fig, x=(-1.0, 1.0), y=(-1.0, 1.0))  # no data until a run starts
         self.figure = fig
 
     def clear(self) -> None:
         for source in (*self.classes.values(), *self.inducing.values()):
             source.data = {"x": [], "y": []}
-        self.placeholder.show()
+        self.extent.follow(False)
 
     def show_data(self, sample: np.ndarray, labels: np.ndarray) -> None:
-        self.placeholder.clear()
+        self.extent.follow(True)
         for label, source in self.classes.items():
             mine = np.asarray(labels) == label
             source.data = {"x": sample[mine, 0], "y": sample[mine, 1]}
