@@ -155,7 +155,7 @@ class LinkValues:
         self.link = stand_in(**{key: getattr(owner, name) for key, (owner, name) in self.fields.items()})
         self.link.param.watch(self._from_link, list(self.fields))
         for key, (owner, name) in self.fields.items():
-            owner.param.watch(lambda event, key=key: self._from_page(key, event.new), name)
+            owner.param.watch(lambda event, key=key: self._from_page(key), name)
         location.sync(self.link, {key: key for key in self.fields})
 
     @staticmethod
@@ -221,10 +221,13 @@ class LinkValues:
             self._applying.pop()
         self._show()
 
-    def _from_page(self, key: str, value) -> None:
+    def _from_page(self, key: str) -> None:
+        owner, name = self.fields[key]
         self._applying.append(True)
         try:
-            setattr(self.link, key, value)  # the URL follows the page
+            # the URL follows the page: its value now, not the event's (a refused typed value is set
+            # back inside an earlier watcher of the same change, so the event's value may be stale)
+            setattr(self.link, key, getattr(owner, name))
         finally:
             self._applying.pop()
         if self.notes and len(self._applying) == 0:

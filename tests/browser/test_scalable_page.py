@@ -111,13 +111,21 @@ def test_a_long_run_streams_its_curves_and_stop_ends_it(page: Page, app_url: str
 
 def test_bad_input_says_what_to_change_and_starts_nothing(scalable: Page):
     page = scalable
+    # a refused typed value: named, the box and the link keep the last good value, nothing starts
     box = page.locator(".qpviz-sc-minibatch input")
     box.fill("0")
     box.press("Enter")
-    page.locator(".qpviz-sc-start button").click()
     page.wait_for_function(f"() => ({ALERT_JS})().includes('was not applied; type a whole number')",
                            timeout=TIMEOUT_MS)
+    expect(box).to_have_value("200")
+    assert "sc_mb=0" not in page.url, page.url  # a copied link never carries the refused value
+    # no method ticked: Start says what to change and starts nothing
+    for checkbox in page.locator(".qpviz-sc-methods input").all():
+        checkbox.uncheck()
+    page.locator(".qpviz-sc-start button").click()
+    page.wait_for_function(f"() => ({ALERT_JS})().includes('tick at least one method')", timeout=TIMEOUT_MS)
     expect(page.locator(".qpviz-sc-stop button")).to_be_disabled()
+    page.wait_for_timeout(500)
     assert total_points(page) == 0
     assert page.locator(".qpviz-sc-status tr").count() == 0
 
