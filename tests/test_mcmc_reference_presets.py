@@ -37,31 +37,31 @@ def _verdict_matches_numbers(ref) -> None:
     assert "ESS" in text and text.count(" s") >= 1
 
 
+@pytest.mark.parametrize("seed", SEEDS)  # one case per seed: parallel workers share the slow presets
 @pytest.mark.parametrize("name", list(presets.PRESETS))
-def test_reference_agrees_with_ep_and_reports_its_diagnostics(name):
-    for seed in SEEDS:
-        data, lik, kernel = _model(name, seed)
-        ep = oned.fit_methods(data.X, data.y, lik, kernel, methods=("ep",))["ep"]  # EP's warnings are off here
-        start = time.perf_counter()
-        ref = oned.mcmc_reference(data.X, data.y, lik, kernel)
-        seconds = time.perf_counter() - start
-        where = f"{name}, seed {seed}: {ref.convergence()}"
-        assert seconds < 60.0, where
-        assert math.isfinite(ref.rhat) and math.isfinite(ref.ess), where
-        _verdict_matches_numbers(ref)
-        m_ep, m = ep.train_mean, ref.train_mean
-        if lik.even_in_f:
-            # the data identify |f| only (qpviz.inference.mcmc): compare the size sqrt(E f^2) of the
-            # latent (the rate's scale), not its sign; converged by the full criterion on |f|.
-            size = np.mean(np.sqrt(m**2 + ref.train_var)) / np.mean(np.sqrt(m_ep**2 + ep.train_var))
-            assert 0.5 <= size <= 2.0, f"{where}: size ratio {size:.3f}"
-            assert ref.converged, where
-            continue
-        clear = np.abs(m_ep) > 0.25 * np.max(np.abs(m_ep))
-        assert np.all(np.sign(m[clear]) == np.sign(m_ep[clear])), where
-        ratio = np.mean(np.abs(m)) / np.mean(np.abs(m_ep))
-        assert 0.5 <= ratio <= 2.0, f"{where}: mean |f| ratio {ratio:.3f}"
+def test_reference_agrees_with_ep_and_reports_its_diagnostics(name, seed):
+    data, lik, kernel = _model(name, seed)
+    ep = oned.fit_methods(data.X, data.y, lik, kernel, methods=("ep",))["ep"]  # EP's warnings are off here
+    start = time.perf_counter()
+    ref = oned.mcmc_reference(data.X, data.y, lik, kernel)
+    seconds = time.perf_counter() - start
+    where = f"{name}, seed {seed}: {ref.convergence()}"
+    assert seconds < 60.0, where
+    assert math.isfinite(ref.rhat) and math.isfinite(ref.ess), where
+    _verdict_matches_numbers(ref)
+    m_ep, m = ep.train_mean, ref.train_mean
+    if lik.even_in_f:
+        # the data identify |f| only (qpviz.inference.mcmc): compare the size sqrt(E f^2) of the
+        # latent (the rate's scale), not its sign; converged by the full criterion on |f|.
+        size = np.mean(np.sqrt(m**2 + ref.train_var)) / np.mean(np.sqrt(m_ep**2 + ep.train_var))
+        assert 0.5 <= size <= 2.0, f"{where}: size ratio {size:.3f}"
         assert ref.converged, where
+        return
+    clear = np.abs(m_ep) > 0.25 * np.max(np.abs(m_ep))
+    assert np.all(np.sign(m[clear]) == np.sign(m_ep[clear])), where
+    ratio = np.mean(np.abs(m)) / np.mean(np.abs(m_ep))
+    assert 0.5 <= ratio <= 2.0, f"{where}: mean |f| ratio {ratio:.3f}"
+    assert ref.converged, where
 
 
 @pytest.mark.parametrize("name", ["moons", "xor", "circles", "gaussians", "banana"])
