@@ -6,13 +6,14 @@ Runs each benchmark of :data:`BENCHMARKS` as a subprocess with brief options, re
 prints, and measures three *floors* in the same run:
 
 * ``page``: the minimal Panel page served like the app (bench_explorer_latency.py's
-  "(minimal+app settings)" row, plots median): the floor of every browser latency;
+  "(minimal+app settings)" page, measured by its own ``measure_baseline``, plots median of 12
+  presses): the floor of every browser latency;
 * ``matmul``: one ``A @ B`` of two 1000 x 1000 float64 matrices (NumPy, one BLAS thread);
 * ``ep``: one EP projection batch, ``qpviz.project(probit, ..., method="ep")`` on 10^6 points
   (CPU time; in ns per point, the unit of the per-point figures).
 
-The compute floors are measured before and after the benchmarks, and their mean is used (the
-machine's load may change during the run). Each figure is printed with its value, its ratio to
+The floors are measured just before and just after each benchmark, and each benchmark's figures
+are divided by the mean of its two (the load of the shared machine changes within minutes). Each figure is printed with its value, its ratio to
 its floor, the baseline ratio from ``benchmarks/baseline.json`` and the change; a ratio more than
 25% (``--threshold``) above its baseline is flagged. A ratio to a floor measured at the same time
 cancels most of the machine's speed and load; what is left is noise of ~10-20% on this shared
@@ -171,9 +172,9 @@ BENCHMARKS = (
     Benchmark("sparse_sweep", ("bench_sparse_sweep.py", "--n", "50000", "--repeats", "5", "--small-repeats", "10"),
               parse_sparse_sweep),
     Benchmark("explorer", ("bench_explorer_latency.py", "--presses", "12"), parse_explorer, browser=True),
-    Benchmark("gp", ("bench_gp_latency.py", "--presses", "8"), page_cases("gp"), browser=True),
-    Benchmark("sparse", ("bench_sparse_latency.py", "--presses", "8"), page_cases("sparse"), browser=True),
-    Benchmark("vsgp", ("bench_vsgp_latency.py", "--presses", "8"), page_cases("vsgp"), browser=True),
+    Benchmark("gp", ("bench_gp_latency.py", "--presses", "15"), page_cases("gp"), browser=True),
+    Benchmark("sparse", ("bench_sparse_latency.py", "--presses", "15"), page_cases("sparse"), browser=True),
+    Benchmark("vsgp", ("bench_vsgp_latency.py", "--presses", "15"), page_cases("vsgp"), browser=True),
 )
 
 
@@ -247,7 +248,8 @@ def write_baseline(path: Path, rows: list[Row], ran: set, floors: dict, comment:
                    if row.ratio == row.ratio and benchmark_of(row.figure.name) != "floor"})
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
     note = {"written": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": commit.strip() or "unknown",
-            "load_average": round(os.getloadavg()[0], 2), "floors": {k: round(v, 3) for k, v in floors.items()},
+            "load_average": round(os.getloadavg()[0], 2),
+            "floors_ms": {name: {k: round(v, 2) for k, v in f.items()} for name, f in floors.items()},
             "benchmarks": sorted(ran), "comment": comment}
     path.write_text(json.dumps({"note": note, "ratios": dict(sorted(ratios.items()))}, indent=1) + "\n")
 
@@ -283,14 +285,44 @@ def compute_floors() -> dict:
     return {"matmul": 1e3 * _median(matmul), "ep": 1e3 * _median(ep)}
 
 
+#: The minimal page alone, with the app's server settings, by bench_explorer_latency.py's own code
+#: (its BASELINE_VARIANTS and measure_baseline(playwright, presses, label, settings)); prints its row.
+PAGE_FLOOR_CODE = """
+import sys
+sys.path.insert(0, "benchmarks")
+import bench_explorer_latency as bench
+from playwright.sync_api import sync_playwright
+settings = dict(bench.BASELINE_VARIANTS)[{label!r}]
+with sync_playwright() as playwright:
+    print(bench.measure_baseline(playwright, {presses}, {label!r}, settings))
+"""
+PAGE_FLOOR_PRESSES = 12
+
+
+def _environment(browser: bool) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    if browser:
+        env.setdefault("CHROMIUM_PATH", "/usr/bin/chromium")
+    return env
+
+
+def page_floor() -> float | None:
+    """The minimal page's plots median (ms) now, or None if it could not be measured."""
+    code = PAGE_FLOOR_CODE.format(label=EXPLORER_FLOOR_ROW, presses=PAGE_FLOOR_PRESSES)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_environment(True), capture_output=True,
+                          text=True)
+    found = [f.value for f in parse_explorer(proc.stdout) if f.floor == "page_floor"]
+    if not found:
+        print(f"  page floor FAILED (exit {proc.returncode}): {proc.stderr[-800:]}")
+        return None
+    return found[0]
+
+
 def run_benchmark(bench: Benchmark) -> tuple[list[Figure], str]:
     """(figures, error text or '') of one benchmark run as a subprocess of this interpreter."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    if bench.browser:
-        env.setdefault("CHROMIUM_PATH", "/usr/bin/chromium")
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / bench.argv[0]), *bench.argv[1:]], cwd=ROOT,
-                          env=env, capture_output=True, text=True)
+                          env=_environment(bench.browser), capture_output=True, text=True)
     seconds = time.perf_counter() - start
     figures = bench.parse(proc.stdout)
     print(f"  {bench.name}: {len(figures)} figures in {seconds:.0f} s (exit {proc.returncode})", flush=True)
@@ -299,11 +331,15 @@ def run_benchmark(bench: Benchmark) -> tuple[list[Figure], str]:
     return figures, ""
 
 
+def around(before: dict, after: dict) -> dict:
+    """The floors of a benchmark: the mean of those measured just before and just after it."""
+    return {k: 0.5 * (before[k] + after[k]) for k in before if before[k] and after.get(k)}
+
+
 def main(argv=None) -> int:
     names = [b.name for b in BENCHMARKS]
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", nargs="+", choices=names, help="run only these benchmarks (page ones also run "
-                        "the explorer's for the page floor)")
+    parser.add_argument("--only", nargs="+", choices=names, help="run only these benchmarks")
     parser.add_argument("--update-baseline", action="store_true", help="write this run's ratios to the baseline")
     parser.add_argument("--baseline", type=Path, default=BASELINE)
     parser.add_argument("--threshold", type=float, default=THRESHOLD, help="flag ratios above baseline by more")
@@ -315,28 +351,37 @@ def main(argv=None) -> int:
             print(f"{bench.name:14s} benchmarks/{' '.join(bench.argv)}")
         return 0
     ran = set(args.only or names)
-    if ran & {"gp", "sparse", "vsgp"}:
-        ran.add("explorer")
     started = time.perf_counter()
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start", flush=True)
-    floors_before = compute_floors()
-    figures, errors = [], []
-    for bench in BENCHMARKS:
-        if bench.name in ran:
-            found, error = run_benchmark(bench)
-            figures += found
-            if error:
-                errors.append(error)
-    floors_after = compute_floors()
-    floors = {k: 0.5 * (floors_before[k] + floors_after[k]) for k in floors_before}
-    page = [f.value for f in figures if f.floor == "page_floor"]
-    if page:
-        floors["page"] = page[0]
-    print(f"floors: A @ B ({MATMUL_N}^2) {floors_before['matmul']:.1f} / {floors_after['matmul']:.1f} ms (before / after), "
-          f"EP batch (10^6 probit) {floors_before['ep']:.1f} / {floors_after['ep']:.1f} ms CPU"
-          + (f", minimal page {floors['page']:.1f} ms" if page else ""))
     baseline = read_baseline(args.baseline)
-    rows = compare(figures, floors, baseline)
+    # each benchmark's figures are divided by floors measured just before and just after it (the
+    # load of a shared machine changes within minutes); browser ones by the minimal page, the others
+    # by A @ B and the EP batch
+    floors = compute_floors()
+    page = None
+    rows, errors, used = [], [], []
+    for bench in BENCHMARKS:
+        if bench.name not in ran:
+            continue
+        if bench.browser and page is None:
+            page = page_floor()
+        found, error = run_benchmark(bench)
+        if error:
+            errors.append(error)
+        if bench.browser:
+            after = page_floor()
+            now = around({"page": page}, {"page": after})
+            page = after
+        else:
+            after = compute_floors()
+            now = around(floors, after)
+            floors = after
+        described = ", ".join(f"{k} {v:.1f} ms" for k, v in now.items())
+        print(f"    floors (mean of before and after): {described or 'NOT MEASURED'}", flush=True)
+        if not now:
+            errors.append(f"{bench.name}: its floor could not be measured")
+        used.append((bench.name, now))
+        rows += compare(found, now, baseline)
     print(table(rows, args.threshold))
     absent = missing(rows, baseline, ran)
     for name in absent:
@@ -351,7 +396,7 @@ def main(argv=None) -> int:
         if errors:
             print("baseline NOT written: a benchmark failed")
             return 2
-        write_baseline(args.baseline, rows, ran, floors, args.comment)
+        write_baseline(args.baseline, rows, ran, dict(used), args.comment)
         print(f"baseline written: {args.baseline}")
     return 2 if errors or absent else 1 if flagged else 0
 

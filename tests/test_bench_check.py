@@ -97,6 +97,6 @@ def test_update_baseline_keeps_benchmarks_not_run(tmp_path):
     path = tmp_path / "baseline.json"
     path.write_text(json.dumps({"ratios": {"vsgp: blur": 2.0, "gp: old case": 3.0}}))
     rows = check.compare(check.page_cases("gp")(GP), {"page": 50.0}, {})
-    check.write_baseline(path, rows, {"gp"}, {"page": 50.0})
+    check.write_baseline(path, rows, {"gp"}, {"gp": {"page": 50.0}})
     ratios = check.read_baseline(path)
     assert ratios == {"vsgp: blur": 2.0, "gp: GP 1-D, sharp step, N=200, length-scale key": pytest.approx(196 / 50)}
