@@ -45,6 +45,10 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 ROOT = Path(__file__).resolve().parent.parent
 BASELINE = Path(__file__).resolve().parent / "baseline.json"
 THRESHOLD = 0.25
+#: Above this load average (2 cores) the browser figures are not comparable: the minimal page needs
+#: little CPU and hardly slows down, the app's pages do (measured at load 7-10: pages 1.5-2.5x their
+#: ratios at load 5, the floor unchanged)
+BUSY_LOAD = 3.0
 #: A @ B floor: the matrices' size and the repeats (median)
 MATMUL_N = 1000
 #: EP floor: points of the projection batch and the repeats (median)
@@ -352,7 +356,8 @@ def main(argv=None) -> int:
         return 0
     ran = set(args.only or names)
     started = time.perf_counter()
-    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start", flush=True)
+    load_start = os.getloadavg()[0]
+    print(f"{os.cpu_count()} CPUs, load average {load_start:.1f} at the start", flush=True)
     baseline = read_baseline(args.baseline)
     # each benchmark's figures are divided by floors measured just before and just after it (the
     # load of a shared machine changes within minutes); browser ones by the minimal page, the others
@@ -389,6 +394,9 @@ def main(argv=None) -> int:
     for error in errors:
         print(f"FAILED: {error}")
     flagged = [row.figure.name for row in rows if row.flagged(args.threshold)]
+    if max(load_start, os.getloadavg()[0]) > BUSY_LOAD:
+        print(f"WARNING: load average above {BUSY_LOAD:g} during the run: the page ratios grow with the load "
+              "(the minimal page barely does); rerun the flagged ones (--only NAME) on a quieter machine")
     print(f"{len(rows)} figures, {len(flagged)} flagged (> {args.threshold:.0%} above baseline), "
           f"{len(absent)} missing, {len(errors)} failed; load average {os.getloadavg()[0]:.1f} at the end; "
           f"{time.perf_counter() - started:.0f} s")
