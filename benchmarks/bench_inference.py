@@ -1,6 +1,7 @@
 """Speed and accuracy of the GP inference engines (numbers printed side by side; no assertions).
 
 Run:  .venv/bin/python benchmarks/bench_inference.py [--sizes 250 500 1000 2000 4000] [--threads 1]
+      [--page-repeats 20] [--qp-repeats 5] [--skip-mcmc]   (benchmarks/check.py runs a brief version)
 
 1. Sequential EP time per sweep (numba site updates, delayed covariance updates applied by
    BLAS dsyrk; qpviz.inference.dense_sweep) at several N, beside one N x N ``A @ B`` measured
@@ -102,6 +103,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[250, 500, 1000, 2000, 4000])
     parser.add_argument("--threads", default="1", help="BLAS threads for the whole run (read at import)")
+    parser.add_argument("--page-repeats", type=int, default=20, help="repeats of the pages' case (median)")
+    parser.add_argument("--qp-repeats", type=int, default=5, help="interleaved repeats of QP vs EP (best)")
+    parser.add_argument("--skip-mcmc", action="store_true", help="skip part 4 (distances to MCMC, not a speed)")
     args = parser.parse_args()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -130,14 +134,16 @@ def main():
         print(f"fitted exponent p in sweep time ~ N^p: {slope:.2f}")
 
     print("\n## the pages' case: EP + QP fits at N = 200 (1-D probit) and predictions on 400 points, warm")
-    print(f"median of 20: {1e3 * page_fit_seconds():.1f} ms")
+    print(f"median of {args.page_repeats}: {1e3 * page_fit_seconds(args.page_repeats):.1f} ms")
 
     print(f"\n## QP vs EP time per sweep, N = 500, probit ({table_note})")
     ep, qp = [], []
-    for _ in range(5):  # interleaved, best of 5: the machine is shared
+    for _ in range(args.qp_repeats):  # interleaved, best of the repeats: the machine is shared
         ep.append(time_per_sweep(500, "ep")[0])
         qp.append(time_per_sweep(500, "qp")[0])
-    print(f"EP {min(ep):.4f} s   QP {min(qp):.4f} s   QP / EP = {min(qp) / min(ep):.2f}   (best of 5 each)")
+    print(f"EP {min(ep):.4f} s   QP {min(qp):.4f} s   QP / EP = {min(qp) / min(ep):.2f}   (best of {args.qp_repeats} each)")
+    if args.skip_mcmc:
+        return
 
     print("\n## distance of latent marginals to the MCMC reference (1-D probit, N = 30)")
     gen = np.random.default_rng(3)

@@ -1,6 +1,7 @@
 """Speed of Power EP / QP sweeps on the sparse prior (qpviz.inference.sparse_prior), no assertions.
 
 Run once on a quiet machine:  .venv/bin/python benchmarks/bench_sparse_sweep.py [--threads 1]
+[--n 100000] [--m 200] [--repeats 5] [--small-repeats 20]   (benchmarks/check.py runs a brief version)
 
 1. Issue 12's goal: at N = 10^5, M = 200, probit, one *parallel* Power-EP sweep (every site
    update from the same marginals, then ``prior.condition``: W T W^T by dsyrk, an M x M
@@ -130,5 +131,14 @@ def small(n: int = 500, m: int = 20, repeats: int = 20) -> None:
 
 
 if __name__ == "__main__":
-    large()
-    small()
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", default="1", help="BLAS threads for the whole run (read at import)")
+    parser.add_argument("--n", type=int, default=100_000, help="N of part 1")
+    parser.add_argument("--m", type=int, default=200, help="M of part 1")
+    parser.add_argument("--repeats", type=int, default=5, help="alternating repeats of part 1 (median)")
+    parser.add_argument("--small-repeats", type=int, default=20, help="repeats of part 2's sweeps (median)")
+    args = parser.parse_args()
+    large(args.n, args.m, args.repeats)
+    small(repeats=args.small_repeats)

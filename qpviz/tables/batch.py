@@ -18,8 +18,8 @@ from qpviz.config import NUMBA_OPTIONS
 from qpviz.likelihoods.base import Likelihood
 from qpviz.tables import fast
 from qpviz.tables.loading import jit_data
-from qpviz.tables.lookup import fast_table_locate, is_line, line_table_value, stored_table_value, table_coordinates, \
-    table_log_ratio
+from qpviz.tables.lookup import fast_table_locate, is_line, line_table_value, stored_table_value, \
+    table_header, header_coordinates, table_log_ratio
 from qpviz.tilted import qp_std_scalar
 from qpviz.tilted.hermite import hermite_qp_std
 
@@ -66,11 +66,12 @@ def qp_var_batch(coef, meta, y, m, v, out):
     z = np.empty(BATCH_BLOCK)
     touch = np.empty(BATCH_BLOCK)
     line = meta.size > 0 and is_line(meta)
+    header = table_header(meta)  # read once: the coordinate pass keeps it in registers
     for start in range(0, n, BATCH_BLOCK):
         size = min(BATCH_BLOCK, n - start)
         for j in range(size):
             i = start + j
-            which[j], fa[j], fb[j] = table_coordinates(meta, y[i], m[i], v[i])
+            which[j], fa[j], fb[j] = header_coordinates(header, meta, y[i], m[i], v[i])
         if line:
             for j in range(size):
                 out[start + j] = line_table_value(coef, meta, fa[j]) if which[j] >= 0 else np.nan
