@@ -13,8 +13,8 @@ import panel as pn
 
 from qpviz import explorer
 
-__all__ = ["PROJECTOR_WIDGET_CSS", "URL_DELAY_MS", "PromptFloatSlider", "PromptIntSlider", "ParameterInputs",
-           "UrlState", "parameter_widget"]
+__all__ = ["PROJECTOR_WIDGET_CSS", "URL_DELAY_MS", "PromptEditableFloatSlider", "PromptFloatSlider", "PromptIntSlider",
+           "ParameterInputs", "UrlState", "parameter_widget"]
 
 #: Projector mode: larger text inside every control (labels, inputs, options, buttons) and the numbers.
 PROJECTOR_WIDGET_CSS = ":host, :host * { font-size: 20px !important; line-height: 1.3 !important; }"
@@ -40,6 +40,13 @@ class PromptIntSlider(pn.widgets.IntSlider):
     """An IntSlider with the same 5 ms debounce as PromptFloatSlider."""
 
     _debounce = 5
+
+
+class PromptEditableFloatSlider(pn.widgets.EditableFloatSlider):
+    """An EditableFloatSlider whose slider is a PromptFloatSlider (Panel's 50 ms debounce was most
+    of the time from a GP 1-D key press to its fit on screen beyond the fit itself)."""
+
+    _slider_widget = PromptFloatSlider
 
 
 def parameter_widget(control: explorer.ParameterControl) -> pn.widgets.Widget:

@@ -17,6 +17,7 @@ from panel.custom import JSComponent
 
 from gp_1d_figures import EXPLANATIONS, GP1DFigures, table_html
 from explorer_figures import NumbersPane
+from explorer_widgets import PromptEditableFloatSlider
 from csv_upload import CsvUpload
 from gp_1d_model import MAX_UPLOAD_BYTES, TYPED, GP1DModel, decode_data
 from long_jobs import GuardedModelCalls, JobPoller, cancel_when_session_ends
@@ -85,10 +86,10 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
         self.lik_params = pn.widgets.TextInput(label="likelihood parameters (label=value, ...)", value="",
                                                css_classes=["qpviz-gp1d-lik-params"])
         self.kernel = pn.widgets.Select(label="kernel", options=list(oned.KERNELS), value=m.kernel)
-        self.variance = pn.widgets.EditableFloatSlider(
+        self.variance = PromptEditableFloatSlider(
             label=TYPED["variance"].label, start=VARIANCE_RANGE[0],
             end=VARIANCE_RANGE[1], step=0.01, value=m.variance, css_classes=["qpviz-gp1d-variance", TYPED_CLASS])
-        self.lengthscale = pn.widgets.EditableFloatSlider(
+        self.lengthscale = PromptEditableFloatSlider(
             label=TYPED["lengthscale"].label,
             start=LENGTHSCALE_RANGE[0], end=LENGTHSCALE_RANGE[1], step=0.01, value=m.lengthscale,
             css_classes=["qpviz-gp1d-lengthscale", TYPED_CLASS])

@@ -9,7 +9,7 @@ from bokeh.models import ColumnDataSource, Span
 from bokeh.plotting import figure
 
 from explorer_figures import COLOURS as EXPLORER_COLOURS
-from explorer_figures import EmptyExtent, legend_below, style_figure
+from explorer_figures import EmptyExtent, legend_below, set_data, style_figure
 from colours import METHOD_COLOURS
 
 __all__ = ["METHOD_COLOURS", "METHOD_LABELS", "DATA_COLOUR", "EXPLANATIONS", "GP1DFigures", "table_html"]
@@ -206,11 +206,11 @@ class GP1DFigures:
             if not self._changed(m, fit):
                 continue
             if fit is None:
-                src.data = _empty("x", "mean", "lower", "upper", "pred", "plo", "phi")
+                set_data(src, _empty("x", "mean", "lower", "upper", "pred", "plo", "phi"))
                 continue
             sd = np.sqrt(fit.var)
-            src.data = {"x": fit.grid, "mean": fit.mean, "lower": fit.mean - 2 * sd, "upper": fit.mean + 2 * sd,
-                        "pred": fit.predictive, "plo": fit.predictive_lower, "phi": fit.predictive_upper}
+            set_data(src, {"x": fit.grid, "mean": fit.mean, "lower": fit.mean - 2 * sd, "upper": fit.mean + 2 * sd,
+                           "pred": fit.predictive, "plo": fit.predictive_lower, "phi": fit.predictive_upper})
         x_data = model.X[:, 0]
         for m in LINE_METHODS:
             fit = fits.get(m)
@@ -219,16 +219,16 @@ class GP1DFigures:
             for renderer in self.renderers[m]:
                 renderer.visible = fit is not None  # a hidden method's legend entry is greyed
             has_sites = fit is not None and fit.site_tau is not None and fit.site_tau.shape == x_data.shape
-            self.site_sources[m].data = {"x": x_data if has_sites else [], "tau": fit.site_tau if has_sites else []}
+            set_data(self.site_sources[m], {"x": x_data if has_sites else [], "tau": fit.site_tau if has_sites else []})
             history = fit.history if fit is not None else []
-            self.trace_sources[m].data = {"sweep": list(range(1, len(history) + 1)),
-                                          "change": [max(h, 1e-16) for h in history]}
+            set_data(self.trace_sources[m], {"sweep": list(range(1, len(history) + 1)),
+                                             "change": [max(h, 1e-16) for h in history]})
         binary = model.likelihood_object().support == "binary"
         label = next(iter(fits.values())).predictive_label if fits else "predictive"
         self.figures["predictive"].yaxis.axis_label = label
         self.figures["predictive"].title.text = f"Predictive: {label}, {model.y.size} data points"
         if self._changed("data", model.X, model.y, binary):
-            self.data.data = {"x": x_data, "y": model.y, "shown": (model.y + 1) / 2 if binary else model.y}
+            set_data(self.data, {"x": x_data, "y": model.y, "shown": (model.y + 1) / 2 if binary else model.y})
         self.show_optimisation(model)
         self.show_step(model)
 
@@ -238,13 +238,13 @@ class GP1DFigures:
         comparison = model.sd_comparison()
         for m, source in self.ratio_sources.items():
             if comparison is None or m not in comparison.ratios:
-                source.data = _empty("x", "ratio")
+                set_data(source, _empty("x", "ratio"))
                 continue
             x, ratio = comparison.finite(m, model.fits["mcmc"].grid)
-            source.data = {"x": x, "ratio": ratio}
+            set_data(source, {"x": x, "ratio": ratio})
         self.extents["sd_ratio"].follow(comparison is not None)
         if comparison is None:
-            self.ratio_band.data = _empty("x", "lower", "upper")
+            set_data(self.ratio_band, _empty("x", "lower", "upper"))
             self.figures["sd_ratio"].title.text = "Latent sd / MCMC's sd: turn MCMC on"
             if "mcmc" not in model.methods:
                 return "Turn MCMC on (methods) to compare each method's latent sd with the reference's."
@@ -253,13 +253,13 @@ class GP1DFigures:
             return "Show EP, QP, VB or Laplace beside MCMC to compare their latent sd with the reference's."
         grid = model.fits["mcmc"].grid
         lower, upper = comparison.band()
-        self.ratio_band.data = {"x": [grid[0], grid[-1]], "lower": [lower, lower], "upper": [upper, upper]}
+        set_data(self.ratio_band, {"x": [grid[0], grid[-1]], "lower": [lower, lower], "upper": [upper, upper]})
         self.figures["sd_ratio"].title.text = "Latent sd / MCMC's sd (1 = the reference)"
         return comparison.sentence
 
     def show_optimisation(self, model) -> None:
         steps = model.optimisation
-        self.optimisation.data = {"step": [s.iteration for s in steps], "evidence": [s.evidence for s in steps]}
+        set_data(self.optimisation, {"step": [s.iteration for s in steps], "evidence": [s.evidence for s in steps]})
         self.extents["optimisation"].follow(bool(steps))
         title = "EP evidence per optimisation step"
         if steps:
@@ -276,25 +276,25 @@ class GP1DFigures:
         change = model.change if site is not None else None
         for when, source in self.change_bands.items():
             if change is None:
-                source.data = _empty("x", "lower", "upper")
+                set_data(source, _empty("x", "lower", "upper"))
                 continue
             mean, var = (change.before_mean, change.before_var) if when == "before" else (change.after_mean, change.after_var)
             order = np.argsort(change.X, kind="stable")
             sd = np.sqrt(np.clip(var[order], 0.0, None))
-            source.data = {"x": change.X[order], "lower": mean[order] - 2 * sd, "upper": mean[order] + 2 * sd}
+            set_data(source, {"x": change.X[order], "lower": mean[order] - 2 * sd, "upper": mean[order] + 2 * sd})
         if stepper is None or site is None:
-            self.step_state.data = _empty("x", "mean", "lower", "upper")
-            self.site_curves.data = _empty("x", "cavity", "tilted", "ep", "qp")
+            set_data(self.step_state, _empty("x", "mean", "lower", "upper"))
+            set_data(self.site_curves, _empty("x", "cavity", "tilted", "ep", "qp"))
             self.figures["site"].title.text = "Step-through: press 'site (n)' to start"
             self.extents["site"].follow(False)
             return
         self.extents["site"].follow(True)
         sd = np.sqrt(stepper.sweep.var)
-        self.step_state.data = {"x": model.X[:, 0], "mean": stepper.sweep.mean, "lower": stepper.sweep.mean - 2 * sd,
-                                "upper": stepper.sweep.mean + 2 * sd}
+        set_data(self.step_state, {"x": model.X[:, 0], "mean": stepper.sweep.mean, "lower": stepper.sweep.mean - 2 * sd,
+                                   "upper": stepper.sweep.mean + 2 * sd})
         curves = site.densities
-        self.site_curves.data = ({k: curves[k] for k in ("x", "cavity", "tilted", "ep", "qp")} if curves
-                                 else _empty("x", "cavity", "tilted", "ep", "qp"))
+        set_data(self.site_curves, {k: curves[k] for k in ("x", "cavity", "tilted", "ep", "qp")} if curves
+                 else _empty("x", "cavity", "tilted", "ep", "qp"))
         self.figures["site"].title.text = (
             f"Step-through ({stepper.method.upper()}, sweep {stepper.n_sweeps + 1}): site {site.index} at "
             f"x = {site.x:.3g}, y = {site.y:g}, cavity N({site.cavity_mean:.3g}, {site.cavity_var:.3g})")

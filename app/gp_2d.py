@@ -38,6 +38,7 @@ from bokeh.plotting.contour import contour_data
 
 import long_jobs
 from explorer_figures import NumbersPane, legend_below, style_figure
+from explorer_widgets import PromptFloatSlider, PromptIntSlider
 from figure_export import export_buttons
 from layout import HandOff, enlarge, explained, formula as formula_pane, set_projector, view_row
 from long_jobs import JobPoller, cancel_when_session_ends
@@ -660,14 +661,14 @@ class GP2DPage(pn.viewable.Viewer):
         (n_lo, n_hi), (v_lo, v_hi), (l_lo, l_hi) = RANGES["n"], RANGES["variance"], RANGES["lengthscale"]
         self.widgets = {
             "preset": w.Select.from_param(self.param.preset, name="data preset", css_classes=["qpviz-gp2d-preset"]),
-            "n": w.IntSlider.from_param(self.param.n, name=f"points n  [{n_lo}, {n_hi}]", start=n_lo, end=n_hi,
+            "n": PromptIntSlider.from_param(self.param.n, name=f"points n  [{n_lo}, {n_hi}]", start=n_lo, end=n_hi,
                                         css_classes=["qpviz-gp2d-n"]),
             # a text box: a number box clamped a typed -3 and dropped letters silently; SEED names a bad seed
             "seed": SEED.bind(self, "seed", "qpviz-gp2d-seed", lambda text: setattr(self, "message", text)),
             "kernel": w.Select.from_param(self.param.kernel, name="kernel"),
-            "variance": w.FloatSlider.from_param(self.param.variance, name=f"kernel variance σ_f²  [{v_lo:g}, {v_hi:g}]",
+            "variance": PromptFloatSlider.from_param(self.param.variance, name=f"kernel variance σ_f²  [{v_lo:g}, {v_hi:g}]",
                                                  start=v_lo, end=v_hi, step=0.1, css_classes=["qpviz-gp2d-variance"]),
-            "lengthscale": w.FloatSlider.from_param(self.param.lengthscale, name=f"length-scale ℓ  [{l_lo:g}, {l_hi:g}]",
+            "lengthscale": PromptFloatSlider.from_param(self.param.lengthscale, name=f"length-scale ℓ  [{l_lo:g}, {l_hi:g}]",
                                                     start=l_lo, end=l_hi, step=0.05, css_classes=["qpviz-gp2d-lengthscale"]),
             "methods": w.CheckButtonGroup.from_param(self.param.methods, name="methods",
                                                      options={label: m for m, label in METHOD_LABELS.items()}),

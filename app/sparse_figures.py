@@ -10,7 +10,7 @@ from bokeh.models import BoxAnnotation, ColumnDataSource, Legend, LegendItem, Po
 from bokeh.plotting import figure
 
 from colours import SPARSE_COLOURS
-from explorer_figures import legend_below, style_figure
+from explorer_figures import legend_below, set_data, style_figure
 from qpviz.gpdemo import sparse_demo
 
 __all__ = ["SparseFigures", "EXPLANATIONS", "DATA_COLOUR", "HANDLE_Y", "numbers_html"]
@@ -138,16 +138,16 @@ class SparseFigures:
         """Draw the model's data, fits, pseudo-inputs and curve."""
         X, grid = model.X[:, 0], model.grid[:, 0] if model.grid is not None else model.X[:, 0]
         self.x_range.update(start=float(grid.min()), end=float(grid.max()))
-        self.data.data = {"x": X, "y": model.y_shown()}
+        set_data(self.data, {"x": X, "y": model.y_shown()})
         for m in sparse_demo.METHODS:
             fit = model.fits.get(m)
             item = self.legend_items[m]
             if fit is None or not fit.available:
-                self.sources[m].data = _empty("x", "mean", "lower", "upper")
+                set_data(self.sources[m], _empty("x", "mean", "lower", "upper"))
                 item.label = value(fit.label if fit is not None else f"{sparse_demo.LABELS[m]} (off)")
                 continue
             sd = np.sqrt(fit.var)
-            self.sources[m].data = {"x": grid, "mean": fit.mean, "lower": fit.mean - 2 * sd, "upper": fit.mean + 2 * sd}
+            set_data(self.sources[m], {"x": grid, "mean": fit.mean, "lower": fit.mean - 2 * sd, "upper": fit.mean + 2 * sd})
             item.label = value(fit.label)
         Z = model.Z[:, 0]
         shown = [m for m in sparse_demo.METHODS if len(self.sources[m].data["lower"])]
@@ -171,19 +171,19 @@ class SparseFigures:
         curve = model.curve
         alphas = sparse_demo.ALPHA_GRID
         if curve is None:
-            self.curve.data = _empty("alpha", "evidence")
-            self.current.data = _empty("alpha", "evidence")
+            set_data(self.curve, _empty("alpha", "evidence"))
+            set_data(self.current, _empty("alpha", "evidence"))
             self.figures["curve"].title.text = f"Power-EP ({model.projection.upper()}) evidence over alpha\ncomputing ..."
         else:
-            self.curve.data = {"alpha": alphas, "evidence": curve}
+            set_data(self.curve, {"alpha": alphas, "evidence": curve})
             current = model.fits.get("power_ep")
             here = current.evidence if current is not None and current.available else float(np.interp(model.alpha, alphas, curve))
-            self.current.data = {"alpha": [model.alpha], "evidence": [here]}
+            set_data(self.current, {"alpha": [model.alpha], "evidence": [here]})
             self.figures["curve"].title.text = (f"Power-EP ({model.projection.upper()}) evidence over alpha\n"
                                                 f"log Z = {here:.4f} at alpha = {model.alpha:.2f}")
         exact = model.fits.get("exact")
         shown = exact is not None and exact.available
-        self.exact.data = {"alpha": [0.0, 1.0] if shown else [], "evidence": [exact.evidence] * 2 if shown else []}
+        set_data(self.exact, {"alpha": [0.0, 1.0] if shown else [], "evidence": [exact.evidence] * 2 if shown else []})
 
     def style(self, projector: bool) -> None:
         for fig in self.figures.values():

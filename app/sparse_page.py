@@ -21,6 +21,7 @@ import param
 
 import long_jobs
 from explorer_figures import NumbersPane
+from explorer_widgets import PromptEditableFloatSlider, PromptFloatSlider, PromptIntSlider
 from figure_export import export_buttons
 from layout import enlarge, explained, set_projector, view_grid
 from long_jobs import EXECUTOR, GuardedModelCalls, JobPoller, cancel_when_session_ends
@@ -383,18 +384,18 @@ class SparsePage(GuardedModelCalls, pn.viewable.Viewer):
         self.seed = TYPED["seed"].bind(m, "seed", "qpviz-sp-seed", say, apply=apply)
         self.kernel = pn.widgets.Select(name="kernel", options=list(oned.KERNELS), value=m.kernel)
         # sliders with a number box (the browser drops letters there; a number out of range is named)
-        self.variance = TYPED["variance"].bind(m, "variance", "", say, apply=apply, box=pn.widgets.EditableFloatSlider(
+        self.variance = TYPED["variance"].bind(m, "variance", "", say, apply=apply, box=PromptEditableFloatSlider(
             label=TYPED["variance"].label, start=0.05, end=20.0, step=0.05, value=m.variance,
             css_classes=["qpviz-sp-variance", TYPED_CLASS]))
-        self.lengthscale = TYPED["lengthscale"].bind(m, "lengthscale", "", say, apply=apply, box=pn.widgets.EditableFloatSlider(
+        self.lengthscale = TYPED["lengthscale"].bind(m, "lengthscale", "", say, apply=apply, box=PromptEditableFloatSlider(
             label=TYPED["lengthscale"].label, start=0.05, end=10.0, step=0.05, value=m.lengthscale,
             css_classes=["qpviz-sp-lengthscale", TYPED_CLASS]))
         self.noise = TYPED["noise"].bind(m, "noise", "qpviz-sp-noise", say, apply=apply)
-        self.m_slider = pn.widgets.IntSlider(name="M pseudo-inputs (restarts Z by K-means)", start=1,
+        self.m_slider = PromptIntSlider(name="M pseudo-inputs (restarts Z by K-means)", start=1,
                                              end=sparse_demo.MAX_INDUCING, value=m.m, css_classes=["qpviz-sp-m"])
         self.z_text = pn.widgets.TextInput(name="pseudo-inputs Z (comma-separated)", value=m.z_text,
                                            css_classes=["qpviz-sp-z"])
-        self.alpha = pn.widgets.FloatSlider(name="Power EP alpha (0 = VFE, 1 = FITC)", start=0.0, end=1.0, step=0.05,
+        self.alpha = PromptFloatSlider(name="Power EP alpha (0 = VFE, 1 = FITC)", start=0.0, end=1.0, step=0.05,
                                             value=m.alpha, css_classes=["qpviz-sp-alpha"])
         self.projection = pn.widgets.RadioButtonGroup(name="projection", options={"EP (KL)": "ep", "QP (W2)": "qp"},
                                                       value=m.projection, css_classes=["qpviz-sp-projection"])

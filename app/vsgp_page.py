@@ -23,6 +23,7 @@ from bokeh.models import ColumnDataSource, PointDrawTool
 
 from colours import METHOD_COLOURS
 from explorer_figures import NumbersPane, _table as html_table, legend_below
+from explorer_widgets import PromptFloatSlider, PromptIntSlider
 from figure_export import export_buttons
 from gp_2d import PROBA_PALETTE, GridFigure
 from layout import enlarge, explained, set_projector, view_row
@@ -335,13 +336,13 @@ class VSGPPage(pn.viewable.Viewer):
         r = RANGES
         self.widgets = {
             "preset": w.Select.from_param(self.param.preset, name="data preset", css_classes=["qpviz-vsgp-preset"]),
-            "n": w.IntSlider.from_param(self.param.n, name=f"training points n  [{r['n'][0]}, {r['n'][1]}]",
+            "n": PromptIntSlider.from_param(self.param.n, name=f"training points n  [{r['n'][0]}, {r['n'][1]}]",
                                         start=r["n"][0], end=r["n"][1], step=10, css_classes=["qpviz-vsgp-n"]),
             # a text box: a number box drops letters silently; SEED names a bad seed with its range
             "seed": SEED.bind(self, "seed", "qpviz-vsgp-seed", lambda text: setattr(self, "message", text)),
-            "m": w.IntSlider.from_param(self.param.m, name=f"basis points M  [{r['m'][0]}, {r['m'][1]}]",
+            "m": PromptIntSlider.from_param(self.param.m, name=f"basis points M  [{r['m'][0]}, {r['m'][1]}]",
                                         start=r["m"][0], end=r["m"][1], css_classes=["qpviz-vsgp-m"]),
-            "blur": w.FloatSlider.from_param(self.param.blur, name=f"blur  [{r['blur'][0]:g}, {r['blur'][1]:g}]",
+            "blur": PromptFloatSlider.from_param(self.param.blur, name=f"blur  [{r['blur'][0]:g}, {r['blur'][1]:g}]",
                                              start=r["blur"][0], end=r["blur"][1], step=0.1,
                                              css_classes=["qpviz-vsgp-blur"]),
             "shape": w.RadioButtonGroup.from_param(self.param.shape, name="local covariance",
@@ -349,10 +350,10 @@ class VSGPPage(pn.viewable.Viewer):
             "method": w.RadioButtonGroup.from_param(self.param.method, name="site projection",
                                                     options={label: m for m, label in METHOD_LABELS.items()},
                                                     css_classes=["qpviz-vsgp-method"]),
-            "variance": w.FloatSlider.from_param(self.param.variance, name=f"kernel variance σ_f²  "
+            "variance": PromptFloatSlider.from_param(self.param.variance, name=f"kernel variance σ_f²  "
                                                  f"[{r['variance'][0]:g}, {r['variance'][1]:g}]",
                                                  start=r["variance"][0], end=r["variance"][1], step=0.1),
-            "lengthscale": w.FloatSlider.from_param(self.param.lengthscale, name=f"length-scale ℓ  "
+            "lengthscale": PromptFloatSlider.from_param(self.param.lengthscale, name=f"length-scale ℓ  "
                                                     f"[{r['lengthscale'][0]:g}, {r['lengthscale'][1]:g}]",
                                                     start=r["lengthscale"][0], end=r["lengthscale"][1], step=0.05,
                                                     css_classes=["qpviz-vsgp-lengthscale"]),

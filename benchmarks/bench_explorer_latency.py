@@ -18,6 +18,11 @@ With ``--startup`` it first measures the app's cold start (every __pycache__ of 
 removed, so numba recompiles its cached kernels) and warm start: time from `panel serve` launch
 to the first page showing its numbers.
 
+The last line but one, ``ratio to minimal page: R``, is the slowest likelihood's plots median over
+the plots median of the minimal page with the explorer's server settings, both from this run (the
+goal of issue 22: R <= 1.5). The GP, Sparse and VSGP latency benchmarks print the same line against
+:func:`minimal_page_floor`.
+
 Usage: .venv/bin/python benchmarks/bench_explorer_latency.py [--presses 12] [--startup]
 """
 from __future__ import annotations
@@ -29,6 +34,7 @@ import statistics
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,6 +42,7 @@ sys.path.insert(0, str(ROOT / "tests" / "browser"))
 
 from pagetools import CHROMIUM_ARGS, chromium_path, serve_app, stop  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT))
 from qpviz.explorer import ExplorerState, compute, likelihood_names  # noqa: E402
 
@@ -169,25 +176,51 @@ def row(name: str, numbers: list[float], plots: list[float], compute: str) -> st
             f"{statistics.median(plots):13.1f} {p90:9.1f} {max(plots):10.1f} {compute:>8s}")
 
 
-def measure_baseline(playwright, presses: int, label: str, settings: str) -> str:
-    """The same measurement on BASELINE_APP with ``settings`` (served from a temporary folder that
-    also holds a copy of app/tcp_nodelay.py)."""
+@contextmanager
+def minimal_page_served(settings: str = BASELINE_VARIANTS[1][1]):
+    """Serve BASELINE_APP with ``settings`` (default: the explorer's server settings) from a
+    temporary folder that also holds a copy of app/tcp_nodelay.py; yields its URL."""
     folder = Path(tempfile.mkdtemp())
     (folder / "app").mkdir()
     (folder / "app" / "main.py").write_text(BASELINE_APP.replace("{settings}", settings))
     shutil.copy(ROOT / "app" / "tcp_nodelay.py", folder / "app" / "tcp_nodelay.py")
     process, url = serve_app(folder / "serve.log", cwd=folder)
     try:
+        yield url
+    finally:
+        stop(process)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def measure_baseline(playwright, presses: int, label: str, settings: str) -> tuple[str, float]:
+    """The same measurement on BASELINE_APP with ``settings``: (printed row, plots median)."""
+    with minimal_page_served(settings) as url:
         browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1500, "height": 1200})
         page.goto(url)
         wait_loaded(page)
         numbers, plots = press_and_measure(page, presses)
         browser.close()
-    finally:
-        stop(process)
-        shutil.rmtree(folder, ignore_errors=True)
-    return row(label, numbers, plots, "-")
+    return row(label, numbers, plots, "-"), statistics.median(plots)
+
+
+def minimal_page_floor(browser, presses: int) -> float:
+    """Median ms from a key press on the minimal page's slider (served with the explorer's settings)
+    to the last Bokeh document change it caused, timed as the GP, Sparse and VSGP benchmarks time
+    their pages (benchmarks/browser_measure.measure): the floor of their ratio lines."""
+    from bench_gp_latency import nudge, run_case  # noqa: PLC0415 (it imports this module)
+    from browser_measure import percentile  # noqa: PLC0415
+
+    with minimal_page_served() as url:
+        page = browser.new_page(viewport={"width": 1500, "height": 1200})
+        times = run_case(page, url, nudge(".qpviz-mean"), presses)
+        page.close()
+    return percentile(times, 50)
+
+
+def ratio_line(latency_ms: float, floor_ms: float) -> str:
+    """The one line the benchmarks print for benchmarks/check.py."""
+    return f"ratio to minimal page: {latency_ms / floor_ms:.2f}"
 
 
 def measure_latency(playwright, presses: int, baseline: bool) -> None:
@@ -200,6 +233,7 @@ def measure_latency(playwright, presses: int, baseline: bool) -> None:
         page.on("pageerror", lambda error: errors.append(str(error)))
         page.goto(url)
         wait_loaded(page)
+        medians = []
         print(f"{'likelihood':22s} {'numbers median':>15s} {'numbers max':>12s} {'plots median':>13s} {'plots p90':>9s} {'plots max':>10s}"
               f" {'compute':>8s}  (ms; {presses} presses; compute = server-side explorer.compute, in-process)")
         for name in likelihood_names():
@@ -211,6 +245,7 @@ def measure_latency(playwright, presses: int, baseline: bool) -> None:
             )
             page.wait_for_timeout(300)  # let the map finish
             numbers, plots = press_and_measure(page, presses)
+            medians.append(statistics.median(plots))
             print(row(name, numbers, plots, f"{compute_ms(name):.1f}"))
         browser.close()
         if errors:
@@ -219,7 +254,9 @@ def measure_latency(playwright, presses: int, baseline: bool) -> None:
         stop(process)
     if baseline:
         for label, settings in BASELINE_VARIANTS:
-            print(measure_baseline(playwright, presses, label, settings))
+            text, floor = measure_baseline(playwright, presses, label, settings)
+            print(text)
+        print(ratio_line(max(medians), floor))  # floor: the last variant, the explorer's settings
 
 
 def main() -> None:

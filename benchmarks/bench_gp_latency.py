@@ -12,9 +12,12 @@ Serves the real app (`python -m panel serve app`) and drives Debian's Chromium (
   hyper-parameter optimisation (a fit of about a minute on a thread of the same server) and the
   GP 1-D measurement is repeated in the first session meanwhile.
 
-Prints median, 90th percentile and max per case, with the machine's load average.
+Prints median, 90th percentile and max per case, with the machine's load average, and after each
+case ``ratio to minimal page: R``: its median over the median of a minimal Panel page (one slider,
+bench_explorer_latency.minimal_page_floor) timed the same way in the same run.
 
-Usage: .venv/bin/python benchmarks/bench_gp_latency.py [--presses 15]
+Usage: .venv/bin/python benchmarks/bench_gp_latency.py [--presses 15] [--n 200] (``--n``: the points of
+both pages; issue 22 quotes GP 1-D at N = 60)
 """
 from __future__ import annotations
 
@@ -29,12 +32,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from bench_explorer_latency import minimal_page_floor, ratio_line  # noqa: E402
 from browser_measure import measure, percentile, settle, wait_for_bokeh  # noqa: E402
 from pagetools import CHROMIUM_ARGS, chromium_path, serve_app, stop  # noqa: E402
 
 EP_QP = quote('["ep", "qp"]')
-GP1D = "?page=gp-1-d&g1_preset={preset}&g1_n=200&g1_methods=" + EP_QP
-GP2D = "?page=gp-2-d&g2_n=200&g2_methods=" + EP_QP
+GP1D = "?page=gp-1-d&g1_preset={preset}&g1_n={n}&g1_methods=" + EP_QP
+GP2D = "?page=gp-2-d&g2_n={n}&g2_methods=" + EP_QP
 LONG_JOB = "?page=variance-effects&ve_dataset=pima&ve_optimise=true"
 
 
@@ -76,36 +80,41 @@ def run_case(page, url, action, presses):
     return times
 
 
-def report(name, times, goal_ms):
+def report(name, times, goal_ms, floor_ms):
     print(f"{name:58s} median {percentile(times, 50):6.0f} ms  p90 {percentile(times, 90):6.0f} ms  "
           f"max {max(times):6.0f} ms  (goal {goal_ms} ms, n={len(times)}, load {os.getloadavg()[0]:.2f})", flush=True)
+    print(ratio_line(percentile(times, 50), floor_ms), flush=True)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--presses", type=int, default=15)
+    ap.add_argument("--n", type=int, default=200, help="points of the GP 1-D and GP 2-D data (default 200)")
     args = ap.parse_args()
+    n = args.n
     process, url = serve_app(Path(tempfile.mkdtemp()) / "serve.log")
     try:
         from playwright.sync_api import sync_playwright  # noqa: PLC0415
 
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+            floor = minimal_page_floor(browser, args.presses)
+            print(f"minimal page (one slider, app settings), key press -> last change: median {floor:.0f} ms", flush=True)
             page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
             cases = [
-                ("GP 1-D, sharp step, N=200, length-scale key", GP1D.format(preset=quote("sharp step")),
+                (f"GP 1-D, sharp step, N={n}, length-scale key", GP1D.format(preset=quote("sharp step"), n=n),
                  nudge(".qpviz-gp1d-lengthscale"), 250),
-                ("GP 1-D, step eps=0 (default), N=200, length-scale key",
-                 GP1D.format(preset=quote("step likelihood, eps = 0 (EP vs QP differ)")),
+                (f"GP 1-D, step eps=0 (default), N={n}, length-scale key",
+                 GP1D.format(preset=quote("step likelihood, eps = 0 (EP vs QP differ)"), n=n),
                  nudge(".qpviz-gp1d-lengthscale"), 250),
-                ("GP 1-D, sharp step, N=200, click adds/removes a point", GP1D.format(preset=quote("sharp step")),
+                (f"GP 1-D, sharp step, N={n}, click adds/removes a point", GP1D.format(preset=quote("sharp step"), n=n),
                  click_plot(1), 250),
-                ("GP 2-D, moons, N=200, 60x60 grid, length-scale key", GP2D, nudge(".qpviz-gp2d-lengthscale"), 1000),
-                ("GP 2-D, moons, N=200, 60x60 grid, click adds/removes a point", GP2D, click_plot(0), 1000),
+                (f"GP 2-D, moons, N={n}, 60x60 grid, length-scale key", GP2D.format(n=n), nudge(".qpviz-gp2d-lengthscale"), 1000),
+                (f"GP 2-D, moons, N={n}, 60x60 grid, click adds/removes a point", GP2D.format(n=n), click_plot(0), 1000),
             ]
             for name, query, action, goal in cases:
                 try:
-                    report(name, run_case(page, url + query, action, args.presses), goal)
+                    report(name, run_case(page, url + query, action, args.presses), goal, floor)
                 except Exception as err:  # noqa: BLE001 - one failed case is printed, the others still run
                     print(f"{name:58s} FAILED: {str(err).splitlines()[0]}", flush=True)
             # a long job in another session of the same server
@@ -114,9 +123,9 @@ def main() -> int:
             wait_for_bokeh(other)
             other.wait_for_timeout(3000)  # the fit is under way
             name, query, action, goal = cases[0]
-            report(name + ", during a long job", run_case(page, url + query, action, args.presses), goal)
+            report(name + ", during a long job", run_case(page, url + query, action, args.presses), goal, floor)
             name, query, action, goal = cases[3]
-            report(name + ", during a long job", run_case(page, url + query, action, args.presses), goal)
+            report(name + ", during a long job", run_case(page, url + query, action, args.presses), goal, floor)
             browser.close()
     finally:
         stop(process)

@@ -12,7 +12,10 @@ on Z or alpha: cached after the first fit):
 Two times per action, from the key press or from the mouse release that ends the drag: **fits drawn** (the numbers table, sent in the same
 message as the fits' new data, has changed in the browser) and **last change** (the documents
 quiet for 400 ms: after a drag this includes the Power-EP evidence curve over 15 alphas, computed
-in the job pool after the fits are drawn). Goal (issue 12): fits drawn within 250 ms.
+in the job pool after the fits are drawn). Goal (issue 12): fits drawn within 250 ms. After each
+action, ``ratio to minimal page: R``: the fits-drawn median over the median of a minimal Panel page
+(one slider, key press to its last document change: bench_explorer_latency.minimal_page_floor) in
+the same run.
 
 Usage: .venv/bin/python benchmarks/bench_sparse_latency.py [--presses 15] [--preset "sine boundary"]
 [--projection qp] [--drag-alpha 0.5] (``--preset``: any preset of the page; the probit ones fit Power
@@ -33,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from bench_explorer_latency import minimal_page_floor, ratio_line  # noqa: E402
 from browser_measure import ARM_JS, QUIET_MS, TIMEOUT_MS, WAIT_JS, percentile, settle, wait_for_bokeh  # noqa: E402
 from pagetools import CHROMIUM_ARGS, chromium_path, serve_app, stop  # noqa: E402
 from test_sparse_page import HANDLE_JS  # noqa: E402
@@ -104,11 +108,13 @@ def measure_both(page, action) -> tuple[float, float]:
     return drawn, last
 
 
-def report(name, pairs) -> None:
+def report(name, pairs, floor_ms=None) -> None:
     for label, times in (("fits drawn", [p[0] for p in pairs]), ("last change", [p[1] for p in pairs])):
         print(f"{name + ', ' + label:52s} median {percentile(times, 50):6.0f} ms  p90 {percentile(times, 90):6.0f} ms  "
               f"max {max(times):6.0f} ms  (goal 250 ms for fits drawn, n={len(times)}, load {os.getloadavg()[0]:.2f})",
               flush=True)
+    if floor_ms is not None:
+        print(ratio_line(percentile([p[0] for p in pairs], 50), floor_ms), flush=True)
 
 
 def main() -> int:
@@ -124,6 +130,8 @@ def main() -> int:
 
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+            floor = minimal_page_floor(browser, args.presses)
+            print(f"minimal page (one slider, app settings), key press -> last change: median {floor:.0f} ms", flush=True)
             page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
             drag = "handle drag" + (f" at alpha {args.drag_alpha:g}" if args.drag_alpha else "")
             for what, action, alpha in (("alpha key", alpha_step, 0.0), (drag, drag_handle(), args.drag_alpha)):
@@ -136,7 +144,7 @@ def main() -> int:
                     for _ in range(args.presses):
                         pairs.append(measure_both(page, action))
                         page.wait_for_timeout(150)
-                    report(name, pairs)
+                    report(name, pairs, floor)
                 except Exception as err:  # noqa: BLE001 - one failed case is printed, the other still runs
                     print(f"{name:52s} FAILED: {str(err).splitlines()[0]}", flush=True)
             browser.close()

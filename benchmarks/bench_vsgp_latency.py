@@ -14,7 +14,9 @@ quiet 400 ms); when the documents fell quiet before the numbers table changed (t
 tool's own change at the release, then a server update more than 400 ms later), the wait goes on
 until the table has changed and the page is quiet again, and the time of its last change counts.
 An action after which the table never changes is counted as "no new fit". Prints median, 90th
-percentile and max per case, with the machine's load average.
+percentile and max per case, with the machine's load average, and after each case ``ratio to
+minimal page: R``: its median over that of a minimal Panel page timed the same way in the same run
+(bench_explorer_latency.minimal_page_floor).
 
 ``--server``: the same three changes made in-process on the page object (refit + patching the
 figures' sources, no browser, no websocket): the server's share of the latency.
@@ -33,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from bench_explorer_latency import minimal_page_floor, ratio_line  # noqa: E402
 from bench_gp_latency import nudge  # noqa: E402
 from browser_measure import QUIET_MS, measure, percentile, settle, wait_for_bokeh  # noqa: E402
 from pagetools import CHROMIUM_ARGS, chromium_path, serve_app, stop, wait_for_new_text  # noqa: E402
@@ -84,16 +87,18 @@ def run_case(page, url, prepare, action, presses):
     return times, unchanged
 
 
-def report(name, times, unchanged, goal_ms):
+def report(name, times, unchanged, goal_ms, floor_ms=None):
     if not times:
         print(f"{name:52s} no valid sample ({unchanged} actions showed no new fit)", flush=True)
         return
     print(f"{name:52s} median {percentile(times, 50):6.0f} ms  p90 {percentile(times, 90):6.0f} ms  "
           f"max {max(times):6.0f} ms  (goal {goal_ms} ms, n={len(times)}, no new fit shown: {unchanged}, "
           f"load {os.getloadavg()[0]:.2f})", flush=True)
+    if floor_ms is not None:
+        print(ratio_line(percentile(times, 50), floor_ms), flush=True)
 
 
-def measure_cases(page, url: str, presses: int) -> None:
+def measure_cases(page, url: str, presses: int, floor_ms: float | None = None) -> None:
     """Run and print every case (a failed case is printed, the others still run)."""
     prepare, release = drag_centre()
     for name, before, action in (
@@ -102,7 +107,7 @@ def measure_cases(page, url: str, presses: int) -> None:
         ("VSGP, circle N=500 M=20, centre drag (both)", prepare, release),
     ):
         try:
-            report(name, *run_case(page, url + QUERY, before, action, presses), 250)
+            report(name, *run_case(page, url + QUERY, before, action, presses), 250, floor_ms)
         except Exception as err:  # noqa: BLE001
             print(f"{name:52s} FAILED: {str(err).splitlines()[0]}", flush=True)
 
@@ -157,7 +162,9 @@ def main(argv=None) -> int:
         try:
             with sync_playwright() as pw:
                 chromium = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-                measure_cases(chromium.new_page(viewport={"width": 1500, "height": 1200}), url, presses)
+                floor = minimal_page_floor(chromium, presses)
+                print(f"minimal page (one slider, app settings), key press -> last change: median {floor:.0f} ms", flush=True)
+                measure_cases(chromium.new_page(viewport={"width": 1500, "height": 1200}), url, presses, floor)
                 chromium.close()
         finally:
             stop(process)

@@ -199,6 +199,36 @@ def test_page_builds_and_its_widgets_drive_the_model():
     assert page.views.marks[0].visible and "open site" in page.explorer_link.object
 
 
+def test_a_refit_patches_the_fits_in_place_and_sends_nothing_for_empty_views():
+    """A lengthscale step sends the new fits as patches of the sources' own copies (a new ``data``
+    makes the browser rebuild every legend of the figure), and nothing for the views that stay
+    empty (optimisation, step-through, sd ratios); the cached fits' arrays are never written."""
+    from bokeh.document import Document
+    from bokeh.document.events import ColumnDataChangedEvent, ColumnsPatchedEvent
+
+    gp_1d_model.FIT_CACHE.clear()
+    _, page = gp_1d.page()
+    page.model.param.update(methods=["ep", "qp"])
+    page.model.cancel_job()
+    doc = Document()
+    doc.add_root(pn.panel(page).get_root(doc))
+    first = page.model.fits["ep"]
+    first_mean = first.mean.copy()
+    events = []
+    doc.on_change(events.append)
+    page.lengthscale.value = round(page.lengthscale.value + 0.01, 2)
+    patched = {e.model for e in events if isinstance(e, ColumnsPatchedEvent)}
+    replaced = {e.model for e in events if isinstance(e, ColumnDataChangedEvent)}
+    views = page.views
+    assert {views.sources["ep"], views.sources["qp"], views.site_sources["ep"]} <= patched
+    assert not replaced & {views.optimisation, views.step_state, views.site_curves, views.ratio_band,
+                           *views.change_bands.values(), *views.ratio_sources.values()}
+    fit = page.model.fits["ep"]
+    assert fit is not first and np.array_equal(first.mean, first_mean)  # the old fit kept its numbers
+    np.testing.assert_array_equal(views.sources["ep"].data["mean"], fit.mean)
+    assert views.sources["ep"].data["mean"] is not fit.mean
+
+
 def test_edited_data_travel_in_the_link_and_a_preset_clears_them(model):
     x_new = float(model.X[:, 0].max()) + 1.0
     model.click(x_new, 0.9)
