@@ -290,7 +290,8 @@ def compute_floors() -> dict:
 
 
 #: The minimal page alone, with the app's server settings, by bench_explorer_latency.py's own code
-#: (its BASELINE_VARIANTS and measure_baseline(playwright, presses, label, settings)); prints its row.
+#: (its BASELINE_VARIANTS and measure_baseline(playwright, presses, label, settings) -> (row, plots
+#: median)); prints its row.
 PAGE_FLOOR_CODE = """
 import sys
 sys.path.insert(0, "benchmarks")
@@ -298,7 +299,7 @@ import bench_explorer_latency as bench
 from playwright.sync_api import sync_playwright
 settings = dict(bench.BASELINE_VARIANTS)[{label!r}]
 with sync_playwright() as playwright:
-    print(bench.measure_baseline(playwright, {presses}, {label!r}, settings))
+    print(bench.measure_baseline(playwright, {presses}, {label!r}, settings)[0])
 """
 PAGE_FLOOR_PRESSES = 12
 
