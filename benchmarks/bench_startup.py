@@ -170,12 +170,13 @@ class Timeline:
         return best
 
     def report(self, numbers_at: float) -> None:
-        seen = set()
+        """The first line of each phase (a warm-up's second run too), the numbers, the longest silence."""
+        marks = []
         for phase, pattern in MARKERS:
-            for at, line in self.lines:
-                if re.search(pattern, line) and (phase, at) not in seen:
-                    seen.add((phase, at))
-                    print(f"    {at:7.1f} s  {phase:15s} {line[:90]}")
+            found = [(at, line) for at, line in self.lines if re.search(pattern, line)]
+            marks += [(at, phase, line) for at, line in found[:2 if phase.startswith("warm-up") else 1]]
+        for at, phase, line in sorted(marks):
+            print(f"    {at:7.1f} s  {phase:15s} {line[:90]}")
         print(f"    {numbers_at:7.1f} s  numbers shown in Chromium")
         silence, at, before = self.longest_silence(numbers_at)
         print(f"    longest silence: {silence:.1f} s, from {at:.1f} s, after: {before[:100]}")

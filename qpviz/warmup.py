@@ -175,13 +175,14 @@ def prepare(what: str) -> None:
     """Compile (or load from the cache) in this process, one step after the other, what ``what``
     needs: a target of :data:`STEPS`, or ``sparse`` (the fits' kernels and the sparse fits'). The
     dashboard calls this off its event loop for a page opened before a warm-up finished its
-    kernels; nothing is printed or stamped."""
+    kernels; nothing is printed, and the finished run is stamped (a later server loads them at once)."""
     if what == "sparse":
         groups = [*steps("fit"), [("sparse Power EP and QP fits", _sparse_fits)]]
     else:
         groups = steps(what)
     for group in groups:
         run(group, lambda label, seconds: None)
+    _write_stamp(what)
 
 
 #: Seconds between two "still compiling" lines of a long step (the console is never silent longer).

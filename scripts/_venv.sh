@@ -69,9 +69,11 @@ if ! installed "$kind" && ! { [ "$kind" = runtime ] && installed test; }; then
     echo "qpviz: installing qpviz and its dependencies into .venv (first run only; pip's progress follows) ..."
     # One resolver pass, pip's own lines shown as they come (unbuffered: pip's output is a pipe
     # here), wheels preferred to source builds. The venv's own pip is recent enough (editable
-    # installs from pyproject.toml need pip >= 21.3): no separate pip upgrade.
+    # installs from pyproject.toml need pip >= 21.3): no separate pip upgrade. --no-compile: Python
+    # compiles a module's bytecode when it is first imported (and keeps it), not all ~70 packages'
+    # ahead of time.
     PYTHONUNBUFFERED=1 .venv/bin/python -m pip install --disable-pip-version-check --progress-bar off \
-        --prefer-binary -e "$spec" 2>&1 | heartbeat "pip is still installing"
+        --prefer-binary --no-compile -e "$spec" 2>&1 | heartbeat "pip is still installing"
     printf '%s' "$want" >".venv/.qpviz-installed-$kind"
     just_installed=1
     echo "qpviz: installed"
