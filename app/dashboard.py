@@ -278,6 +278,7 @@ def freeze_long_lived() -> None:
     global _frozen_once
     with _FROZEN:
         if not _frozen_once:
+            PAGES[0].module  # the first page's imports (the others come later: frozen or not, they live on)
             gc.collect()
             gc.freeze()
             _frozen_once = True

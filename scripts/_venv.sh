@@ -69,11 +69,11 @@ if ! installed "$kind" && ! { [ "$kind" = runtime ] && installed test; }; then
     echo "qpviz: installing qpviz and its dependencies into .venv (first run only; pip's progress follows) ..."
     # One resolver pass, pip's own lines shown as they come (unbuffered: pip's output is a pipe
     # here), wheels preferred to source builds. The venv's own pip is recent enough (editable
-    # installs from pyproject.toml need pip >= 21.3): no separate pip upgrade. --no-compile: Python
-    # compiles a module's bytecode when it is first imported (and keeps it), not all ~70 packages'
-    # ahead of time.
+    # installs from pyproject.toml need pip >= 21.3): no separate pip upgrade. (pip compiles every
+    # module's bytecode, a third of the install: --no-compile would leave that to each start where
+    # PYTHONDONTWRITEBYTECODE is set, as on CI, which made a second start 4x slower.)
     PYTHONUNBUFFERED=1 .venv/bin/python -m pip install --disable-pip-version-check --progress-bar off \
-        --prefer-binary --no-compile -e "$spec" 2>&1 | heartbeat "pip is still installing"
+        --prefer-binary -e "$spec" 2>&1 | heartbeat "pip is still installing"
     printf '%s' "$want" >".venv/.qpviz-installed-$kind"
     just_installed=1
     echo "qpviz: installed"
