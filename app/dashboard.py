@@ -1,36 +1,109 @@
 """The qpviz dashboard: one tab per page (app/main.py serves :func:`build` at /app).
 
 Adding a page: write app/<page>.py with ``TITLE``, ``page() -> (title, viewable)`` and the URL
-query keys it reads (``URL_KEYS``, or ``url_keys()``: see :func:`url_keys`), import it here and
-append it to PAGES. Bokeh runs app/main.py with app/ on sys.path, so pages import as
-top-level modules. This is an ordinary module (imported once per server), not the served script:
+query keys it reads (``URL_KEYS``, or ``url_keys()``: see :func:`url_keys`), and append
+``LazyPage("<page>", TITLE)`` to PAGES (and its numerical kernels to KERNELS). Bokeh runs
+app/main.py with app/ on sys.path, so pages import as top-level modules. A page module is imported
+when it is first used (its tab opened, or the background import after the first page has loaded):
+the server answers its first page after importing only that page's stack. This is an ordinary module (imported once per server), not the served script:
 Bokeh runs the script afresh for each session and empties its globals when the session ends, so
 callbacks that outlive a session (e.g. on_session_destroyed) must live here.
 
 A session builds a page only when its tab is first opened (a page's construction fits models and
 may start a long job: twenty classroom sessions opening the app must not all build five pages).
+A page whose numerical kernels this server has not compiled or loaded yet (``python -m
+qpviz.warmup`` has not finished them: a first start) first shows a "preparing" note while they
+compile in a thread, off the event loop, and is built when they are ready.
 """
 import ctypes
 import gc
+import importlib
+import sys
 import threading
+from concurrent.futures import Future
+from pathlib import Path
 
 import panel as pn
 from panel.links import Callback
 
-import gp_1d
-import gp_2d
 import safe_text
-import paper_results
-import projection_explorer
-import scalable_page
-import sparse_page
-import variance_effects
-import vsgp_page
+from long_jobs import JobPoller
 from projector_mode import KEY as PROJECTOR_KEY, ProjectorSwitch
 
-from qpviz import tables
 
-PAGES = [projection_explorer, gp_1d, gp_2d, sparse_page, vsgp_page, scalable_page, variance_effects, paper_results]
+#: Bokeh puts app/ on sys.path only while it runs app/main.py (and restores the path after): a
+#: page imported later puts it back.
+APP_DIR = str(Path(__file__).resolve().parent)
+
+
+class LazyPage:
+    """A page module, imported on first use of any attribute but its title (the tab's name)."""
+
+    def __init__(self, name: str, title: str):
+        self.__name__, self.TITLE = name, title
+
+    @property
+    def module(self):
+        module = sys.modules.get(self.__name__)
+        if module is None:
+            if APP_DIR not in sys.path:
+                sys.path.append(APP_DIR)
+            module = importlib.import_module(self.__name__)
+        if module.TITLE != self.TITLE:
+            raise RuntimeError(f"app/{self.__name__}.py: TITLE {module.TITLE!r} differs from dashboard.PAGES' {self.TITLE!r}")
+        return module
+
+    def __getattr__(self, name):
+        return getattr(self.module, name)
+
+    def __eq__(self, other):
+        return other is self or getattr(other, "__name__", None) == self.__name__
+
+    def __hash__(self):
+        return hash(self.__name__)
+
+    def __repr__(self):
+        return f"LazyPage({self.__name__!r})"
+
+
+PAGES = [LazyPage("projection_explorer", "Projection Explorer"), LazyPage("gp_1d", "GP 1-D"),
+         LazyPage("gp_2d", "GP 2-D"), LazyPage("sparse_page", "Sparse"), LazyPage("vsgp_page", "VSGP"),
+         LazyPage("scalable_page", "Scalable"), LazyPage("variance_effects", "Variance effects"),
+         LazyPage("paper_results", "Paper results")]
+VARIANCE_EFFECTS = PAGES[6]
+
+#: The qpviz.warmup target each page compiles on its first build (pages not named compile nothing
+#: in the server: Scalable trains in child processes, Paper results reads files).
+KERNELS = {"projection_explorer": "explorer", "gp_1d": "fit", "gp_2d": "fit", "variance_effects": "fit",
+           "sparse_page": "sparse", "vsgp_page": "sparse"}
+_PREPARED: dict[str, Future] = {}
+_PREPARED_LOCK = threading.Lock()
+
+
+def kernels_ready(name: str) -> Future:
+    """A future that is done when page ``name``'s kernels are compiled (or loaded) in this process:
+    done at once when a finished warm-up is recorded for them, else compiled in a thread (one for
+    every session that asks)."""
+    from qpviz import warmup  # noqa: PLC0415
+
+    target = KERNELS.get(name)
+    with _PREPARED_LOCK:
+        future = _PREPARED.get(target)
+        if future is None:
+            future = _PREPARED[target] = Future()
+            if target is None or warmup.is_warm(target):
+                future.set_result(None)
+            else:
+                def prepare():
+                    try:
+                        warmup.prepare(target)
+                    except Exception as exc:  # noqa: BLE001 (the page then compiles on first use)
+                        future.set_exception(exc)
+                    else:
+                        future.set_result(None)
+
+                threading.Thread(target=prepare, name=f"qpviz-prepare-{target}", daemon=True).start()
+    return future
 
 #: Seconds after a page has loaded before every other QP table's fast form is derived in the
 #: background (deriving the Poisson families takes 1-2 s of CPU each): the first page's numbers and
@@ -38,9 +111,18 @@ PAGES = [projection_explorer, gp_1d, gp_2d, sparse_page, vsgp_page, scalable_pag
 PRELOAD_DELAY = 5.0
 
 
+def _preload() -> None:
+    from qpviz import tables  # noqa: PLC0415
+
+    tables.preload(background=False)
+    for page in PAGES:  # the other pages' imports, so that opening a tab imports nothing
+        page.module
+
+
 def preload_later() -> None:
-    """Derive every QP table's fast form in a background thread, PRELOAD_DELAY s from now."""
-    timer = threading.Timer(PRELOAD_DELAY, tables.preload)
+    """Derive every QP table's fast form and import every page module in a background thread,
+    PRELOAD_DELAY s from now."""
+    timer = threading.Timer(PRELOAD_DELAY, _preload)
     timer.daemon = True
     timer.start()
 
@@ -96,7 +178,10 @@ class TabInUrl:
 
 
 class LazyPages:
-    """One empty holder per tab; a tab's page is built into it the first time the tab is shown."""
+    """One empty holder per tab; a tab's page is built into it the first time the tab is shown.
+
+    In a server session, a page whose kernels are not ready (:func:`kernels_ready`) shows a
+    "preparing" note until they are, then is built (a periodic callback of the session polls)."""
 
     def __init__(self, modules, connect=None):
         """``connect(page)`` wires a newly built page to the others."""
@@ -106,16 +191,37 @@ class LazyPages:
         self.holders = [pn.Column(sizing_mode="stretch_width", name=title, min_height=400)
                         for title in self.titles]
         self.built: dict[int, pn.viewable.Viewable] = {}
+        self.preparing: dict[int, JobPoller] = {}
 
-    def page(self, index: int) -> pn.viewable.Viewable:
-        """The page of tab ``index``, built now if this session has not built it yet."""
-        if index not in self.built:
-            title, page = self.modules[index].page()
-            self.built[index] = page
-            self.holders[index].objects = [page]
-            if self.connect is not None:
-                self.connect(page)
-        return self.built[index]
+    def page(self, index: int) -> pn.viewable.Viewable | None:
+        """The page of tab ``index``, built now if this session has not built it yet (None while
+        its kernels are being prepared)."""
+        if index in self.built or index in self.preparing:
+            return self.built.get(index)
+        ready = kernels_ready(self.modules[index].__name__)
+        in_session = pn.state.curdoc is not None and pn.state.curdoc.session_context is not None
+        if not ready.done() and in_session:
+            title = self.titles[index]
+            self.holders[index].objects = [pn.pane.Alert(
+                f"Preparing the {title} page: compiling its numerical kernels (first start only; "
+                "later starts load them from the cache) ...", alert_type="info", css_classes=["qpviz-preparing"])]
+            poller = self.preparing[index] = JobPoller(lambda: self._prepared(index), lambda: index in self.preparing)
+            poller.ensure()
+            return None
+        return self._build(index)  # ready, or outside a session (a test): the page compiles what it uses
+
+    def _prepared(self, index: int) -> None:
+        if kernels_ready(self.modules[index].__name__).done():
+            self.preparing.pop(index, None)
+            self._build(index)
+
+    def _build(self, index: int) -> pn.viewable.Viewable:
+        title, page = self.modules[index].page()
+        self.built[index] = page
+        self.holders[index].objects = [page]
+        if self.connect is not None:
+            self.connect(page)
+        return page
 
 
 def forget_js_callbacks(app: pn.viewable.Viewable) -> None:
@@ -172,6 +278,7 @@ def freeze_long_lived() -> None:
     global _frozen_once
     with _FROZEN:
         if not _frozen_once:
+            PAGES[0].module  # the first page's imports (the others come later: frozen or not, they live on)
             gc.collect()
             gc.freeze()
             _frozen_once = True
@@ -213,8 +320,10 @@ def build() -> pn.Column:
         projector.apply(page)
 
     def study_in_variance_effects(label, X, y, likelihood, kernel) -> None:
-        index = pages.titles.index(variance_effects.TITLE)
-        pages.page(index).use_data(label, X, y, likelihood, kernel)
+        index = pages.titles.index(VARIANCE_EFFECTS.TITLE)
+        pages.preparing.pop(index, None)  # its kernels are those of the GP page that sends: ready
+        page = pages.built[index] if index in pages.built else pages._build(index)
+        page.use_data(label, X, y, likelihood, kernel)
         tabs.active = index
 
     pages = LazyPages(PAGES, connect)

@@ -17,9 +17,11 @@ time is compiled twice). The groups are ordered so that one process compiles the
 kernels, the integrals over panels, table lookups).
 
 ``scripts/serve`` runs ``--what explorer`` beside the server before it prints the URL, and
-``--what all`` (the other likelihoods, the fits) after, while the page is in use;
-``scripts/_venv.sh`` runs ``--what all`` after an install (ahead of time). Nothing here is
-imported by ``import qpviz``.
+``--what all`` (the other likelihoods, the fits) after, at a low priority, while the page is in
+use (a page opened before that compiles its own with :func:`prepare`, off the server's event loop);
+``scripts/_venv.sh`` runs ``--what all`` after a test install (ahead of time). A step that runs
+longer than :data:`TICK_SECONDS` prints a line every as many seconds. Nothing here is imported by
+``import qpviz``.
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ import threading
 import time
 from typing import Callable
 
-__all__ = ["STEPS", "steps", "run", "is_warm", "default_jobs", "main"]
+__all__ = ["STEPS", "steps", "run", "prepare", "is_warm", "default_jobs", "main"]
 
 #: Cavity used by the steps (any valid input compiles the same machine code).
 _Y, _M, _V = 1.0, 0.5, 2.25
@@ -169,15 +171,48 @@ def steps(what: str) -> list[list[tuple[str, Callable[[], None]]]]:
 STEPS = ("explorer", "fit", "all")
 
 
-def run(group: list[tuple[str, Callable[[], None]]], report: Callable[[str, float], None]) -> None:
-    """Run the steps of one group, calling ``report(label, seconds)`` after each."""
+def prepare(what: str) -> None:
+    """Compile (or load from the cache) in this process, one step after the other, what ``what``
+    needs: a target of :data:`STEPS`, or ``sparse`` (the fits' kernels and the sparse fits'). The
+    dashboard calls this off its event loop for a page opened before a warm-up finished its
+    kernels; nothing is printed, and the finished run is stamped (a later server loads them at once)."""
+    if what == "sparse":
+        groups = [*steps("fit"), [("sparse Power EP and QP fits", _sparse_fits)]]
+    else:
+        groups = steps(what)
+    for group in groups:
+        run(group, lambda label, seconds: None)
+    _write_stamp(what)
+
+
+#: Seconds between two "still compiling" lines of a long step (the console is never silent longer).
+TICK_SECONDS = 10.0
+
+
+def run(group: list[tuple[str, Callable[[], None]]], report: Callable[[str, float], None],
+        tick: Callable[[str, float], None] | None = None) -> None:
+    """Run the steps of one group, calling ``report(label, seconds)`` after each and, while a step
+    runs, ``tick(label, seconds so far)`` every :data:`TICK_SECONDS` (numba's compiler is Python
+    code that lets other threads run between its bytecodes, so the ticks come on time)."""
     import warnings
 
     for label, step in group:
         start = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # a table warning is the page's business, not ours
-            step()
+        done = threading.Event()
+
+        def ticks(label=label, start=start, done=done):
+            while not done.wait(TICK_SECONDS):
+                tick(label, time.perf_counter() - start)
+
+        ticker = threading.Thread(target=ticks, daemon=True) if tick is not None else None
+        if ticker is not None:
+            ticker.start()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # a table warning is the page's business, not ours
+                step()
+        finally:
+            done.set()
         report(label, time.perf_counter() - start)
 
 
@@ -238,8 +273,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.group is None and not args.force and is_warm(args.what):
         print("numerical kernels: compiled earlier, loaded from numba's cache on first use")
         return 0
-    if args.group is not None:  # a worker: one line per finished step, read by the parent
-        run(steps(args.what)[args.group], lambda label, seconds: print(f"{label}\t{seconds:.1f}", flush=True))
+    if args.group is not None:  # a worker: one line per finished step (a tick: no time), read by the parent
+        run(steps(args.what)[args.group], lambda label, seconds: print(f"{label}\t{seconds:.1f}", flush=True),
+            lambda label, seconds: print(f"{label}\t", flush=True))
         return 0
     print("compiling numerical kernels (first run only; later runs load them from the cache) ...", flush=True)
     start = time.perf_counter()
@@ -260,24 +296,31 @@ def main(argv: list[str] | None = None) -> int:
             done += 1
             print(f"  {done}/{total} {label} ({seconds:.1f} s)", flush=True)
 
+    def tick(label: str, seconds: float) -> None:
+        with lock:
+            print(f"    ... {label}: still compiling ({time.perf_counter() - start:.0f} s in all)", flush=True)
+
     if worker is not None:
         def relay():
             for line in worker.stdout:
                 label, seconds = line.rstrip("\n").split("\t")
-                report(label, float(seconds))
+                if seconds:
+                    report(label, float(seconds))
+                else:
+                    tick(label, 0.0)
 
         reader = threading.Thread(target=relay, daemon=True)
         reader.start()
         try:
-            run(groups[0], report)
+            run(groups[0], report, tick)
         finally:
             reader.join()
             if worker.wait() != 0:
                 print("warm-up worker failed (its kernels compile on first use)", file=sys.stderr)
     else:
-        run(groups[1], report)  # the cheap kernels first: the progress moves at once
-        run(groups[0], report)
-    run(groups[2], report)
+        run(groups[1], report, tick)  # the cheap kernels first: the progress moves at once
+        run(groups[0], report, tick)
+    run(groups[2], report, tick)
     _write_stamp(args.what)
     print(f"numerical kernels ready ({time.perf_counter() - start:.1f} s)", flush=True)
     return 0
