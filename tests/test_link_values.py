@@ -47,6 +47,19 @@ def page_text(viewable) -> str:
     return " | ".join(texts)
 
 
+def stop_jobs(page) -> None:
+    """Stop whatever background job building ``page`` started."""
+    owner = getattr(page, "model", page)
+    for stop in ("cancel_job", "cancel_curve", "stop"):
+        if callable(getattr(owner, stop, None)):
+            getattr(owner, stop)()
+
+
+def page_module(slug: str):
+    """The page module of tab ``slug``."""
+    return next(m for m in dashboard.PAGES if dashboard.tab_slug(m.TITLE) == slug)
+
+
 @pytest.mark.filterwarnings("ignore:Widget.name is deprecated:PendingDeprecationWarning")
 @pytest.mark.parametrize("module, key", list(_cases()))
 def test_a_bad_link_value_is_named_with_its_key(module, key, monkeypatch):
@@ -61,9 +74,7 @@ def test_a_bad_link_value_is_named_with_its_key(module, key, monkeypatch):
         said = page_text(page)
         assert key in said and "bogus<b>" in said, f"?{key}={BAD}: the page says {said[:400]!r}"
     finally:
-        for stop in ("cancel_job", "cancel_curve", "stop"):
-            if callable(getattr(getattr(page, "model", page), stop, None)):
-                getattr(getattr(page, "model", page), stop)()
+        stop_jobs(page)
 
 
 #: One choice key per page whose link values go through number_field.LinkValues: the banner of a
@@ -77,7 +88,7 @@ CLEARED_BY_A_CHANGE = {"gp-1-d": "g1_lik", "gp-2-d": "g2_kernel", "sparse": "sp_
 def test_the_link_banner_goes_at_the_next_valid_change(slug, monkeypatch):
     from panel.io.location import Location  # noqa: PLC0415
 
-    module = next(m for m in dashboard.PAGES if dashboard.tab_slug(m.TITLE) == slug)
+    module = page_module(slug)
     key = CLEARED_BY_A_CHANGE[slug]
     location = Location(search=f"?{key}={BAD}")
     monkeypatch.setattr(type(pn.state), "location", property(lambda self: location))
@@ -91,9 +102,7 @@ def test_the_link_banner_goes_at_the_next_valid_change(slug, monkeypatch):
         assert not page.links.banner.visible, shown(page.links.banner.object)
         assert location.query_params[key] == getattr(owner, name)  # the link follows the page
     finally:
-        for stop in ("cancel_job", "cancel_curve", "stop"):
-            if callable(getattr(getattr(page, "model", page), stop, None)):
-                getattr(getattr(page, "model", page), stop)()
+        stop_jobs(page)
 
 
 @pytest.mark.filterwarnings("ignore:Widget.name is deprecated:PendingDeprecationWarning")
@@ -121,7 +130,7 @@ def test_a_refused_typed_value_never_reaches_the_link(slug, monkeypatch):
 
     from number_field import TYPED_CLASS  # noqa: PLC0415
 
-    module = next(m for m in dashboard.PAGES if dashboard.tab_slug(m.TITLE) == slug)
+    module = page_module(slug)
     location = Location(search="")
     monkeypatch.setattr(type(pn.state), "location", property(lambda self: location))
     _, page = module.page()
@@ -135,6 +144,4 @@ def test_a_refused_typed_value_never_reaches_the_link(slug, monkeypatch):
             assert box.value == shown_before
             assert str(location.query_params.get(key, shown_before)) == shown_before, (key, location.query_params)
     finally:
-        for stop in ("cancel_job", "cancel_curve", "stop"):
-            if callable(getattr(getattr(page, "model", page), stop, None)):
-                getattr(getattr(page, "model", page), stop)()
+        stop_jobs(page)
