@@ -100,12 +100,18 @@ def qp_var_batch(coef, meta, y, m, v, out):
             h = out[i]
             if h != h and which[j] >= 0 and not line:
                 h = stored_table_value(coef, meta, which[j], fa[j], fb[j])
-            if h == h:
-                out[i] = v[i] * math.exp(2.0 * h)
-            else:
-                out[i] = np.nan
-                missing += 1
+            missing += _put_variance(out, i, v[i], h)
     return missing
+
+
+@njit(**NUMBA_OPTIONS)
+def _put_variance(out, i, v, h):
+    """out[i] = sigma_QP^2 = v exp(2 h); NaN (and 1 returned, for the count) if h is NaN."""
+    if h == h:
+        out[i] = v * math.exp(2.0 * h)
+        return 0
+    out[i] = np.nan
+    return 1
 
 
 @njit(**NUMBA_OPTIONS)
@@ -163,11 +169,7 @@ def _single_table_batch(coef, meta, y, m, v, out):
             h = out[i]
             if h != h and inside[j]:  # a cell left to the stored tree
                 h = stored_table_value(coef, meta, 0, fa[j], fb[j])
-            if h == h:
-                out[i] = v[i] * math.exp(2.0 * h)
-            else:
-                out[i] = np.nan
-                missing += 1
+            missing += _put_variance(out, i, v[i], h)
     return missing
 
 
