@@ -55,7 +55,7 @@ def qp_var_batch(coef, meta, y, m, v, out):
     passes: mapped coordinates; (2-D tables) the patch of each point; the polynomial values;
     then the cells that read the stored tree and sigma_QP^2 = v exp(2 h). A family of one 2-D
     table folded by label (probit, logistic, Student-t, Laplace) takes
-    :func:`_single_table_batch`: the same numbers, sooner.
+    :func:`single_table_batch`: the same numbers, sooner.
 
     Same numbers as calling qp_var_scalar per point. Separate passes let the CPU overlap many
     points' work: a point's dependent chain (coordinates -> cell code -> patch -> value) would
@@ -63,8 +63,8 @@ def qp_var_batch(coef, meta, y, m, v, out):
     blocks keep the passes' scratch arrays in cache instead of streaming them through memory.
     """
     n = out.size
-    if meta.size > 0 and _single_folded_table(meta):
-        return _single_table_batch(coef, meta, y, m, v, out)
+    if meta.size > 0 and single_folded_table(meta):
+        return single_table_batch(coef, meta, y, m, v, _NO_LOGS, out, True)
     missing = 0
     which = np.empty(BATCH_BLOCK, dtype=np.int64)
     offset = np.empty(BATCH_BLOCK, dtype=np.int64)
@@ -114,22 +114,30 @@ def _put_variance(out, i, v, h):
     return 1
 
 
+#: ``log_v`` of :func:`single_table_batch` when it takes the logarithms itself
+_NO_LOGS = np.empty(0)
+
+
 @njit(**NUMBA_OPTIONS)
-def _single_folded_table(meta):
+def single_folded_table(meta):
     """Whether ``meta`` holds one 2-D table whose fold is t = y m or |m - y| (no per-point table)."""
     fold = int(meta[H_FOLD])
     return meta[H_N_TABLES] == 1 and (fold == FOLD_BINARY or fold == FOLD_REAL)
 
 
 @njit(**NUMBA_OPTIONS)
-def _single_table_batch(coef, meta, y, m, v, out):
-    """:func:`qp_var_batch` of one 2-D table folded by label (:func:`_single_folded_table`).
+def single_table_batch(coef, meta, y, m, v, log_v, out, variance):
+    """:func:`qp_var_batch` of one 2-D table folded by label (:func:`single_folded_table`):
+    sigma_QP^2 = v exp(2 h) into ``out`` if ``variance``, else 2 h (for NumPy's vectorised exp:
+    :func:`qp_variance_checked`); NaN where the table does not cover a point, counted in the
+    returned number. ``log_v``: log v of every point (NumPy's vectorised log), or an empty
+    array to take the logarithms here.
 
     The same numbers as the general passes (:func:`qpviz.tables.lookup.header_coordinates`,
-    :func:`qpviz.tables.fast.locate_patch`), ~20 % sooner: the table's constants are read once,
-    the logarithms have a loop of their own, and the coordinate pass has no branch that depends
-    on the point (a point outside the table is flagged, its coordinates set to 0), so its
-    square roots and divisions run in SIMD lanes; one pass then finds every patch.
+    :func:`qpviz.tables.fast.locate_patch`), sooner: the table's constants are read once, the
+    logarithms have a loop of their own (or come in), and the coordinate pass has no branch
+    that depends on the point (a point outside the table is flagged, its coordinates set to 0),
+    so its square roots and divisions run in SIMD lanes; one pass then finds every patch.
     """
     n = out.size
     binary = int(meta[H_FOLD]) == FOLD_BINARY
@@ -147,10 +155,11 @@ def _single_table_batch(coef, meta, y, m, v, out):
     x = np.empty(BATCH_BLOCK)
     z = np.empty(BATCH_BLOCK)
     missing = 0
+    logs_given = log_v.size > 0
     for start in range(0, n, BATCH_BLOCK):
         size = min(BATCH_BLOCK, n - start)
         for j in range(size):  # libm's log does not vectorise: alone, it leaves the next loop SIMD
-            fb[j] = 0.5 * math.log(v[start + j])
+            fb[j] = 0.5 * (log_v[start + j] if logs_given else math.log(v[start + j]))
         for j in range(size):
             i = start + j
             t = y[i] * m[i] if binary else abs(m[i] - y[i])  # y = +-1 exactly: no branch on it (see header_coordinates)
@@ -169,7 +178,11 @@ def _single_table_batch(coef, meta, y, m, v, out):
             h = out[i]
             if h != h and inside[j]:  # a cell left to the stored tree
                 h = stored_table_value(coef, meta, 0, fa[j], fb[j])
-            missing += _put_variance(out, i, v[i], h)
+            if variance:
+                missing += _put_variance(out, i, v[i], h)
+            else:
+                out[i] = 2.0 * h
+                missing += h != h
     return missing
 
 
@@ -193,7 +206,13 @@ def qp_variance_checked(likelihood: Likelihood, y: np.ndarray, m: np.ndarray, v:
         return np.square(likelihood.qp_std(y, m, v))
     out = np.empty(y.shape)
     flat = out.reshape(-1)
-    if qp_var_batch(coef, meta, np.ravel(y), np.ravel(m), np.ravel(v), flat) == 0:
+    flat_v = np.ravel(v)
+    if single_folded_table(meta):  # NumPy's SIMD log and exp (~4x libm's) around the lookup
+        found = flat.size - single_table_batch(coef, meta, np.ravel(y), np.ravel(m), flat_v, np.log(flat_v), flat, False)
+        np.multiply(np.exp(flat, out=flat), flat_v, out=flat)
+    else:
+        found = flat.size - qp_var_batch(coef, meta, np.ravel(y), np.ravel(m), flat_v, flat)
+    if found == flat.size:
         return out  # every point from the table: no pass looking for the others
     missing = np.flatnonzero(np.isnan(flat))
     lk = likelihood.jit_handle() if missing.size else None
