@@ -67,7 +67,7 @@ def qp_var_batch(coef, meta, y, m, v, out):
     """
     n = out.size
     if meta.size > 0 and single_folded_table(meta):
-        return single_table_batch(coef, meta, y, m, v, _NO_LOGS, out, True)
+        return single_table_batch(coef, meta, y, m, v, np.empty(0), out, True)  # the signature NumPy's callers compile
     missing = 0
     which = np.empty(BATCH_BLOCK, dtype=np.int64)
     offset = np.empty(BATCH_BLOCK, dtype=np.int64)
@@ -115,10 +115,6 @@ def _put_variance(out, i, v, h):
         return 0
     out[i] = np.nan
     return 1
-
-
-#: ``log_v`` of :func:`single_table_batch` when it takes the logarithms itself
-_NO_LOGS = np.empty(0)
 
 
 @njit(**NUMBA_OPTIONS)
