@@ -67,7 +67,7 @@ def qp_var_batch(coef, meta, y, m, v, out):
     """
     n = out.size
     if meta.size > 0 and single_folded_table(meta):
-        return single_table_batch(coef, meta, y, m, v, np.empty(0), out, True)  # the signature NumPy's callers compile
+        return single_table_batch(coef, meta, y, m, v, np.empty(0), out)  # the signature qp_variance compiles
     missing = 0
     which = np.empty(BATCH_BLOCK, dtype=np.int64)
     offset = np.empty(BATCH_BLOCK, dtype=np.int64)
@@ -125,13 +125,16 @@ def single_folded_table(meta):
 
 
 @njit(**NUMBA_OPTIONS)
-def single_table_batch(coef, meta, y, m, v, log_v, out, variance):
-    """:func:`qp_var_batch` of one 2-D table folded by label (:func:`single_folded_table`):
-    sigma_QP^2 = v exp(2 h) into ``out`` if ``variance``, else its log, 2 h + log v (for NumPy's
-    vectorised exp: :func:`qp_variance_checked`); NaN where the table does not cover a point,
-    counted in the returned number. ``log_v``: log v of every point (NumPy's vectorised log; it
-    may be ``out`` itself: a block's logs are read before its results are written), or an empty
-    array to take the logarithms here.
+def single_table_batch(coef, meta, y, m, v, log_v, out):
+    """:func:`qp_var_batch` of one 2-D table folded by label (:func:`single_folded_table`), two ways:
+
+    * ``log_v`` empty: takes log v itself (libm) and writes sigma_QP^2 = v exp(2 h) to ``out``;
+    * ``log_v`` = log v of every point (NumPy's vectorised log; it may be ``out`` itself: a
+      block's logs are read before its results are written): writes log sigma_QP^2 = 2 h + log v,
+      for NumPy's vectorised exp (:func:`qp_variance_checked`).
+
+    NaN where the table does not cover a point, counted in the returned number. (One flag, no
+    second argument: both callers then compile the same signature.)
 
     The same numbers as the general passes (:func:`qpviz.tables.lookup.header_coordinates`,
     :func:`qpviz.tables.fast.locate_patch`), sooner: the table's constants are read once, the
@@ -179,7 +182,7 @@ def single_table_batch(coef, meta, y, m, v, log_v, out, variance):
             h = out[i]
             if h != h and inside[j]:  # a cell left to the stored tree
                 h = stored_table_value(coef, meta, 0, fa[j], fb[j])
-            if variance:
+            if not logs_given:
                 missing += _put_variance(out, i, v[i], h)
             else:
                 out[i] = 2.0 * h + lv[j]
@@ -235,7 +238,7 @@ def _single_table_numpy(coef, meta, y, m, v, out) -> int:
     for start in range(0, out.size, NUMPY_CHUNK):
         part = slice(start, start + NUMPY_CHUNK)
         chunk, chunk_v = out[part], v[part]
-        missing += single_table_batch(coef, meta, y[part], m[part], chunk_v, np.log(chunk_v, out=chunk), chunk, False)
+        missing += single_table_batch(coef, meta, y[part], m[part], chunk_v, np.log(chunk_v, out=chunk), chunk)
         np.exp(chunk, out=chunk)
     return missing
 
