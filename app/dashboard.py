@@ -177,6 +177,11 @@ class TabInUrl:
         self.holder.value = self.slugs[event.new]
 
 
+def _in_session() -> bool:
+    """Whether a served session builds (a test's page builds at once, compiling what it uses)."""
+    return pn.state.curdoc is not None and pn.state.curdoc.session_context is not None
+
+
 class LazyPages:
     """One empty holder per tab; a tab's page is built into it the first time the tab is shown.
 
@@ -199,12 +204,15 @@ class LazyPages:
         if index in self.built or index in self.preparing:
             return self.built.get(index)
         ready = kernels_ready(self.modules[index].__name__)
-        in_session = pn.state.curdoc is not None and pn.state.curdoc.session_context is not None
-        if not ready.done() and in_session:
+        if not ready.done() and _in_session():
             title = self.titles[index]
-            self.holders[index].objects = [pn.pane.Alert(
+            # a Markdown pane styled as a note (pn.pane.Alert first drawn in a tab opened later asks
+            # the CDN for its stylesheets: console errors offline)
+            self.holders[index].objects = [pn.pane.Markdown(
                 f"Preparing the {title} page: compiling its numerical kernels (first start only; "
-                "later starts load them from the cache) ...", alert_type="info", css_classes=["qpviz-preparing"])]
+                "later starts load them from the cache) ...", css_classes=["qpviz-preparing"],
+                sizing_mode="stretch_width", styles={"background": "#cfe2ff", "border": "1px solid #0072B2",
+                                                     "border-radius": "4px", "padding": "0 12px"})]
             poller = self.preparing[index] = JobPoller(lambda: self._prepared(index), lambda: index in self.preparing)
             poller.ensure()
             return None

@@ -14,7 +14,8 @@ log-uniform std), random labels for binary likelihoods.
 First, one line (issue 22 point 5): on ``--ratio-points`` probit points (default 10^6), the CPU
 time of ``project(method="qp")`` over ``project(method="ep")``, median of ``--repeats``
 interleaved repeats, beside the same ratio for the kernels alone (EP's moment kernel plus the
-tables' batch kernel, over the moment kernel): what the public function adds on top of them.
+tables' lookup as ``qpviz.project`` runs it, ``qpviz.tables.qp_variance_checked``: NumPy's log,
+the batch kernel, NumPy's exp; over the moment kernel): what the public function adds on top of them.
 ``--ratio-only`` prints just that line (what ``benchmarks/check.py`` reads).
 
     python benchmarks/bench_projection.py [n_points] [--public N] [--ratio-points N] [--repeats 7] [--ratio-only]
@@ -85,20 +86,17 @@ def median_cpu_times(fns: dict, repeats: int) -> dict:
 def qp_ep_ratio(n_points: int = 10**6, repeats: int = 7) -> None:
     """One line: project(qp) / project(ep) CPU time on probit, and the kernels' own ratio."""
     from qpviz.likelihoods.probit import tilted_moments_batch
-    from qpviz.tables.batch import qp_var_batch
-    from qpviz.tables.loading import jit_data
+    from qpviz.tables import qp_variance_checked
 
     rng = np.random.default_rng(1)
     m, v = random_cavities(rng, n_points)
     y = np.where(rng.random(n_points) < 0.5, -1.0, 1.0)
     lik = qpviz.likelihood("probit")
-    coef, meta = jit_data(lik)
-    out = np.empty(n_points)
     t = median_cpu_times({
         "ep": lambda: qpviz.project(lik, y, m, v, method="ep"),
         "qp": lambda: qpviz.project(lik, y, m, v, method="qp"),
         "moments": lambda: tilted_moments_batch(y, m, v),
-        "table": lambda: qp_var_batch(coef, meta, y, m, v, out),
+        "table": lambda: qp_variance_checked(lik, y, m, v),
     }, repeats)
     print(f"probit project qp/ep time ratio {t['qp'] / t['ep']:.3f} (qp {t['qp'] * 1e3:.1f} ms, "
           f"ep {t['ep'] * 1e3:.1f} ms); kernels alone (moments + table)/moments "

@@ -80,7 +80,7 @@ def timed_run(args: list[str]) -> tuple[float, float]:
 def clear_caches() -> None:
     """What ``python -m qpviz.cache clear`` does, plus the warm-up's stamps (by hand, so that this
     file also measures checkouts from before qpviz.cache)."""
-    for pattern in ("*.nbi", "*.nbc", "warmup-*.txt"):
+    for pattern in ("*.nbi", "*.nbc", "warmup-*.txt", "*.fastform.npz"):  # and the tables' cached fast forms
         for path in (ROOT / "qpviz").rglob(f"__pycache__/{pattern}"):
             path.unlink()
 
@@ -275,7 +275,8 @@ def first_start(playwright, ref: str, keep: str | None) -> None:
 
 def panel_serve_to_numbers(playwright, python: str, label: str) -> float:
     """Seconds from launching ``python -m panel serve app`` (in this checkout) to the explorer's
-    numbers in Chromium (launched before)."""
+    numbers in Chromium (launched before); the line also gives the server's CPU seconds until
+    then (steadier than wall time when other work shares the cores)."""
     port = free_port()
     browser, page = new_browser_page(playwright)
     start = time.perf_counter()
@@ -285,10 +286,11 @@ def panel_serve_to_numbers(playwright, python: str, label: str) -> float:
     try:
         goto_until_numbers(page, f"http://127.0.0.1:{port}/app", process)
         wall = time.perf_counter() - start
+        cpu = process_tree_cpu(process.pid)
     finally:
         browser.close()
         stop_group(process)
-    print(f"{label}: {wall:.2f} s (load average {os.getloadavg()[0]:.1f})")
+    print(f"{label}: {wall:.2f} s, server CPU {cpu:.2f} s (load average {os.getloadavg()[0]:.1f})")
     return wall
 
 

@@ -19,6 +19,12 @@ This is an explicit step, never a side effect of ``import qpviz``:
 numba writes a module's caches to ``__pycache__`` beside it (the ``.nbi`` index and one
 ``.nbc`` per compiled signature). Caches redirected with ``NUMBA_CACHE_DIR`` are left alone (the
 fingerprint is not stored there); run ``clear`` on that folder yourself after an upgrade.
+
+Beside numba's caches, :mod:`qpviz.tables.derived` keeps the QP tables' in-memory (fast) forms,
+one ``*.fastform.npz`` per table file in :func:`table_cache_dir` (``qpviz/tables/__pycache__``,
+or ``$NUMBA_CACHE_DIR/qpviz-tables``), so that a new process reads them instead of deriving
+them. Each is keyed by its table file's checksum and the deriving code, so a stale one is never
+used; ``clear`` deletes them, and ``check`` too when the sources changed.
 """
 from __future__ import annotations
 
@@ -28,11 +34,14 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["PACKAGE", "STAMP_NAME", "cache_files", "source_fingerprint", "is_stale", "drop_stale_caches",
+__all__ = ["PACKAGE", "STAMP_NAME", "TABLE_CACHE_SUFFIX", "cache_files", "table_cache_dir", "table_cache_files",
+           "clear_table_caches", "source_fingerprint", "is_stale", "drop_stale_caches",
            "clear_caches", "main"]
 
 PACKAGE = Path(__file__).resolve().parent
 STAMP_NAME = "numba-sources.sha256"
+#: File name ending of a cached fast form of a QP table (:mod:`qpviz.tables.derived`).
+TABLE_CACHE_SUFFIX = ".fastform.npz"
 
 
 def source_fingerprint(package: Path = PACKAGE) -> str:
@@ -49,6 +58,34 @@ def cache_files(package: Path = PACKAGE) -> list[Path]:
     return sorted(p for pattern in ("*.nbi", "*.nbc") for p in package.rglob(f"__pycache__/{pattern}"))
 
 
+def table_cache_dir(package: Path = PACKAGE) -> Path:
+    """Where the QP tables' derived fast forms are cached: ``$NUMBA_CACHE_DIR/qpviz-tables`` when
+    numba's caches are redirected (e.g. a read-only installation), else ``tables/__pycache__``."""
+    redirected = os.environ.get("NUMBA_CACHE_DIR")
+    return Path(redirected) / "qpviz-tables" if redirected else package / "tables" / "__pycache__"
+
+
+def table_cache_files(package: Path = PACKAGE) -> list[Path]:
+    """The cached fast forms of the QP tables (not counted among numba's :func:`cache_files`)."""
+    return sorted(table_cache_dir(package).glob(f"*{TABLE_CACHE_SUFFIX}"))
+
+
+def _unlink_all(paths) -> int:
+    removed = 0
+    for path in paths:
+        try:
+            path.unlink()
+            removed += 1
+        except OSError:  # another process removed it first
+            pass
+    return removed
+
+
+def clear_table_caches(package: Path = PACKAGE) -> int:
+    """Delete the cached fast forms of the QP tables; returns how many were deleted."""
+    return _unlink_all(table_cache_files(package))
+
+
 def _stamp(package: Path) -> Path:
     return package / "__pycache__" / STAMP_NAME
 
@@ -63,14 +100,7 @@ def is_stale(package: Path = PACKAGE) -> bool:
 
 def clear_caches(package: Path = PACKAGE) -> int:
     """Delete every numba cache file of the package; returns how many were deleted."""
-    removed = 0
-    for cache_file in cache_files(package):
-        try:
-            cache_file.unlink()
-            removed += 1
-        except OSError:  # another process removed it first
-            pass
-    return removed
+    return _unlink_all(cache_files(package))
 
 
 def drop_stale_caches(package: Path = PACKAGE) -> bool:
@@ -83,6 +113,7 @@ def drop_stale_caches(package: Path = PACKAGE) -> bool:
     if os.environ.get("NUMBA_CACHE_DIR") or not is_stale(package):
         return False
     removed = clear_caches(package) > 0
+    clear_table_caches(package)  # keyed by the deriving code anyway: tidiness, not correctness
     try:
         _stamp(package).parent.mkdir(exist_ok=True)
         _stamp(package).write_text(source_fingerprint(package))
@@ -101,8 +132,9 @@ def main(argv: list[str] | None = None) -> int:
         where = redirected or f"{PACKAGE}/**/__pycache__"
         print(f"numba caches in {where}: {len(cache_files())} files in the package, "
               f"{'stale' if is_stale() else 'up to date'}")
+        print(f"QP tables' fast forms in {table_cache_dir()}: {len(table_cache_files())} files")
     elif args.action == "clear":
-        print(f"removed {clear_caches()} numba cache files of qpviz")
+        print(f"removed {clear_caches()} numba cache files and {clear_table_caches()} cached table forms of qpviz")
     elif redirected:
         print(f"NUMBA_CACHE_DIR={redirected}: caches there are not checked (run clear after an upgrade)")
     elif drop_stale_caches():

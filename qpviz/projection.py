@@ -138,7 +138,9 @@ def project(likelihood: Likelihood, y, cavity_mean, cavity_var, method: str = "e
     if method == "qp" and not likelihood.gaussian_tilted:
         # Theorem 2 bounds sigma_QP by sigma_EP; a table's 1e-8 error must not cross the bound where
         # the two are nearly equal (far-out cavities: both ~ cavity_var (1 - 1e-14))
-        var = np.minimum(_qp_variance_checked(likelihood, y, m, v, use_table), var)
+        qp_var = _qp_variance_checked(likelihood, y, m, v, use_table)
+        reuse = isinstance(qp_var, np.ndarray) and qp_var.shape == var.shape and qp_var.flags.writeable
+        var = np.minimum(qp_var, var, out=qp_var if reuse else None)  # no second 1e6-point array
     return Projection(method, mean, var, log_z, m, v)
 
 

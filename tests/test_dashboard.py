@@ -162,3 +162,28 @@ def test_a_link_to_no_page_names_it_and_the_valid_pages_and_the_url_says_the_pag
     assert shown(url.banner.object) == "The link's page=nope<b> is not a page of this app (valid: gp-1-d, gp-2-d); showing gp-1-d."
     url.holder.value = "gp-2-d"  # a later good link or click: the banner goes
     assert tabs.active == 1 and not url.banner.visible
+
+
+def test_a_page_whose_kernels_are_not_ready_says_preparing_then_is_built(monkeypatch):
+    """A first start (issue 22.3): the tab shows a note while its kernels compile off the event
+    loop, and the page is built once they are ready, never before."""
+    from concurrent.futures import Future
+
+    from safe_text import shown
+
+    future = Future()
+    monkeypatch.setattr(dashboard, "kernels_ready", lambda name: future)
+    monkeypatch.setattr(dashboard, "_in_session", lambda: True)
+    pages = dashboard.LazyPages(dashboard.PAGES)
+    index = pages.titles.index("GP 1-D")
+    assert pages.page(index) is None
+    (note,) = pages.holders[index].objects
+    assert "Preparing the GP 1-D page" in shown(note.object) and index not in pages.built
+    pages._prepared(index)  # a poll before the kernels are ready builds nothing
+    assert index not in pages.built and pages.page(index) is None
+    future.set_result(None)
+    pages._prepared(index)
+    page = pages.built[index]
+    assert note not in pages.holders[index].objects and len(pages.holders[index].objects) == 1
+    assert pages.page(index) is page
+    page.model.cancel_job() if hasattr(page.model, "cancel_job") else None

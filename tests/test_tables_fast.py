@@ -87,6 +87,28 @@ def test_cells_too_hard_for_the_fast_patches_read_the_stored_tree(monkeypatch):
             assert h == pytest.approx(_ridge(x, z), abs=2e-7)
 
 
+def test_single_table_batch_reads_the_stored_tree_where_the_patches_leave_a_cell(monkeypatch, rng):
+    # one 2-D table folded by label (the single-table batch kernel), two of its cells too hard
+    # for the fast patches: the batch gives the per-point lookup's numbers there too
+    tree = chebyshev.fit_tree(_ridge, (0.0, 1.0, B_LO, B_HI), grid=(2, 2), degree=14, tol=1e-10)
+    monkeypatch.setattr(fast, "MAX_LEVEL", 0)
+    packed_meta = np.concatenate([[1.0, 1, 1, -10, 10, B_LO, B_HI, 0], [0.0, 1.0, 12, 0], tree.nodes])
+    coef, meta, stats = runtime(tree.coef, packed_meta, grid=(2, 2), tol=1e-7)
+    assert stats["stored_cells"] == 2
+    n = 3000
+    y = rng.choice([-1.0, 1.0], n)
+    m = rng.uniform(-11, 11, n)  # some outside t in [-10, 10]
+    v = np.exp(2 * rng.uniform(math.log(0.03), math.log(30), n))  # some outside s in [0.05, 20]
+    out = np.empty(n)
+    missing = tables.batch.qp_var_batch(coef, meta, y, m, v, out)
+    h = np.array([table_log_ratio(coef, meta, *q) for q in zip(y, m, v)])
+    np.testing.assert_array_equal(out, [vi * math.exp(2.0 * hi) for vi, hi in zip(v, h)])  # libm's exp, as the kernels
+    assert missing == np.isnan(h).sum() > 0
+    fa = np.array([table_coordinates(meta, *q)[1] for q in zip(y, m, v)])
+    stored = ~np.isnan(h) & (fa / meta[H_CELLS_A] > 0.5)  # the ridge's cells (a > 0.5) read the tree
+    assert stored.sum() > 100
+
+
 def test_fit_line_on_a_smooth_function():
     line = chebyshev.fit_line(np.arctan, -3.0, 5.0, degree=7, tol=1e-10, cells=2)
     assert line.n_failed == 0 and line.max_check_error <= 1e-10
@@ -158,21 +180,34 @@ def test_preload_in_the_background_loads_every_family():
     assert float(got) == pytest.approx(float(tilted.qp_std(lik, 3.0, 0.5, 0.7)) ** 2, rel=1e-7)
 
 
-@pytest.mark.parametrize("name", ["probit", "step", "poisson_square"])
-def test_batch_over_several_blocks_equals_the_scalar_kernel(name, rng):
+@pytest.mark.parametrize("name", ["probit", "step", "poisson_square", "laplace"])
+def test_batch_over_several_blocks_equals_the_scalar_kernel(name, rng, monkeypatch):
     # > 2 blocks of the batch kernel, with points outside the tables (direct) and, for
-    # poisson_square, in cells that read the stored tree (|m| ~ 0, s ~ 0.05, large counts)
+    # poisson_square, in cells that read the stored tree (|m| ~ 0, s ~ 0.05, large counts);
+    # probit and laplace take the single-table kernel (folds y m and |m - y|)
     lik = qpviz.likelihood(name, **({"eps": 0.1} if name == "step" else {}))
     n = 2 * tables.batch.BATCH_BLOCK + 77
     if name == "poisson_square":
         y = rng.integers(0, 60, n).astype(float)
         m = np.where(rng.random(n) < 0.3, rng.uniform(-0.01, 0.01, n), rng.uniform(-12, 12, n))
+    elif name == "laplace":
+        y = rng.uniform(-5, 5, n)
+        m = rng.uniform(-25, 25, n)
     else:
         y = rng.choice([-1.0, 1.0], n)
         m = rng.uniform(-12, 12, n)
     v = np.exp(2 * rng.uniform(math.log(0.04), math.log(25), n))
     coef, meta = tables.jit_data(lik)
     scalar = np.array([tables.qp_var_scalar(coef, meta, lik.jit_handle(), *q) for q in zip(y, m, v)])
-    np.testing.assert_array_equal(tables.qp_variance(lik, y, m, v), scalar)
+    batch = np.empty(n)
+    missing = tables.batch.qp_var_batch(coef, meta, y, m, v, batch)
+    covered = ~np.isnan(batch)
+    assert missing == n - covered.sum()
+    np.testing.assert_array_equal(batch[covered], scalar[covered])  # the numba kernels: the same numbers
+    # qp_variance takes log v and exp(2 h) from NumPy's SIMD loops for single-table families
+    # (probit, laplace), libm's in the kernels: the same to within a few units in the last place;
+    # in chunks of NUMPY_CHUNK points (here 1500: chunks that end inside the kernel's blocks)
+    monkeypatch.setattr(tables.batch, "NUMPY_CHUNK", 1500)
+    np.testing.assert_allclose(tables.qp_variance(lik, y, m, v), scalar, rtol=4e-15, atol=0)
     uncovered = np.array([math.isnan(table_log_ratio(coef, meta, *q)) for q in zip(y, m, v)])
     assert 0 < uncovered.sum() < n  # both paths are exercised

@@ -28,6 +28,7 @@ fold onto it), :mod:`~qpviz.tables.chebyshev` (fitting the stored patch trees),
 :mod:`~qpviz.tables.layout` (the named fields of the packed ``meta`` arrays),
 :mod:`~qpviz.tables.packing` (fit, pack for a file, derive the in-memory form),
 :mod:`~qpviz.tables.store` (the files), :mod:`~qpviz.tables.fast` (the fast patches),
+:mod:`~qpviz.tables.derived` (the fast forms cached on disk for later processes),
 :mod:`~qpviz.tables.lookup` (the numba lookup kernels), :mod:`~qpviz.tables.loading` (cache,
 locks, preload, :class:`TableWarning`) and :mod:`~qpviz.tables.batch` (sigma_QP^2 for one point
 or many, with the direct fallback).

@@ -1,7 +1,8 @@
 """Loading tables: the per-family cache, its locks, background preloading and TableWarning.
 
 A family's file is read, verified (:func:`qpviz.tables.store.load`) and turned into its
-in-memory form (:func:`qpviz.tables.packing.runtime`) once, on first use; the arrays stay in
+in-memory form (:func:`qpviz.tables.packing.runtime`, or its copy cached on disk by an earlier
+process: :mod:`qpviz.tables.derived`) once, on first use; the arrays stay in
 :data:`_CACHE` until :func:`clear_cache`. A file that cannot be used gives one
 :class:`TableWarning` and empty arrays, which make every lookup compute directly.
 """
@@ -18,7 +19,7 @@ from qpviz import config
 from qpviz.likelihoods.base import Likelihood
 from qpviz.tables import store
 from qpviz.tables.families import TableFamily, all_families, family_for
-from qpviz.tables.packing import runtime
+from qpviz.tables.derived import fast_form
 
 __all__ = ["TableWarning", "table_dir", "clear_cache", "loaded_families", "preload", "runtime_stats", "jit_data"]
 
@@ -93,7 +94,7 @@ def _load(family: TableFamily) -> tuple[np.ndarray, np.ndarray]:
         try:
             start = time.perf_counter()
             coef, meta = store.load(table_dir() / family.file_name, family)
-            coef, meta, stats = runtime(coef, meta)
+            coef, meta, stats = fast_form(coef, meta, family.file_name)
             arrays = (coef, meta)
             _STATS[family.file_name] = dict(stats, load_seconds=round(time.perf_counter() - start, 3))
         except store.TableError as exc:

@@ -40,7 +40,7 @@ from qpviz.tables.layout import (
     fast_block,
 )
 
-__all__ = ["table_header", "header_coordinates", "table_coordinates", "table_value", "table_log_ratio", "is_line", "line_table_value", "fast_table_locate",
+__all__ = ["table_header", "header_coordinates", "mean_map", "mapped_mean", "table_coordinates", "table_value", "table_log_ratio", "is_line", "line_table_value", "fast_table_locate",
            "fast_table_value", "stored_table_value"]
 
 #: log s may exceed the domain by rounding (0.5 log(20^2) vs log 20): accepted within this
@@ -100,25 +100,40 @@ def header_coordinates(header, meta, y, m, v):
     b = 0.5 * math.log(v)
     if not (t >= t_lo and t <= t_hi and b >= b_lo - B_SLACK and b <= b_hi + B_SLACK):
         return -1, 0.0, 0.0
+    return k, mapped_mean(mean_map(meta, k), t, v) * cells_a, (b - b_lo) * b_scale
+
+
+@njit(**NUMBA_OPTIONS)
+def mean_map(meta, k):
+    """The constants of table k's mean map A(t, v), for :func:`mapped_mean`: (t_c, w^2, 1 / span,
+    span^2, lo, symmetric) with span = t_hi - t_c, lo = t_lo - t_c (a batch kernel reads them once)."""
     block = fast_block(k)
     t_c = meta[block + B_T_CENTRE]
     w = meta[block + B_WIDTH]
-    d2 = v + w * w
-    span = t_hi - t_c
-    # A = (g(u) - g(u_lo)) / (g(u_hi) - g(u_lo)) through r(u) = g(u) / g(u_hi)
-    #   = (u / u_hi) ((1 + u_hi^2) / (1 + u^2))^(1/4) = (dt / span) ((d2 + span^2) / (d2 + dt^2))^(1/4):
-    # one division and two square roots per g ratio, and d itself is never needed
+    span = meta[H_T_HI] - t_c
+    lo = meta[H_T_LO] - t_c
+    return t_c, w * w, 1.0 / span, span * span, lo, lo == -span
+
+
+@njit(**NUMBA_OPTIONS)
+def mapped_mean(mean_map, t, v):
+    """A in [0, 1] of folded mean t and cavity variance v (constants from :func:`mean_map`).
+
+    A = (g(u) - g(u_lo)) / (g(u_hi) - g(u_lo)), u = (t - t_c) / d, d^2 = v + w^2, through
+    r(u) = g(u) / g(u_hi) = (dt / span) ((d2 + span^2) / (d2 + dt^2))^(1/4): one division and
+    two square roots per g ratio, and d itself is never needed. No branch depends on the point
+    (only on the table), so a loop over points can run in SIMD lanes.
+    """
+    t_c, w2, inv_span, span2, lo, symmetric = mean_map
+    d2 = v + w2
     dt = t - t_c
-    r = dt / span * math.sqrt(math.sqrt((d2 + span * span) / (d2 + dt * dt)))
-    lo = t_lo - t_c
+    r = dt * inv_span * math.sqrt(math.sqrt((d2 + span2) / (d2 + dt * dt)))
     if lo == 0.0:  # g(u_lo) = 0
-        a = r
-    elif lo == -span:  # symmetric domain: g is odd, r(u_lo) = -1
-        a = 0.5 * (1.0 + r)
-    else:
-        r_lo = lo / span * math.sqrt(math.sqrt((d2 + span * span) / (d2 + lo * lo)))
-        a = (r - r_lo) / (1.0 - r_lo)
-    return k, a * cells_a, (b - b_lo) * b_scale
+        return r
+    if symmetric:  # g is odd, r(u_lo) = -1
+        return 0.5 * (1.0 + r)
+    r_lo = lo * inv_span * math.sqrt(math.sqrt((d2 + span2) / (d2 + lo * lo)))
+    return (r - r_lo) / (1.0 - r_lo)
 
 
 @njit(**NUMBA_OPTIONS)
