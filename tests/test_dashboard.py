@@ -119,6 +119,38 @@ def test_long_lived_objects_are_frozen_once_per_process(monkeypatch):
         gc.unfreeze()  # the rest of the test run keeps its usual collections
 
 
+def test_the_later_imports_are_frozen_once_and_a_session_frozen_with_them_is_collected_when_none_is_alive(monkeypatch):
+    """dashboard.freeze_imports (after the background import) freezes what is alive once; a
+    session alive then is not kept for ever: the first release with no session alive collects it."""
+    import gc
+    import weakref
+
+    class SessionObject:
+        pass
+
+    monkeypatch.setattr(dashboard, "_imports_frozen", False)
+    monkeypatch.setattr(dashboard, "_sessions_pinned", False)
+    monkeypatch.setattr(dashboard, "_live_sessions", 1)
+    gc.unfreeze()
+    try:
+        session = SessionObject()
+        session.cycle = session  # only the cyclic collector frees it
+        alive = weakref.ref(session)
+        dashboard.freeze_imports()
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        dashboard.freeze_imports()  # once per process (every session's preload calls it)
+        assert gc.get_freeze_count() == frozen
+        del session  # the session ends while another is alive: its objects stay frozen
+        dashboard.release_freed_memory()
+        assert alive() is not None
+        monkeypatch.setattr(dashboard, "_live_sessions", 0)  # no session alive: collected, the rest frozen again
+        dashboard.release_freed_memory()
+        assert alive() is None and gc.get_freeze_count() > 0 and not dashboard._sessions_pinned
+    finally:
+        gc.unfreeze()
+
+
 def test_one_projector_switch_sets_every_page_built_now_or_later():
     app = dashboard.build()
     tabs, switch = tabs_of(app), app.projector
