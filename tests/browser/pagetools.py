@@ -38,6 +38,19 @@ TITLES_JS = """() => {
     return out;
 }"""
 
+#: The page's text, shadow roots included (Bokeh and Panel draw inside them), for a failure message.
+VISIBLE_TEXT_JS = """() => {
+    const parts = [];
+    const walk = (node) => {
+        if (node.nodeType === Node.TEXT_NODE) { const t = node.textContent.trim(); if (t) parts.push(t); return; }
+        if (node.nodeName === "STYLE" || node.nodeName === "SCRIPT") return;
+        if (node.shadowRoot) walk(node.shadowRoot);
+        for (const child of node.childNodes) walk(child);
+    };
+    walk(document.body);
+    return parts.join(" | ");
+}"""
+
 
 def chromium_path() -> str:
     return os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")

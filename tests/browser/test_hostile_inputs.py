@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Browser, Page, TimeoutError as PlaywrightTimeoutError
 
-from pagetools import TITLES_JS
+from pagetools import TITLES_JS, VISIBLE_TEXT_JS
 
 pytestmark = pytest.mark.browser
 
@@ -163,11 +163,15 @@ class OpenPages:
             page = self.context.new_page()
             self.errors[name] = collect_errors(page)
             page.goto(f"{self.app_url}?{view.query}")
-            if view.ready.startswith("title:"):
-                page.wait_for_function(f"p => window.Bokeh && Bokeh.documents.length && ({TITLES_JS})().some(t => t.startsWith(p))",
-                                       arg=view.ready.removeprefix("title:"), timeout=view.timeout_ms)
-            else:
-                page.locator(view.ready).first.wait_for(timeout=view.timeout_ms)
+            try:
+                if view.ready.startswith("title:"):
+                    page.wait_for_function(f"p => window.Bokeh && Bokeh.documents.length && ({TITLES_JS})().some(t => t.startsWith(p))",
+                                           arg=view.ready.removeprefix("title:"), timeout=view.timeout_ms)
+                else:
+                    page.locator(view.ready).first.wait_for(timeout=view.timeout_ms)
+            except PlaywrightTimeoutError as exc:  # say what the page showed instead (a note, a status, an error)
+                raise AssertionError(f"{name} not ready within {view.timeout_ms} ms; the page shows:\n"
+                                     f"{page.evaluate(VISIBLE_TEXT_JS)[:3000]}") from exc
             if name.startswith("gp1d"):  # the link's methods (EP, QP) replace the default fit: header + 2 rows
                 wait_until(lambda: page.locator(view.numbers).first.locator("tr").count() == 3, view.timeout_ms)
             settle(page, view)
@@ -378,7 +382,10 @@ def test_a_hostile_paper_link_keeps_its_good_values_and_names_the_replaced_one(p
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "app"))
 from number_field import FIELDS as NUMBER_FIELDS, TYPED_CLASS  # noqa: E402
 
-import dashboard  # noqa: E402,F401  (imports every page: their NumberFields register by label)
+import dashboard  # noqa: E402
+
+for _page in dashboard.PAGES:  # pages are imported lazily: import each, its NumberFields register by label
+    _page.module
 
 #: Every typed-number box gets these; integer boxes also 1.5, the points box also 100000 (issue 21).
 HOSTILE = ("0", "-3", "1e308", "nan", "abc")
