@@ -21,7 +21,8 @@ from qpviz import config
 from qpviz.inference import sites
 from qpviz.inference.ep import ConvergenceWarning
 from qpviz.inference.inducing import kmeans_inducing
-from qpviz.inference.sparse_prior import (VAR_FLOOR, SparsePrior, fit_power_ep, scale_columns, scale_columns_numpy,
+from qpviz.inference.site_fit import fit_power_ep
+from qpviz.inference.sparse_prior import (VAR_FLOOR, SparsePrior, scale_columns, scale_columns_numpy,
                                           scaled_column_moments, scaled_column_moments_numpy, sequential_sweep_reference,
                                           solve_columns_in_place, sparse_sweep_sites_general)
 from qpviz.kernels import RBF

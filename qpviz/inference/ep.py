@@ -46,9 +46,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from qpviz.inference import sites
+from qpviz.inference.options import TrainingOptions, option
 from qpviz.inference.sweep import run_sweeps
 
-__all__ = ["SiteFit", "ConvergenceWarning", "run_sites", "site_log_marginal", "default_sites"]
+__all__ = ["SiteOptions", "SiteFit", "ConvergenceWarning", "run_sites", "site_log_marginal", "default_sites"]
 
 
 def default_sites(likelihood, y) -> tuple[np.ndarray, np.ndarray]:
@@ -79,6 +80,27 @@ class SiteFit:
     cavity_nu: np.ndarray | None = None
     log_z: np.ndarray | None = None
     drift: float = 0.0
+
+
+@dataclass(frozen=True)
+class SiteOptions(TrainingOptions):
+    """The options of ``qpviz.fit(..., method="ep" | "qp")`` (:func:`run_sites`; the sparse prior of
+    :mod:`.sparse_prior` with ``inducing``; the training options with ``optimise=True``)."""
+
+    tol: float = option(1e-6, "RMS change of the site parameters at convergence")
+    damping: float | None = option(None, "site step in (0, 1] (None: 1, or 0.5 with `parallel=True`)")
+    order: str = option("fixed", "sequential update order, 'fixed' or 'random' (with `seed`)")
+    parallel: bool = option(False, "update all sites at once instead of one after the other")
+    max_sweeps: int = option(200, "sweeps before a run stops unconverged (a `ConvergenceWarning`)")
+    seed: int = option(0, "random seed (sweep order; K-means inducing inputs)")
+    use_table: bool = option(True, "QP reads sigma_QP from the lookup tables where they cover the cavity")
+    init: object = option(None, "(tau, nu) sites to start from (None: the default sites)")
+    warn: bool = option(True, "warn when a run does not converge")
+    refresh: int | None = option(None, "sweeps between fresh factorisations (None: `qpviz.config.SWEEP_REFRESH`)")
+    inducing: object = option(None, "inducing inputs Z, (M, D), or an int M (K-means centres): a sparse prior")
+    alpha: float | None = option(None, "Power EP's power in (0, 1] with `inducing` (None: 1, EP)")
+    inducing_cov: object = option(None, "VSGP's local covariances, (M,) or (M, D, D), with `inducing`")
+    optimise_inducing: bool = option(False, "also learn the inducing inputs (and VSGP's covariances)")
 
 
 def run_sites(prior, likelihood, y, method: str = "ep", *, tol: float = 1e-6, damping: float | None = None,

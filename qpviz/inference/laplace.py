@@ -17,15 +17,26 @@ R&W eq. 3.32: log q(y) = log p(y|f_hat) - alpha^T f_hat / 2 - log|I + K W| / 2.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from qpviz.inference.ep import ConvergenceWarning, default_sites
+from qpviz.inference.options import MethodOptions, option
 
-__all__ = ["run_laplace"]
+__all__ = ["LaplaceOptions", "run_laplace"]
 
 
 def _psi(likelihood, y, alpha, f) -> float:
     return float(np.sum(likelihood.log_prob(y, f)) - 0.5 * alpha @ f)
+
+
+@dataclass(frozen=True)
+class LaplaceOptions(MethodOptions):
+    """The options of ``qpviz.fit(..., method="laplace")`` (:func:`run_laplace`)."""
+
+    tol: float = option(1e-9, "change of the mode at convergence (Newton)")
+    max_iter: int = option(100, "Newton steps before a run stops unconverged")
+    warn: bool = option(True, "warn when a run does not converge")
 
 
 def run_laplace(prior, likelihood, y, *, tol: float = 1e-9, max_iter: int = 100, warn: bool = True):

@@ -22,7 +22,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Prior", "GaussianState", "SweepState", "IndefinitePosterior", "DensePrior", "DenseGaussian"]
+__all__ = ["Prior", "GaussianState", "SweepState", "IndefinitePosterior"]
 
 
 class IndefinitePosterior(np.linalg.LinAlgError):
@@ -98,11 +98,3 @@ class Prior(Protocol):
     def conditional(self, X_new) -> tuple[np.ndarray, np.ndarray]:
         """(P, var) with f_* | f ~ N(P^T f, diag var) at new inputs (sample posteriors)."""
 
-
-def __getattr__(name):
-    # the dense implementation lives in .dense; importable from here as before
-    if name in ("DensePrior", "DenseGaussian"):
-        from qpviz.inference import dense
-
-        return getattr(dense, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

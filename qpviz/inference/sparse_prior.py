@@ -1,4 +1,5 @@
-"""Power EP and QP on a sparse (pseudo-point) prior, and VSGP: :class:`SparsePrior`, :func:`fit_power_ep`.
+"""Power EP and QP on a sparse (pseudo-point) prior, and VSGP: :class:`SparsePrior` (fitted by
+:func:`qpviz.inference.site_fit.fit_power_ep` or ``qpviz.fit(..., inducing=Z)``).
 
 A new implementation of the prior interface (:mod:`.prior`), run by the one EP / QP engine
 (:func:`qpviz.inference.ep.run_sites`, :mod:`.sweep`, :mod:`.sites`), for any likelihood.
@@ -45,7 +46,7 @@ from qpviz.inference.prior import IndefinitePosterior
 from qpviz.inference.sites import gaussian_power, power_gaussian_moments_numpy, power_site_step
 from qpviz.kernels import Kernel, as_inputs
 
-__all__ = ["SparsePrior", "SparseGaussian", "SparseSweep", "fit_power_ep", "sparse_sweep_sites",
+__all__ = ["SparsePrior", "SparseGaussian", "SparseSweep", "sparse_sweep_sites",
            "sequential_sweep_reference", "VAR_FLOOR", "check_alpha"]
 
 #: Smallest marginal variance of h_n: an input far from every inducing input has w_n = 0 (K_uf
@@ -539,7 +540,7 @@ def sequential_sweep_reference(Wt, cond_var, cov, mean_v, tau, nu, y, order, rul
         cov -= c * np.outer(s, s)
 
 
-# -- entry point ----------------------------------------------------------------------------------
+# -- Power EP's power ----------------------------------------------------------------------------------
 def check_alpha(alpha) -> float:
     if isinstance(alpha, (bool, np.bool_)):
         raise ValueError(f"alpha must be a number in (0, 1] (1 = EP / FITC, -> 0 = VFE); got {alpha!r}")
@@ -550,34 +551,3 @@ def check_alpha(alpha) -> float:
     if not (0.0 < a <= 1.0):
         raise ValueError(f"alpha must be in (0, 1] (1 = EP / FITC, -> 0 = VFE); got {alpha!r}")
     return a
-
-
-def fit_power_ep(X, y, likelihood, kernel: Kernel, method: str = "ep", inducing=None, *, alpha: float = 1.0,
-                 inducing_cov=None, jitter: float | None = None, seed: int = 0, **ep_options):
-    """Power EP (``method="ep"``) or its QP variant (``"qp"``) on the sparse prior; a :class:`GPPosterior`.
-
-    ``inducing``: (M, D) pseudo-inputs / VSGP centres, or an int M (K-means centres of X,
-    ``seed``); ``alpha`` in (0, 1]: Power EP's power (1 = EP, FITC-EP; -> 0 = VFE);
-    ``inducing_cov``: VSGP's local covariances ((M,) or (M, D, D); RBF kernel); ``jitter``
-    on K_uu. ``ep_options`` go to :func:`qpviz.inference.ep.run_sites` (``tol``, ``damping``,
-    ``order``, ``parallel``, ``max_sweeps``, ``seed`` of the sweep order is ``sweep_seed`` here,
-    ``use_table``, ``init``, ``warn``, ``refresh``). Non-convergence: ``converged=False`` and a
-    :class:`qpviz.inference.ep.ConvergenceWarning`, as for the dense prior.
-
-    The posterior's ``likelihood`` is the untempered one (predictions are for the model);
-    ``mean`` / ``var`` are h's marginals (module docstring), ``state.f_var`` and
-    ``predict_f(X)`` f's. ``diagnostics``: ``alpha``, ``M``, ``jitter``, the clipped / skipped site
-    counts, ``n_negative_cond_var``, cavities and log Z~_n.
-    """
-    from qpviz.inference.fit import fit  # noqa: PLC0415 - fit imports this module lazily too
-
-    check_alpha(alpha)
-    if method not in ("ep", "qp"):
-        raise ValueError(f"method must be 'ep' (Power EP) or 'qp' (its W2 projection), got {method!r}")
-    if inducing is None:
-        raise ValueError("give the inducing inputs: inducing=Z, an (M, D) array, or an int M (K-means centres of X)")
-    if "sweep_seed" in ep_options:
-        ep_options["seed"] = ep_options.pop("sweep_seed")
-    Z = as_inducing(inducing, as_inputs(X), seed)
-    return fit(X, y, likelihood, kernel, method, inducing=Z, alpha=alpha, inducing_cov=inducing_cov, jitter=jitter,
-               **ep_options)

@@ -20,13 +20,15 @@ using tr(K^-1 Sigma) = N - sum_i tau_i Sigma_ii and log|K| - log|Sigma| = log|I 
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
 from qpviz import config
 from qpviz.inference.ep import ConvergenceWarning, default_sites
+from qpviz.inference.options import MethodOptions, option
 
-__all__ = ["run_vb", "gauss_hermite_expectations", "expected_log_lik", "elbo"]
+__all__ = ["VBOptions", "run_vb", "gauss_hermite_expectations", "expected_log_lik", "elbo"]
 
 
 def expected_log_lik(likelihood, y, mean, var):
@@ -42,6 +44,17 @@ def gauss_hermite_expectations(likelihood, y, mean, var):
     from qpviz.likelihoods.base import Likelihood
 
     return Likelihood.variational_expectations(likelihood, y, mean, var)
+
+
+@dataclass(frozen=True)
+class VBOptions(MethodOptions):
+    """The options of ``qpviz.fit(..., method="vb")`` (:func:`run_vb`)."""
+
+    tol: float = option(1e-6, "change of the variational parameters at convergence")
+    damping: float | None = option(None, "largest step in (0, 1] of the fixed-point iteration "
+                                         "(None: 1, or 0.5 if not log-concave)")
+    max_iter: int = option(2000, "iterations before a run stops unconverged")
+    warn: bool = option(True, "warn when a run does not converge")
 
 
 def run_vb(prior, likelihood, y, *, tol: float = 1e-6, damping: float | None = None, max_iter: int = 2000,
