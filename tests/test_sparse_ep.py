@@ -356,7 +356,7 @@ def test_condition_matches_the_dense_formulas_of_the_h_marginals():
     assert np.allclose(state.var, np.diag(cov), atol=1e-10) and np.allclose(state.mean, cov @ nu, atol=1e-10)
     sign, logdet = np.linalg.slogdet(np.eye(prior.n) + Q * tau[None, :])
     assert state.half_log_det == pytest.approx(0.5 * logdet, abs=1e-9)
-    assert np.allclose(Q @ state.alpha, state.mean, atol=1e-10)
+    assert np.allclose(Q @ state.weights, state.mean, atol=1e-10)
     assert np.allclose(state.cov, cov, atol=1e-10)
     assert np.allclose(linalg.solve_triangular(prior._Lu, KERNEL(Z_R, X_R), lower=True).T, prior.Wt)
 

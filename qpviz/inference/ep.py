@@ -42,11 +42,13 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
 from qpviz.inference import sites
 from qpviz.inference.options import TrainingOptions, option
+from qpviz.inference.prior import BindsLikelihood, ConditionalVariances, Sweeps
 from qpviz.inference.sweep import run_sweeps
 
 __all__ = ["SiteOptions", "SiteFit", "ConvergenceWarning", "run_sites", "site_log_marginal", "default_sites"]
@@ -102,6 +104,8 @@ class SiteOptions(TrainingOptions):
     inducing_cov: object = option(None, "VSGP's local covariances, (M,) or (M, D, D), with `inducing`")
     optimise_inducing: bool = option(False, "also learn the inducing inputs (and VSGP's covariances)")
 
+    needs: ClassVar[tuple] = (Sweeps,)
+
 
 def run_sites(prior, likelihood, y, method: str = "ep", *, tol: float = 1e-6, damping: float | None = None,
               order: str = "fixed", parallel: bool = False, max_sweeps: int = 200, seed: int = 0,
@@ -142,7 +146,7 @@ def run_sites(prior, likelihood, y, method: str = "ep", *, tol: float = 1e-6, da
             stacklevel=2,
         )
     state = run.state
-    if hasattr(state, "bind"):  # states whose evidence gradient needs the tilted distributions (sparse)
+    if isinstance(state, BindsLikelihood):  # its evidence gradient needs the tilted distributions (sparse)
         state.bind(likelihood, y)
     log_ml, tau_c, nu_c, log_z = site_log_marginal(state, likelihood, y)
     return SiteFit(method, state.tau, state.nu, state, log_ml, run.converged, run.n_sweeps, run.history,
@@ -152,7 +156,7 @@ def run_sites(prior, likelihood, y, method: str = "ep", *, tol: float = 1e-6, da
 def prior_cond_var(prior):
     """d_i of a prior whose sites sit on h_i = f_i - e_i (``prior.cond_var``, a sparse prior), or
     None (sites on f itself: the dense prior)."""
-    return getattr(prior, "cond_var", None)
+    return prior.cond_var if isinstance(prior, ConditionalVariances) else None
 
 
 def site_log_marginal(state, likelihood, y) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:

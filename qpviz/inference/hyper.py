@@ -19,6 +19,7 @@ from qpviz import config
 from qpviz.inference import metrics
 from qpviz.inference.ep import run_sites
 from qpviz.inference.posterior import GPPosterior
+from qpviz.inference.prior import InducingInputs
 from qpviz.inference.vb import run_vb
 
 __all__ = ["optimise_hyperparameters", "resolve_bounds", "OptimiserBoundWarning", "ON_BOUND",
@@ -153,7 +154,7 @@ def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, bound
     ep_options.setdefault("tol", 1e-8 if objective == "ep" else 1e-7)
     ep_options["warn"] = False
     kernel0 = prior.kernel
-    if optimise_inducing and not hasattr(prior, "inducing_params"):
+    if optimise_inducing and not isinstance(prior, InducingInputs):
         raise ValueError("optimise_inducing=True needs a sparse prior (inducing=Z)")
     kernel_names = kernel0.param_names if optimise_kernel else ()
     n_kernel = len(kernel_names)
@@ -199,7 +200,7 @@ def optimise_hyperparameters(prior, likelihood, y, *, max_iter: int = 100, bound
                 return metrics.evaluate(GPPosterior(objective, pred_lik, trial.X, y, state, value, True, 0, [], {}),
                                         X_val, y_val)
 
-            live = {"inducing": trial.Z} if hasattr(trial, "Z") else None
+            live = {"inducing": trial.Z} if isinstance(trial, InducingInputs) else None
             if not record.step(cache["evals"], 0, value, evaluate=evaluate, live=live):
                 raise _StopTraining
         if optimise_inducing:  # one pass of the covariance gradients for both (sparse_prior)

@@ -11,6 +11,7 @@ against them and the README's options table is generated from them
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 __all__ = ["MethodOptions", "TrainingOptions", "option", "COMMON", "TRAINING"]
 
@@ -34,6 +35,10 @@ class MethodOptions:
     max_opt_iter: int = option(100, "L-BFGS-B iterations of `optimise=True`")
     optimise_likelihood: bool = option(False, "also fit the likelihood's scale parameter (noise variance, scale)")
     bounds: object = option(None, "limits of the fitted hyper-parameters: (low, high) or a dict by name")
+
+    #: the prior capabilities (protocols of :mod:`.prior`) the method needs besides
+    #: :class:`~qpviz.inference.prior.Conditions`; checked once when a fit starts
+    needs: ClassVar[tuple] = ()
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

@@ -15,16 +15,17 @@ from qpviz.inference.dense import DensePrior
 from qpviz.inference.ep import SiteOptions, run_sites
 from qpviz.inference.hyper import optimise_hyperparameters
 from qpviz.inference.inducing import as_inducing
-from qpviz.inference.laplace import run_laplace
-from qpviz.inference.mcmc import run_mcmc
+from qpviz.inference.laplace import LaplaceOptions, run_laplace
+from qpviz.inference.mcmc import MCMCOptions, run_mcmc
 from qpviz.inference.options import TRAINING, MethodOptions
 from qpviz.inference.posterior import GPPosterior, SamplePosterior
+from qpviz.inference.prior import Conditions, InducingInputs, Rebuild, check_capabilities
 from qpviz.inference.stochastic import TrainingRecord
-from qpviz.inference.vb import run_vb
+from qpviz.inference.vb import VBOptions, run_vb
 from qpviz.kernels import Kernel, as_inputs
 from qpviz.likelihoods import as_likelihood
 
-__all__ = ["fit_sites", "fit_power_ep", "SPARSE_REGRESSION", "SITE_METHODS"]
+__all__ = ["fit_sites", "fit_power_ep", "check_prior", "SPARSE_REGRESSION", "SITE_METHODS"]
 
 #: Sparse GP regression in closed form (Gaussian likelihood; :mod:`.sparse_regression`, issue 12)
 SPARSE_REGRESSION = ("fitc", "pitc", "dtc", "vfe")
@@ -34,6 +35,8 @@ SITE_METHODS = ("ep", "qp", "vb", "laplace", "mcmc")
 _EP_FOR_OPTIMISATION = ("tol", "damping", "order", "parallel", "max_sweeps", "seed")
 _VB_FOR_OPTIMISATION = ("tol", "damping", "max_iter")
 _DEFAULTS = MethodOptions.defaults()
+#: the options (and so the prior capabilities) each site method declares (as in :mod:`.methods`)
+_DECLARED = {"ep": SiteOptions, "qp": SiteOptions, "vb": VBOptions, "laplace": LaplaceOptions, "mcmc": MCMCOptions}
 
 
 def fit_sites(X, y, lik, kernel: Kernel, method: str, optimise: bool, options: dict):
@@ -58,6 +61,7 @@ def fit_sites(X, y, lik, kernel: Kernel, method: str, optimise: bool, options: d
                         "(an (M, D) array, or an int M for K-means centres) too")
     if prior is None:
         prior = DensePrior(kernel, X, jitter=jitter)
+    check_prior(prior, method, optimise, optimise_inducing)
     y = lik.check_y(y)
     if y.shape != (prior.n,):
         raise ValueError(f"y must have one entry per row of X ({prior.n}); got shape {y.shape}")
@@ -85,6 +89,21 @@ def fit_sites(X, y, lik, kernel: Kernel, method: str, optimise: bool, options: d
         if method in ("ep", "qp", "vb") and "init" not in options:
             options["init"] = report["sites"]
     return _run(method, prior, lik, run_lik, y, options, record, diagnostics, sparse_report)
+
+
+def check_prior(prior, method: str, optimise: bool = False, optimise_inducing: bool = False) -> None:
+    """A :class:`qpviz.inference.prior.MissingCapability` (a TypeError) when ``prior`` lacks a
+    capability that ``method`` declares (``needs`` of its options) or that the requested learning
+    needs: ``optimise=True`` rebuilds the prior per kernel (:class:`~qpviz.inference.prior.Rebuild`)
+    and runs EP's sweeps (VB: its own iteration) per evaluation; ``optimise_inducing=True`` needs
+    :class:`~qpviz.inference.prior.InducingInputs`."""
+    check_capabilities(prior, method, (Conditions,) + _DECLARED[method].needs)
+    if optimise or optimise_inducing:
+        inner = _DECLARED["vb" if method == "vb" else "ep"].needs
+        check_capabilities(prior, method, (Rebuild,) + inner,
+                           "optimise=True" if optimise else "optimise_inducing=True")
+    if optimise_inducing:
+        check_capabilities(prior, method, (InducingInputs,), "optimise_inducing=True")
 
 
 def _prior(X, lik, kernel, prior, jitter, optimise_likelihood, options):

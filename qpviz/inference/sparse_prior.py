@@ -219,7 +219,7 @@ class SparseGaussian:
 
     ``mean``, ``var``: marginals of h_n; ``f_var`` = var + d_n, f_n's; ``half_log_det`` =
     1/2 log|I + W T W^T| = 1/2 log|I + Q T| and ``nu_sigma_nu`` = nu^T Cov(h) nu (the Power-EP
-    energy's Phi(q) - Phi(p), :mod:`.ep`); ``alpha`` = nu - T mean, with mean = Q alpha.
+    energy's Phi(q) - Phi(p), :mod:`.ep`); ``weights`` = nu - T mean, with mean = Q weights.
     """
 
     def __init__(self, prior: SparsePrior, tau: np.ndarray, nu: np.ndarray):
@@ -261,7 +261,7 @@ class SparseGaussian:
                     V = linalg.solve_triangular(self._Lp, W[:, unscaled], lower=True, check_finite=False)
                     self.var[unscaled] = np.maximum(np.einsum("ij,ij->j", V, V), VAR_FLOOR)
                     self.mean[unscaled] = c @ V
-        self.alpha = nu - tau * self.mean
+        self.weights = nu - tau * self.mean
         self.half_log_det = float(np.sum(np.log(np.diag(self._Lp))))
         self.nu_sigma_nu = float(nu @ self.mean)
 
@@ -345,7 +345,7 @@ class SparseGaussian:
         F depends on the covariances through Q = K_fu K_uu^-1 K_uf and d = diag K_ff - diag Q:
 
             dF = tr(G dQ) + sum_n s_n dk_nn,   G = 1/2 (a a^T - R) - diag(s),
-            R = (Q + T^-1)^-1 = T - T Cov(h) T,  a = ``alpha``,
+            R = (Q + T^-1)^-1 = T - T Cov(h) T,  a = ``weights``,
             s_n = (1/alpha) d log Z~_n / d d_n = 1/(2 alpha) [((mu_f - m_c)/V)^2 + (s_f^2 - V)/V^2]
 
         (the tilted f-moments mu_f, s_f^2 of cavity N(m_c, V = v_c + d_n); the dense prior's R&W eq.
@@ -358,10 +358,10 @@ class SparseGaussian:
             raise ValueError("the gradient needs the likelihood: run the sites with qpviz.inference.ep.run_sites "
                              "(or call state.bind(likelihood, y) first)")
         prior = self.prior
-        power = likelihood.alpha
+        alpha = likelihood.alpha
         tau, nu = self.tau, self.nu
-        tau_c = 1.0 / self.var - power * tau
-        nu_c = self.mean / self.var - power * nu
+        tau_c = 1.0 / self.var - alpha * tau
+        nu_c = self.mean / self.var - alpha * nu
         m_c = nu_c / tau_c
         V = 1.0 / tau_c + prior.cond_var
         if gaussian_power(likelihood):  # closed form: alpha -> 0 divides its O(alpha) terms by alpha
@@ -369,10 +369,10 @@ class SparseGaussian:
         else:
             tilted = likelihood.tilted_moments(self.y, m_c, V)
             mean_f, var_f = tilted.mean, tilted.var
-        s = ((mean_f - m_c) ** 2 / V ** 2 + (var_f - V) / V ** 2) / (2.0 * power)
+        s = ((mean_f - m_c) ** 2 / V ** 2 + (var_f - V) / V ** 2) / (2.0 * alpha)
         A = linalg.solve_triangular(prior._Lu, prior.W, lower=True, trans="T", check_finite=False)  # (M, N)
         Vmat = linalg.solve_triangular(self._Lp, prior.W, lower=True, check_finite=False)  # Cov(h) = V^T V
-        a = self.alpha
+        a = self.weights
         A_tau = A * tau[None, :]
         B = (0.5 * np.outer(A @ a, a) - 0.5 * A_tau + 0.5 * ((A_tau @ Vmat.T) @ Vmat) * tau[None, :]
              - A * s[None, :])

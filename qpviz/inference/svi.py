@@ -262,8 +262,8 @@ def kl_terms(params: SVIParameters, Luu: np.ndarray, whiten: bool):
         kl = 0.5 * (np.sum(L * L) + m @ m - M) - np.sum(log_diag)
         return kl, m.copy(), np.tril(L) - np.diag(1.0 / np.diag(L)), None
     Li_L = linalg.solve_triangular(Luu, L, lower=True)
-    alpha = linalg.solve_triangular(Luu, m, lower=True)
-    kl = 0.5 * (np.sum(Li_L * Li_L) + alpha @ alpha - M) + np.sum(np.log(np.diag(Luu))) - np.sum(log_diag)
+    white = linalg.solve_triangular(Luu, m, lower=True)
+    kl = 0.5 * (np.sum(Li_L * Li_L) + white @ white - M) + np.sum(np.log(np.diag(Luu))) - np.sum(log_diag)
     Kinv = linalg.cho_solve((Luu, True), np.eye(M))
     Kinv_m = Kinv @ m
     Kinv_L = Kinv @ L
