@@ -32,7 +32,8 @@ import numpy as np  # noqa: E402
 
 import qpviz  # noqa: E402
 from qpviz.inference.sites import QP, SiteRule  # noqa: E402
-from qpviz.inference.sparse_prior import SparsePrior, fit_power_ep  # noqa: E402
+from qpviz.inference.site_fit import fit_power_ep  # noqa: E402
+from qpviz.inference.sparse_prior import SparsePrior  # noqa: E402
 from qpviz.kernels import RBF  # noqa: E402
 from qpviz.tilted.hermite import REFUSED, hermite_rules  # noqa: E402
 

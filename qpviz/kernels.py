@@ -3,7 +3,7 @@
 Every kernel is a small immutable object with
 
 * ``K = kernel(X)`` or ``kernel(X, X2)``: the covariance matrix (no jitter: the prior adds
-  :data:`qpviz.config.JITTER` in one place, :class:`qpviz.inference.prior.DensePrior`);
+  :data:`qpviz.config.JITTER` in one place, :class:`qpviz.inference.dense.DensePrior`);
 * ``kernel.diag(X)``: k(x_i, x_i) without building the matrix;
 * hyper-parameters on the log scale for optimisation: ``log_params()``,
   ``with_log_params(theta)`` (a new kernel), ``param_names`` and

@@ -128,7 +128,7 @@ def _sparse_fits() -> None:
     sequential Power-EP sweeps (closed-form and general) and the tempered Gauss-Hermite route."""
     import numpy as np
 
-    from qpviz.inference.sparse_prior import fit_power_ep
+    from qpviz.inference.site_fit import fit_power_ep
     from qpviz.kernels import RBF
 
     X = np.linspace(-2.0, 2.0, 12)[:, None]

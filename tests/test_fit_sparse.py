@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import qpviz
-from qpviz.inference.sparse_prior import fit_power_ep
+from qpviz.inference.site_fit import fit_power_ep
 
 
 def _data(n=80, seed=0):

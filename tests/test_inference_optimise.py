@@ -30,9 +30,11 @@ def test_fitted_hyperparameters_are_numbers_inside_the_default_bounds(data):
 
 def test_a_value_on_a_bound_warns_and_is_reported(data):
     X, y = data
-    with pytest.warns(OptimiserBoundWarning, match="lengthscale = 3"):
+    with pytest.warns(OptimiserBoundWarning, match="lengthscale = 3") as caught:
         post = qpviz.fit(X, y, "probit", qpviz.kernels.RBF(1.0, 1.0), method="qp", optimise=True,
                          bounds={"lengthscale": (3.0, 5.0)})
+    # the warning points at the caller of qpviz.fit, not inside the package
+    assert [w.filename for w in caught if w.category is OptimiserBoundWarning] == [__file__]
     assert "lengthscale" in post.diagnostics["optimisation"]["at_bound"]
     assert post.hyperparameters["lengthscale"] == pytest.approx(3.0, rel=1e-6)
     assert post.diagnostics["optimisation"]["bounds"]["variance"] == pytest.approx(config.HYPER_BOUNDS)
@@ -111,7 +113,7 @@ def test_a_failed_inner_fit_makes_the_optimiser_step_back_not_stop(data, monkeyp
     with a zero gradient stopped VB on crabs at its initial kernel in every fold)."""
     import importlib
 
-    fit_module = importlib.import_module("qpviz.inference.fit")
+    fit_module = importlib.import_module("qpviz.inference.hyper")
     X, y = data
     real = {"ep": fit_module.run_sites, "vb": fit_module.run_vb}[objective]
     failed = []

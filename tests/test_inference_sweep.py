@@ -108,7 +108,7 @@ def test_engines_use_only_the_interface(rng):
             return Wrapped(self._inner.with_kernel(kernel))
 
         def __getattr__(self, name):
-            if name in ("condition", "start_sweeps", "sequential_sweep", "cov_sqrt", "conditional", "kernel_grads"):
+            if name in ("condition", "start_sweeps", "sequential_sweep", "cov_sqrt", "conditional"):
                 return getattr(self._inner, name)
             raise AttributeError(name)
 

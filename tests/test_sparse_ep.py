@@ -21,7 +21,8 @@ from qpviz import config
 from qpviz.inference import sites
 from qpviz.inference.ep import ConvergenceWarning
 from qpviz.inference.inducing import kmeans_inducing
-from qpviz.inference.sparse_prior import (VAR_FLOOR, SparsePrior, fit_power_ep, scale_columns, scale_columns_numpy,
+from qpviz.inference.site_fit import fit_power_ep
+from qpviz.inference.sparse_prior import (VAR_FLOOR, SparsePrior, scale_columns, scale_columns_numpy,
                                           scaled_column_moments, scaled_column_moments_numpy, sequential_sweep_reference,
                                           solve_columns_in_place, sparse_sweep_sites_general)
 from qpviz.kernels import RBF
@@ -355,7 +356,7 @@ def test_condition_matches_the_dense_formulas_of_the_h_marginals():
     assert np.allclose(state.var, np.diag(cov), atol=1e-10) and np.allclose(state.mean, cov @ nu, atol=1e-10)
     sign, logdet = np.linalg.slogdet(np.eye(prior.n) + Q * tau[None, :])
     assert state.half_log_det == pytest.approx(0.5 * logdet, abs=1e-9)
-    assert np.allclose(Q @ state.alpha, state.mean, atol=1e-10)
+    assert np.allclose(Q @ state.weights, state.mean, atol=1e-10)
     assert np.allclose(state.cov, cov, atol=1e-10)
     assert np.allclose(linalg.solve_triangular(prior._Lu, KERNEL(Z_R, X_R), lower=True).T, prior.Wt)
 

@@ -96,7 +96,7 @@ def test_metrics_are_those_of_the_probit_predictive():
     Z = vsgp_demo.kmeans_centres(X, 5)
     grid = twod.make_grid(X, 10)
     result = vsgp_demo.fit_sparse_grid(X, y, KERNEL, Z, None, "ep", grid, X_test, y_test)
-    from qpviz.inference.sparse_prior import fit_power_ep
+    from qpviz.inference.site_fit import fit_power_ep
     posterior = fit_power_ep(X, y, "probit", KERNEL, inducing=Z)
     log_p = posterior.predictive_log_density(X_test, y_test, exact=True)
     assert abs(result.ntll + np.mean(log_p)) < 1e-8

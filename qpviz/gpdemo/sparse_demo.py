@@ -41,7 +41,7 @@ import numpy as np
 import qpviz
 from qpviz.gpdemo import oned
 from qpviz.inference.inducing import kmeans_inducing
-from qpviz.inference.sparse_prior import fit_power_ep
+from qpviz.inference.site_fit import fit_power_ep
 
 try:  # S1's closed forms (FITC, PITC, DTC, VFE); DTC and PITC are shown only when they exist
     from qpviz.inference.sparse_regression import fit_sparse_regression

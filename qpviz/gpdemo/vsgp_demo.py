@@ -12,7 +12,7 @@ and for the RBF kernel the blurred cross-covariance is the Gaussian
     K~(x, b_j) = s2 sqrt(|Lambda| / |Lambda + C_j|) exp(-1/2 (x - b_j)^T (Lambda + C_j)^-1 (x - b_j))   (eq. 14).
 
 C_j = 0 is FITC on the same centres (pseudo-points at b_j). The sites are fitted by EP or QP
-(:func:`qpviz.inference.sparse_prior.fit_power_ep`, alpha = 1).
+(:func:`qpviz.inference.site_fit.fit_power_ep`, alpha = 1).
 
 **Local covariances from the data** (learning them from the evidence is not in the library yet):
 each basis point's Voronoi cluster (the training inputs nearer to b_j than to any other centre;
@@ -44,7 +44,7 @@ from scipy.special import log_ndtr
 from qpviz._blas import small_problem_threads
 from qpviz.gpdemo import twod
 from qpviz.inference.inducing import kmeans_inducing
-from qpviz.inference.sparse_prior import fit_power_ep
+from qpviz.inference.site_fit import fit_power_ep
 from qpviz.kernels import RBF
 
 __all__ = ["PRESETS", "SHAPES", "N_TEST", "TEST_SEED", "ELLIPSE_SD", "make_preset", "held_out_set",

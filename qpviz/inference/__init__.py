@@ -2,7 +2,9 @@
 
 ``qpviz.inference.fit(X, y, likelihood, kernel, method="ep"|"qp"|"vb"|"laplace"|"mcmc",
 optimise=False, **options)`` returns a posterior with ``predict_f``, ``log_marginal_likelihood``,
-``site_mean``, ``site_var``, ``converged`` and ``n_sweeps`` (:mod:`.fit`).
+``site_mean``, ``site_var``, ``converged`` and ``n_sweeps`` (:mod:`.fit`; the methods and the
+options each declares: :mod:`.methods`, :mod:`.options`; fits on a prior's sites:
+:mod:`.site_fit`; hyper-parameter optimisation: :mod:`.hyper`).
 
 Modules:
 

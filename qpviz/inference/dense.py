@@ -49,10 +49,6 @@ class DensePrior:
     def with_kernel(self, kernel: Kernel) -> "DensePrior":
         return DensePrior(kernel, self.X, self.jitter)
 
-    def kernel_grads(self) -> list[np.ndarray]:
-        """dK/d log theta_j (the jitter does not depend on theta)."""
-        return self.kernel.grad_log_params(self.X)
-
     def condition(self, tau, nu) -> "DenseGaussian":
         """q(f) proportional to N(f | 0, K) prod_i exp(-tau_i f_i^2 / 2 + nu_i f_i) (QP paper eq. 3)."""
         tau = np.asarray(tau, float)
@@ -113,9 +109,9 @@ class DenseGaussian:
 
     All tau >= 0: GPML's stable form with B = I + T^1/2 K T^1/2 = L L^T (Rasmussen and
     Williams, Alg. 3.5): Sigma = K - V^T V with V = L^-1 T^1/2 K (marginals diag(K) - colsum(V^2)
-    at once, the full Sigma only when asked for), alpha = nu - T^1/2 B^-1
+    at once, the full Sigma only when asked for), weights = nu - T^1/2 B^-1
     T^1/2 K nu. Some tau < 0 (non-log-concave likelihoods in VB / Laplace): the general form
-    Sigma = (I + K T)^-1 K, alpha = (I + T K)^-1 nu by LU; the determinant of I + K T must be
+    Sigma = (I + K T)^-1 K, weights = (I + T K)^-1 nu by LU; the determinant of I + K T must be
     positive, else :class:`IndefinitePosterior`.
     """
 
@@ -136,7 +132,7 @@ class DenseGaussian:
                                               check_finite=False)
             self._cov = None  # K - V^T V, formed on first use (parallel EP and VB need only its diagonal)
             self.var = np.diag(K) - np.einsum("ij,ij->j", self._V, self._V)
-            self.alpha = nu - sw * linalg.cho_solve((self._L, True), sw * (K @ nu), check_finite=False)
+            self.weights = nu - sw * linalg.cho_solve((self._L, True), sw * (K @ nu), check_finite=False)
             self.half_log_det = float(np.sum(np.log(np.diag(self._L))))
         else:
             A = np.eye(n) + K * tau[None, :]  # I + K T
@@ -149,12 +145,12 @@ class DenseGaussian:
             self._lu = linalg.lu_factor(A.T, check_finite=False)  # (I + T K) = (I + K T)^T
             cov = linalg.solve(A, K, check_finite=False)
             self._cov = 0.5 * (cov + cov.T)
-            self.alpha = linalg.lu_solve(self._lu, nu, check_finite=False)
+            self.weights = linalg.lu_solve(self._lu, nu, check_finite=False)
             self.half_log_det = 0.5 * logdet
             self.var = np.diag(self._cov).copy()
             if np.any(self.var <= 0):
                 raise IndefinitePosterior("the site precisions give a non-positive posterior variance")
-        self.mean = K @ self.alpha
+        self.mean = K @ self.weights
         self.nu_sigma_nu = float(nu @ self.mean)
 
     @property
@@ -189,11 +185,11 @@ class DenseGaussian:
         return linalg.lu_solve(self._lu, t * rhs, check_finite=False)
 
     def predict_f(self, X_new, full_cov: bool = False):
-        """Latent mean k_*^T alpha and variance k_** - k_*^T (K + T^-1)^-1 k_* (R&W eqs. 3.60-3.61)."""
+        """Latent mean k_*^T weights and variance k_** - k_*^T (K + T^-1)^-1 k_* (R&W eqs. 3.60-3.61)."""
         kernel = self.prior.kernel
         X_new = as_inputs(X_new, "X_new")
         Ks = kernel(self.prior.X, X_new)
-        mean = Ks.T @ self.alpha
+        mean = Ks.T @ self.weights
         with small_problem_threads(self.prior.n):
             WKs = self._solve_w(Ks)
         if full_cov:
@@ -201,12 +197,14 @@ class DenseGaussian:
         return mean, kernel.diag(X_new) - np.einsum("ij,ij->j", Ks, WKs)
 
     def grad_log_marginal(self) -> np.ndarray:
-        """Explicit gradient 1/2 tr((alpha alpha^T - W) dK/d log theta_j) (R&W eq. 5.9; GPML infEP).
+        """Explicit gradient 1/2 tr((w w^T - W) dK/d log theta_j), w = ``weights`` (R&W eq. 5.9; GPML infEP).
 
         At an EP fixed point the sites' implicit dependence on theta adds nothing (the evidence
         is stationary in the site parameters), so this is the gradient of eq. 4.
         """
         with small_problem_threads(self.prior.n):
             W = self._solve_w(np.eye(self.prior.n))
-        F = np.outer(self.alpha, self.alpha) - 0.5 * (W + W.T)
-        return np.array([0.5 * np.sum(F * dK) for dK in self.prior.kernel_grads()])
+        F = np.outer(self.weights, self.weights) - 0.5 * (W + W.T)
+        # dK/d log theta_j (the jitter does not depend on theta)
+        grads = self.prior.kernel.grad_log_params(self.prior.X)
+        return np.array([0.5 * np.sum(F * dK) for dK in grads])

@@ -42,13 +42,16 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
 from qpviz.inference import sites
+from qpviz.inference.options import TrainingOptions, option
+from qpviz.inference.prior import BindsLikelihood, ConditionalVariances, Sweeps
 from qpviz.inference.sweep import run_sweeps
 
-__all__ = ["SiteFit", "ConvergenceWarning", "run_sites", "site_log_marginal", "default_sites"]
+__all__ = ["SiteOptions", "SiteFit", "ConvergenceWarning", "run_sites", "site_log_marginal", "default_sites"]
 
 
 def default_sites(likelihood, y) -> tuple[np.ndarray, np.ndarray]:
@@ -79,6 +82,29 @@ class SiteFit:
     cavity_nu: np.ndarray | None = None
     log_z: np.ndarray | None = None
     drift: float = 0.0
+
+
+@dataclass(frozen=True)
+class SiteOptions(TrainingOptions):
+    """The options of ``qpviz.fit(..., method="ep" | "qp")`` (:func:`run_sites`; the sparse prior of
+    :mod:`.sparse_prior` with ``inducing``; the training options with ``optimise=True``)."""
+
+    tol: float = option(1e-6, "RMS change of the site parameters at convergence")
+    damping: float | None = option(None, "site step in (0, 1] (None: 1, or 0.5 with `parallel=True`)")
+    order: str = option("fixed", "sequential update order, 'fixed' or 'random' (with `seed`)")
+    parallel: bool = option(False, "update all sites at once instead of one after the other")
+    max_sweeps: int = option(200, "sweeps before a run stops unconverged (a `ConvergenceWarning`)")
+    seed: int = option(0, "random seed (sweep order; K-means inducing inputs)")
+    use_table: bool = option(True, "QP reads sigma_QP from the lookup tables where they cover the cavity")
+    init: object = option(None, "(tau, nu) sites to start from (None: the default sites)")
+    warn: bool = option(True, "warn when a run does not converge")
+    refresh: int | None = option(None, "sweeps between fresh factorisations (None: `qpviz.config.SWEEP_REFRESH`)")
+    inducing: object = option(None, "inducing inputs Z, (M, D), or an int M (K-means centres): a sparse prior")
+    alpha: float | None = option(None, "Power EP's power in (0, 1] with `inducing` (None: 1, EP)")
+    inducing_cov: object = option(None, "VSGP's local covariances, (M,) or (M, D, D), with `inducing`")
+    optimise_inducing: bool = option(False, "also learn the inducing inputs (and VSGP's covariances)")
+
+    needs: ClassVar[tuple] = (Sweeps,)
 
 
 def run_sites(prior, likelihood, y, method: str = "ep", *, tol: float = 1e-6, damping: float | None = None,
@@ -120,7 +146,7 @@ def run_sites(prior, likelihood, y, method: str = "ep", *, tol: float = 1e-6, da
             stacklevel=2,
         )
     state = run.state
-    if hasattr(state, "bind"):  # states whose evidence gradient needs the tilted distributions (sparse)
+    if isinstance(state, BindsLikelihood):  # its evidence gradient needs the tilted distributions (sparse)
         state.bind(likelihood, y)
     log_ml, tau_c, nu_c, log_z = site_log_marginal(state, likelihood, y)
     return SiteFit(method, state.tau, state.nu, state, log_ml, run.converged, run.n_sweeps, run.history,
@@ -130,7 +156,7 @@ def run_sites(prior, likelihood, y, method: str = "ep", *, tol: float = 1e-6, da
 def prior_cond_var(prior):
     """d_i of a prior whose sites sit on h_i = f_i - e_i (``prior.cond_var``, a sparse prior), or
     None (sites on f itself: the dense prior)."""
-    return getattr(prior, "cond_var", None)
+    return prior.cond_var if isinstance(prior, ConditionalVariances) else None
 
 
 def site_log_marginal(state, likelihood, y) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:

@@ -63,6 +63,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 from numba import njit
@@ -70,10 +71,12 @@ from scipy import linalg
 from qpviz.config import NUMBA_OPTIONS
 from qpviz._jit import lk_log_prob
 from qpviz.inference import diagnostics
+from qpviz.inference.options import MethodOptions, option
+from qpviz.inference.prior import Conditional, CovarianceRoot, Sweeps
 
 __all__ = ["elliptical_slice_chain", "elliptical_slice_chain_numpy", "run_mcmc", "run_chains", "start_points",
            "ChainSet", "Reference", "reference_gaussian", "convergence_status", "MAX_SHRINKS", "TIME_BUDGET", "START_SPREAD", "Cancelled",
-           "equalised_ladder", "TEMPERATURES", "COLD_STEPS", "TEMPERED_THIN"]
+           "equalised_ladder", "TEMPERATURES", "COLD_STEPS", "TEMPERED_THIN", "MCMCOptions"]
 
 #: Bracket shrinks per transition before it gives up and stays at f (a hard constraint whose
 #: accepted arc is narrower than 2 pi 2^-100 cannot occur for a start inside the support).
@@ -354,6 +357,19 @@ def _fold(samples: np.ndarray, likelihood) -> np.ndarray:
     if not likelihood.even_in_f:
         return samples
     return samples * np.where(samples.sum(axis=-1) < 0, -1.0, 1.0)[..., None]
+
+
+@dataclass(frozen=True)
+class MCMCOptions(MethodOptions):
+    """The options of ``qpviz.fit(..., method="mcmc")`` (:func:`run_mcmc`)."""
+
+    n_samples: int = option(4000, "samples kept (after burn-in and thinning)")
+    burn_in: int = option(1000, "transitions dropped at the start")
+    thin: int = option(5, "transitions per kept sample")
+    seed: int = option(0, "random seed of the chain")
+
+    #: EP's posterior (sweeps) centres the ellipses, K's root draws them, predictions condition on f
+    needs: ClassVar[tuple] = (Sweeps, CovarianceRoot, Conditional)
 
 
 def run_mcmc(prior, likelihood, y, *, n_samples: int = 4000, burn_in: int = 1000, thin: int = 5, seed: int = 0):

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
-__all__ = ["TrainingMarginals", "GPPosterior", "SamplePosterior"]
+__all__ = ["Predictions", "TrainingMarginals", "GPPosterior", "SamplePosterior"]
 
 
 class TrainingMarginals:
@@ -51,7 +51,7 @@ class TrainingMarginals:
         return self._training_marginals()[1]
 
 
-class _Predictions:
+class Predictions:
     """Predictions shared by both posterior classes (they need ``predict_f`` and ``likelihood``)."""
 
     @property
@@ -110,7 +110,7 @@ class _Predictions:
 
 
 @dataclass(repr=False)
-class GPPosterior(_Predictions):
+class GPPosterior(Predictions):
     """A Gaussian approximate posterior q(f) = N(mean, cov) at the training inputs, from sites.
 
     ``site_precision``/``site_nu`` are the natural site parameters (tau_i, nu_i); ``site_var`` =
@@ -173,7 +173,7 @@ class GPPosterior(_Predictions):
         return self.state.predict_f(X_new, full_cov=full_cov)
 
 
-class SamplePosterior(_Predictions):
+class SamplePosterior(Predictions):
     """Latent posterior represented by samples f^(s) at the training inputs (MCMC reference).
 
     Predictions: f_* | f ~ N(A f, k_** - A k_*), A = k_*^T K^-1, so

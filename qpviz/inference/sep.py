@@ -95,13 +95,14 @@ from qpviz.inference.distributed import DaskExecutor, LocalExecutor, prepare_wor
 from qpviz.inference.distributed import shard_bounds as _shard_bounds
 from qpviz.inference.distributed import split as _split
 from qpviz.inference.inducing import cholesky_kuu, covariance_vjp
+from qpviz.inference.options import TrainingOptions, option
 from qpviz.inference.posterior import GPPosterior, TrainingMarginals
 from qpviz.inference.sites import CLIPPED, OK, SKIPPED_CAVITY, SKIPPED_PROJECTION, SiteRule
 from qpviz.inference.stochastic import (Adadelta, TrainingRecord, check_positive_int, inducing_problem, minibatches,
                                        steps_per_epoch)
 from qpviz.kernels import Kernel, as_inputs
 
-__all__ = ["fit_sep", "SEPState", "SEPModel", "SEPShard", "Broadcast", "refine_sites", "site_gradient",
+__all__ = ["SEPOptions", "fit_sep", "SEPState", "SEPModel", "SEPShard", "Broadcast", "refine_sites", "site_gradient",
            "log_evidence", "sep_gradient", "STOCHASTIC_DAMPING", "BATCH_DAMPING", "SignAdaptiveSteps", "STEP_RULES",
            "SHARD_CHUNK"]
 
@@ -416,6 +417,33 @@ class SignAdaptiveSteps:
 
 #: hyper-parameter step rules: Adadelta (paper 003 with minibatches) and the batch-mode sign rule
 STEP_RULES = {"adadelta": Adadelta, "sign": SignAdaptiveSteps}
+
+
+_REFUSED = "not taken: SEP builds its own inducing-point model and learns the kernel and Z by Adadelta"
+
+
+@dataclasses.dataclass(frozen=True)
+class SEPOptions(TrainingOptions):
+    """The options of ``qpviz.fit(..., method="sep")`` (:func:`fit_sep`; ``prior``, ``max_opt_iter``,
+    ``optimise_likelihood`` and ``bounds`` are refused with a message saying why)."""
+
+    prior: object = option(None, _REFUSED)
+    max_opt_iter: int = option(None, _REFUSED)
+    optimise_likelihood: bool = option(False, _REFUSED)
+    bounds: object = option(None, _REFUSED)
+    inducing: object = option(200, "inducing inputs Z, (M, D), or an int M (K-means centres)")
+    minibatch: int = option(200, "points per step (`>= N`: batch mode)")
+    epochs: int = option(5, "passes over the data")
+    seed: int = option(0, "random seed (minibatches; K-means inducing inputs)")
+    client: object = option(None, "a Dask `Client`, a scheduler address or 'local': one shard per worker")
+    projection: str = option("ep", "site projection, 'ep' (moments) or 'qp' (W2)")
+    damping: float | None = option(None, f"site step (None: {STOCHASTIC_DAMPING} with minibatches, "
+                                         f"{BATCH_DAMPING} in batch mode)")
+    tol: float = option(1e-6, "largest site change at convergence (batch mode without learning)")
+    use_table: bool = option(True, "QP reads sigma_QP from the lookup tables where they cover the cavity")
+    record_every: int = option(1, "steps between history entries")
+    n_shards: int = option(1, "in-process shards of the data")
+    step_rule: str | None = option(None, "'adadelta' or 'sign' (None: Adadelta with minibatches, sign in batch)")
 
 
 def fit_sep(X, y, likelihood, kernel: Kernel, *, inducing=200, minibatch: int = 200, epochs: int = 5,

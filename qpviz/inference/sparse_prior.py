@@ -1,4 +1,5 @@
-"""Power EP and QP on a sparse (pseudo-point) prior, and VSGP: :class:`SparsePrior`, :func:`fit_power_ep`.
+"""Power EP and QP on a sparse (pseudo-point) prior, and VSGP: :class:`SparsePrior` (fitted by
+:func:`qpviz.inference.site_fit.fit_power_ep` or ``qpviz.fit(..., inducing=Z)``).
 
 A new implementation of the prior interface (:mod:`.prior`), run by the one EP / QP engine
 (:func:`qpviz.inference.ep.run_sites`, :mod:`.sweep`, :mod:`.sites`), for any likelihood.
@@ -45,7 +46,7 @@ from qpviz.inference.prior import IndefinitePosterior
 from qpviz.inference.sites import gaussian_power, power_gaussian_moments_numpy, power_site_step
 from qpviz.kernels import Kernel, as_inputs
 
-__all__ = ["SparsePrior", "SparseGaussian", "SparseSweep", "fit_power_ep", "sparse_sweep_sites",
+__all__ = ["SparsePrior", "SparseGaussian", "SparseSweep", "sparse_sweep_sites",
            "sequential_sweep_reference", "VAR_FLOOR", "check_alpha"]
 
 #: Smallest marginal variance of h_n: an input far from every inducing input has w_n = 0 (K_uf
@@ -218,7 +219,7 @@ class SparseGaussian:
 
     ``mean``, ``var``: marginals of h_n; ``f_var`` = var + d_n, f_n's; ``half_log_det`` =
     1/2 log|I + W T W^T| = 1/2 log|I + Q T| and ``nu_sigma_nu`` = nu^T Cov(h) nu (the Power-EP
-    energy's Phi(q) - Phi(p), :mod:`.ep`); ``alpha`` = nu - T mean, with mean = Q alpha.
+    energy's Phi(q) - Phi(p), :mod:`.ep`); ``weights`` = nu - T mean, with mean = Q weights.
     """
 
     def __init__(self, prior: SparsePrior, tau: np.ndarray, nu: np.ndarray):
@@ -260,7 +261,7 @@ class SparseGaussian:
                     V = linalg.solve_triangular(self._Lp, W[:, unscaled], lower=True, check_finite=False)
                     self.var[unscaled] = np.maximum(np.einsum("ij,ij->j", V, V), VAR_FLOOR)
                     self.mean[unscaled] = c @ V
-        self.alpha = nu - tau * self.mean
+        self.weights = nu - tau * self.mean
         self.half_log_det = float(np.sum(np.log(np.diag(self._Lp))))
         self.nu_sigma_nu = float(nu @ self.mean)
 
@@ -344,7 +345,7 @@ class SparseGaussian:
         F depends on the covariances through Q = K_fu K_uu^-1 K_uf and d = diag K_ff - diag Q:
 
             dF = tr(G dQ) + sum_n s_n dk_nn,   G = 1/2 (a a^T - R) - diag(s),
-            R = (Q + T^-1)^-1 = T - T Cov(h) T,  a = ``alpha``,
+            R = (Q + T^-1)^-1 = T - T Cov(h) T,  a = ``weights``,
             s_n = (1/alpha) d log Z~_n / d d_n = 1/(2 alpha) [((mu_f - m_c)/V)^2 + (s_f^2 - V)/V^2]
 
         (the tilted f-moments mu_f, s_f^2 of cavity N(m_c, V = v_c + d_n); the dense prior's R&W eq.
@@ -357,10 +358,10 @@ class SparseGaussian:
             raise ValueError("the gradient needs the likelihood: run the sites with qpviz.inference.ep.run_sites "
                              "(or call state.bind(likelihood, y) first)")
         prior = self.prior
-        power = likelihood.alpha
+        alpha = likelihood.alpha
         tau, nu = self.tau, self.nu
-        tau_c = 1.0 / self.var - power * tau
-        nu_c = self.mean / self.var - power * nu
+        tau_c = 1.0 / self.var - alpha * tau
+        nu_c = self.mean / self.var - alpha * nu
         m_c = nu_c / tau_c
         V = 1.0 / tau_c + prior.cond_var
         if gaussian_power(likelihood):  # closed form: alpha -> 0 divides its O(alpha) terms by alpha
@@ -368,10 +369,10 @@ class SparseGaussian:
         else:
             tilted = likelihood.tilted_moments(self.y, m_c, V)
             mean_f, var_f = tilted.mean, tilted.var
-        s = ((mean_f - m_c) ** 2 / V ** 2 + (var_f - V) / V ** 2) / (2.0 * power)
+        s = ((mean_f - m_c) ** 2 / V ** 2 + (var_f - V) / V ** 2) / (2.0 * alpha)
         A = linalg.solve_triangular(prior._Lu, prior.W, lower=True, trans="T", check_finite=False)  # (M, N)
         Vmat = linalg.solve_triangular(self._Lp, prior.W, lower=True, check_finite=False)  # Cov(h) = V^T V
-        a = self.alpha
+        a = self.weights
         A_tau = A * tau[None, :]
         B = (0.5 * np.outer(A @ a, a) - 0.5 * A_tau + 0.5 * ((A_tau @ Vmat.T) @ Vmat) * tau[None, :]
              - A * s[None, :])
@@ -539,7 +540,7 @@ def sequential_sweep_reference(Wt, cond_var, cov, mean_v, tau, nu, y, order, rul
         cov -= c * np.outer(s, s)
 
 
-# -- entry point ----------------------------------------------------------------------------------
+# -- Power EP's power ----------------------------------------------------------------------------------
 def check_alpha(alpha) -> float:
     if isinstance(alpha, (bool, np.bool_)):
         raise ValueError(f"alpha must be a number in (0, 1] (1 = EP / FITC, -> 0 = VFE); got {alpha!r}")
@@ -550,34 +551,3 @@ def check_alpha(alpha) -> float:
     if not (0.0 < a <= 1.0):
         raise ValueError(f"alpha must be in (0, 1] (1 = EP / FITC, -> 0 = VFE); got {alpha!r}")
     return a
-
-
-def fit_power_ep(X, y, likelihood, kernel: Kernel, method: str = "ep", inducing=None, *, alpha: float = 1.0,
-                 inducing_cov=None, jitter: float | None = None, seed: int = 0, **ep_options):
-    """Power EP (``method="ep"``) or its QP variant (``"qp"``) on the sparse prior; a :class:`GPPosterior`.
-
-    ``inducing``: (M, D) pseudo-inputs / VSGP centres, or an int M (K-means centres of X,
-    ``seed``); ``alpha`` in (0, 1]: Power EP's power (1 = EP, FITC-EP; -> 0 = VFE);
-    ``inducing_cov``: VSGP's local covariances ((M,) or (M, D, D); RBF kernel); ``jitter``
-    on K_uu. ``ep_options`` go to :func:`qpviz.inference.ep.run_sites` (``tol``, ``damping``,
-    ``order``, ``parallel``, ``max_sweeps``, ``seed`` of the sweep order is ``sweep_seed`` here,
-    ``use_table``, ``init``, ``warn``, ``refresh``). Non-convergence: ``converged=False`` and a
-    :class:`qpviz.inference.ep.ConvergenceWarning`, as for the dense prior.
-
-    The posterior's ``likelihood`` is the untempered one (predictions are for the model);
-    ``mean`` / ``var`` are h's marginals (module docstring), ``state.f_var`` and
-    ``predict_f(X)`` f's. ``diagnostics``: ``alpha``, ``M``, ``jitter``, the clipped / skipped site
-    counts, ``n_negative_cond_var``, cavities and log Z~_n.
-    """
-    from qpviz.inference.fit import fit  # noqa: PLC0415 - fit imports this module lazily too
-
-    check_alpha(alpha)
-    if method not in ("ep", "qp"):
-        raise ValueError(f"method must be 'ep' (Power EP) or 'qp' (its W2 projection), got {method!r}")
-    if inducing is None:
-        raise ValueError("give the inducing inputs: inducing=Z, an (M, D) array, or an int M (K-means centres of X)")
-    if "sweep_seed" in ep_options:
-        ep_options["seed"] = ep_options.pop("sweep_seed")
-    Z = as_inducing(inducing, as_inputs(X), seed)
-    return fit(X, y, likelihood, kernel, method, inducing=Z, alpha=alpha, inducing_cov=inducing_cov, jitter=jitter,
-               **ep_options)

@@ -54,11 +54,13 @@ import numpy as np
 from scipy import linalg, optimize
 
 from qpviz.inference.inducing import as_inducing, check_training_data, cholesky_kuu, covariance_vjp, kmeans_inducing
-from qpviz.inference.posterior import TrainingMarginals, _Predictions
+from qpviz.inference.options import MethodOptions, option
+from qpviz.inference.posterior import Predictions, TrainingMarginals
 from qpviz.kernels import VJP_KERNELS, Kernel, as_inputs
+from qpviz.likelihoods import as_likelihood
 
 __all__ = ["fit_sparse_regression", "SparseGaussianPosterior", "sparse_log_evidence", "kmeans_blocks",
-           "SPARSE_METHODS", "POWER_EP_METHODS"]
+           "SPARSE_METHODS", "POWER_EP_METHODS", "SparseRegressionOptions", "PITCOptions"]
 
 #: The closed-form methods of a Gaussian likelihood (their own names).
 SPARSE_METHODS = ("fitc", "pitc", "dtc", "vfe")
@@ -302,7 +304,7 @@ def sparse_log_evidence(X, y, kernel, Z, noise_variance, method, *, alpha=1.0, b
 # The posterior
 # --------------------------------------------------------------------------------------------
 
-class SparseGaussianPosterior(TrainingMarginals, _Predictions):
+class SparseGaussianPosterior(TrainingMarginals, Predictions):
     """The sparse approximate posterior of a Gaussian-likelihood regression (module docstring).
 
     Same surface as :class:`qpviz.inference.posterior.GPPosterior`: ``method``,
@@ -415,14 +417,29 @@ def kmeans_blocks(X, size: int, seed: int = 0) -> list[np.ndarray]:
 
 
 def _gaussian_likelihood(likelihood, method):
-    from qpviz.inference.fit import _as_likelihood
-
-    lik = _as_likelihood(likelihood)
+    lik = as_likelihood(likelihood)
     if lik.name != "gaussian":
         raise ValueError(
             f"method={method!r} is the closed form for the Gaussian likelihood; for the {lik.name!r} likelihood "
             "use qpviz.fit(..., method='ep' or 'qp', inducing=Z) (Power EP sweeps on pseudo-points)")
     return lik
+
+
+@dataclass(frozen=True)
+class SparseRegressionOptions(MethodOptions):
+    """The options of ``qpviz.fit(..., method="fitc" | "dtc" | "vfe")`` (:func:`fit_sparse_regression`;
+    Gaussian likelihood)."""
+
+    inducing: object = option(None, "inducing inputs Z, (M, D), or an int M (K-means centres); required")
+    optimise_inducing: bool = option(False, "also learn Z (analytic gradients)")
+    seed: int = option(0, "random seed of K-means inducing inputs and blocks")
+
+
+@dataclass(frozen=True)
+class PITCOptions(SparseRegressionOptions):
+    """The options of ``qpviz.fit(..., method="pitc")``: those of FITC and the blocks."""
+
+    blocks: object = option(None, "a partition of the rows (None: K-means blocks of about M points)")
 
 
 # --------------------------------------------------------------------------------------------
@@ -446,7 +463,7 @@ def fit_sparse_regression(X, y, likelihood, kernel, method, inducing, *, blocks=
     ``optimise_inducing=True`` also moves Z (with or without ``optimise``). ``bounds`` as
     :func:`qpviz.inference.fit.fit` (natural units, ``"likelihood.variance"`` for the noise;
     Z is unbounded); a fitted value on a bound raises
-    :class:`qpviz.inference.fit.OptimiserBoundWarning`. The report is
+    :class:`qpviz.inference.hyper.OptimiserBoundWarning`. The report is
     ``diagnostics["optimisation"]``.
     """
     method, alpha = _check_method(method, alpha)
@@ -486,7 +503,7 @@ def _power(method: str, alpha: float) -> float | None:
 
 def _optimise(X, y, lik, kernel0, Z0, method, alpha, blocks, jitter, fit_kernel, fit_noise, fit_Z, bounds, max_iter):
     """L-BFGS-B on [log theta (fit_kernel), log s2 (fit_noise), Z (fit_Z)] maximising the evidence."""
-    from qpviz.inference.fit import _ON_BOUND, OptimiserBoundWarning, _failed_trial, resolve_bounds
+    from qpviz.inference.hyper import ON_BOUND, OptimiserBoundWarning, failed_trial, resolve_bounds  # noqa: PLC0415
 
     n_k = len(kernel0.param_names) if fit_kernel else 0
     names = (kernel0.param_names if fit_kernel else ()) + (("likelihood.variance",) if fit_noise else ())
@@ -524,7 +541,7 @@ def _optimise(X, y, lik, kernel0, Z0, method, alpha, blocks, jitter, fit_kernel,
                 raise linalg.LinAlgError("non-finite evidence")
         except (linalg.LinAlgError, ValueError):
             cache["failed"] += 1
-            return _failed_trial(params, cache["best"])
+            return failed_trial(params, cache["best"])
         g_theta, g_Z = _chain_kernel(kernel, X, Z, fitted.grads, blocks, fit_Z)
         grad = []
         if fit_kernel:
@@ -541,7 +558,7 @@ def _optimise(X, y, lik, kernel0, Z0, method, alpha, blocks, jitter, fit_kernel,
                             options={"maxiter": int(max_iter)})
     kernel, s2, Z = unpack(out.x)
     at_bound = [name for name, value, (low, high) in zip(names, out.x, log_bounds)
-                if value - low < _ON_BOUND or high - value < _ON_BOUND]
+                if value - low < ON_BOUND or high - value < ON_BOUND]
     if at_bound:
         values = ", ".join(f"{name} = {math.exp(value):.4g}" for name, value in zip(names, out.x) if name in at_bound)
         warnings.warn(f"hyper-parameter(s) stopped on a bound of the optimiser: {values}. The {method} evidence still "

@@ -73,10 +73,10 @@ def inducing_problem(X, y, likelihood, kernel, inducing, seed: int, need_gradien
     """What SEP and SVI check first: (likelihood object, X, y, Z). ``likelihood``: a name or a
     qpviz likelihood; ``inducing``: Z (M, D) or an int M (K-means centres of X, ``seed``), M <= N;
     ``need_gradients``: the kernel must have vector-Jacobian products (learning it and Z)."""
-    from qpviz.inference.fit import _as_likelihood  # noqa: PLC0415 - fit imports the trainers
     from qpviz.inference.inducing import as_inducing, check_training_data  # noqa: PLC0415
+    from qpviz.likelihoods import as_likelihood  # noqa: PLC0415
 
-    lik = _as_likelihood(likelihood)
+    lik = as_likelihood(likelihood)
     X, y = check_training_data(kernel, X, y, lik)
     Z = as_inducing(inducing, X, seed)
     if Z.shape[0] > X.shape[0]:

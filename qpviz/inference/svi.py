@@ -35,21 +35,40 @@ from scipy import linalg, optimize
 from qpviz._blas import small_problem_threads
 from qpviz.inference import metrics
 from qpviz.inference.distributed import DaskExecutor, prepare_worker, split
+from qpviz.inference.hyper import resolve_bounds
 from qpviz.inference.inducing import cholesky_kuu, covariance_vjp
-from qpviz.inference.posterior import TrainingMarginals, _Predictions
+from qpviz.inference.options import TrainingOptions, option
+from qpviz.inference.posterior import Predictions, TrainingMarginals
 from qpviz.inference.stochastic import (Adadelta, TrainingRecord, check_positive_int, inducing_problem, minibatches,
                                        steps_per_epoch)
 from qpviz.kernels import Kernel, as_inputs
 
 __all__ = ["SVIParameters", "ShardTerms", "shard_terms", "kl_terms", "svi_bound", "cholesky_vjp", "SVIPosterior",
-           "fit_svi", "SVI_OPTIONS"]
-
-#: the options ``qpviz.fit(..., method="svi")`` accepts (:func:`fit_svi`)
-SVI_OPTIONS = ("inducing", "minibatch", "epochs", "seed", "validation", "whiten", "progress", "stop", "callback",
-               "client", "optimise_inducing", "record_every", "shard_size")
+           "fit_svi", "SVI_OPTIONS", "SVIOptions"]
 
 #: rows per shard when the batch bound is summed in-process (memory O(shard_size M))
 SHARD_SIZE = 10_000
+
+
+@dataclass(frozen=True)
+class SVIOptions(TrainingOptions):
+    """The options of ``qpviz.fit(..., method="svi")`` (:func:`fit_svi`; ``prior`` and
+    ``optimise_likelihood`` are refused: SVI builds its own prior and keeps the likelihood fixed)."""
+
+    max_opt_iter: int = option(1000, "L-BFGS-B iterations in batch mode (`minibatch >= N`)")
+    inducing: object = option(200, "inducing inputs Z, (M, D), or an int M (K-means centres)")
+    minibatch: int = option(200, "points per step (`>= N`: batch L-BFGS-B)")
+    epochs: int = option(5, "passes over the data with minibatches")
+    seed: int = option(0, "random seed (minibatches; K-means inducing inputs)")
+    whiten: bool = option(True, "q(u) in the whitened parametrisation")
+    client: object = option(None, "a Dask `Client`, a scheduler address or 'local': the data term per worker")
+    optimise_inducing: bool | None = option(None, "learn Z too (None: with `optimise`)")
+    record_every: int | None = option(None, "steps between history entries (None: about 20 per epoch)")
+    shard_size: int = option(SHARD_SIZE, "rows per in-process shard of the batch bound")
+
+
+#: the options ``qpviz.fit(..., method="svi")`` accepts besides the common ones (:class:`SVIOptions`)
+SVI_OPTIONS = SVIOptions.own()
 
 
 # --------------------------------------------------------------------------------------------
@@ -243,8 +262,8 @@ def kl_terms(params: SVIParameters, Luu: np.ndarray, whiten: bool):
         kl = 0.5 * (np.sum(L * L) + m @ m - M) - np.sum(log_diag)
         return kl, m.copy(), np.tril(L) - np.diag(1.0 / np.diag(L)), None
     Li_L = linalg.solve_triangular(Luu, L, lower=True)
-    alpha = linalg.solve_triangular(Luu, m, lower=True)
-    kl = 0.5 * (np.sum(Li_L * Li_L) + alpha @ alpha - M) + np.sum(np.log(np.diag(Luu))) - np.sum(log_diag)
+    white = linalg.solve_triangular(Luu, m, lower=True)
+    kl = 0.5 * (np.sum(Li_L * Li_L) + white @ white - M) + np.sum(np.log(np.diag(Luu))) - np.sum(log_diag)
     Kinv = linalg.cho_solve((Luu, True), np.eye(M))
     Kinv_m = Kinv @ m
     Kinv_L = Kinv @ L
@@ -295,7 +314,7 @@ def svi_bound(X, y, params: SVIParameters, likelihood, whiten: bool = True, *, j
 # The posterior
 # --------------------------------------------------------------------------------------------
 
-class SVIPosterior(TrainingMarginals, _Predictions):
+class SVIPosterior(TrainingMarginals, Predictions):
     """q(f_*) = N(mu_*, s2_*) of paper 003 eq. 5 from a fitted q(u) (module docstring); the
     surface of :class:`qpviz.inference.posterior.GPPosterior` (``predict_f``, ``predict_proba``,
     ``predictive_log_density``, ``log_marginal_likelihood`` = the final bound, ``converged``,
@@ -353,7 +372,7 @@ def fit_svi(X, y, likelihood, kernel: Kernel, *, optimise: bool = True, inducing
     """Fit SVI (module docstring); ``qpviz.fit(X, y, lik, kernel, method="svi", ...)`` calls this.
 
     ``inducing``: Z (M, D) or an int M (K-means centres of X, ``seed``). ``optimise=True`` learns the
-    kernel's log hyper-parameters (within ``bounds``, :func:`qpviz.inference.fit.resolve_bounds`)
+    kernel's log hyper-parameters (within ``bounds``, :func:`qpviz.inference.hyper.resolve_bounds`)
     and, unless ``optimise_inducing=False``, Z; q(u) is always learnt. ``minibatch >= N``: batch
     L-BFGS-B, at most ``max_opt_iter`` iterations (``epochs`` is ignored); otherwise ``epochs``
     passes of Adadelta steps on shuffled minibatches (``seed``), after which the bound itself is
@@ -367,8 +386,6 @@ def fit_svi(X, y, likelihood, kernel: Kernel, *, optimise: bool = True, inducing
     ``Client``, a scheduler address or ``"local"``: the data term is summed by one shard per worker
     (:mod:`.distributed`; the same seed gives the same fit as in-process, up to rounding).
     """
-    from qpviz.inference.fit import resolve_bounds  # noqa: PLC0415 - fit imports this module
-
     learn_Z = optimise if optimise_inducing is None else bool(optimise_inducing)
     likelihood, X, y, Z = inducing_problem(X, y, likelihood, kernel, inducing, seed, optimise or learn_Z)
     n = X.shape[0]

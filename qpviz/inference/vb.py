@@ -2,9 +2,9 @@
 
 Maximise the evidence lower bound
     ELBO(q) = sum_i E_q[log p(y_i | f_i)] - KL(q(f) || N(0, K)),  q = N(m, Sigma).
-Opper and Archambeau show that at the optimum m = K alpha and Sigma = (K^-1 + Lambda)^-1
-with alpha_i = E_q[d log p / df_i] and lambda_i = -E_q[d^2 log p / df_i^2] (Price/Bonnet). In
-site form (tau = lambda, nu = Sigma^-1 m = alpha + lambda m) the stationarity conditions read
+Opper and Archambeau show that at the optimum m = K w and Sigma = (K^-1 + Lambda)^-1
+with w_i = E_q[d log p / df_i] and lambda_i = -E_q[d^2 log p / df_i^2] (Price/Bonnet). In
+site form (tau = lambda, nu = Sigma^-1 m = w + lambda m) the stationarity conditions read
 
     tau_i = -E[d2_i],  nu_i = E[d1_i] - E[d2_i] m_i,
 
@@ -14,19 +14,23 @@ update with step d; :func:`run_vb`). The expectations are the likelihood's
 closed forms; :func:`expected_log_lik`) (starting sites: :func:`.ep.default_sites`) and ``likelihood.dlog_prob``. Convergence:
 the distance to the fixed point max(RMS(tau* - tau), RMS(nu* - nu)) < ``tol``. The ELBO (reported as ``log_marginal_likelihood``):
 
-    KL = 1/2 (-sum_i tau_i Sigma_ii + m^T alpha) + 1/2 log|I + K T|,
+    KL = 1/2 (-sum_i tau_i Sigma_ii + m^T w) + 1/2 log|I + K T|,
 using tr(K^-1 Sigma) = N - sum_i tau_i Sigma_ii and log|K| - log|Sigma| = log|I + K T|.
 """
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from qpviz import config
 from qpviz.inference.ep import ConvergenceWarning, default_sites
+from qpviz.inference.options import MethodOptions, option
+from qpviz.inference.prior import CovarianceRoot
 
-__all__ = ["run_vb", "gauss_hermite_expectations", "expected_log_lik", "elbo"]
+__all__ = ["VBOptions", "run_vb", "gauss_hermite_expectations", "expected_log_lik", "elbo"]
 
 
 def expected_log_lik(likelihood, y, mean, var):
@@ -42,6 +46,19 @@ def gauss_hermite_expectations(likelihood, y, mean, var):
     from qpviz.likelihoods.base import Likelihood
 
     return Likelihood.variational_expectations(likelihood, y, mean, var)
+
+
+@dataclass(frozen=True)
+class VBOptions(MethodOptions):
+    """The options of ``qpviz.fit(..., method="vb")`` (:func:`run_vb`)."""
+
+    tol: float = option(1e-6, "change of the variational parameters at convergence")
+    damping: float | None = option(None, "largest step in (0, 1] of the fixed-point iteration "
+                                         "(None: 1, or 0.5 if not log-concave)")
+    max_iter: int = option(2000, "iterations before a run stops unconverged")
+    warn: bool = option(True, "warn when a run does not converge")
+
+    needs: ClassVar[tuple] = (CovarianceRoot,)
 
 
 def run_vb(prior, likelihood, y, *, tol: float = 1e-6, damping: float | None = None, max_iter: int = 2000,
@@ -168,7 +185,7 @@ def _maximise_elbo(prior, likelihood, y, state, tol: float, max_iter: int):
             return np.inf, np.zeros_like(params)
         expected, g, h = expected_log_lik(likelihood, y, st.mean, st.var)
         u = params[:n]
-        # m^T K^-1 m = u^T u exactly (st.mean @ st.alpha loses digits when K is ill-conditioned)
+        # m^T K^-1 m = u^T u exactly (st.mean @ st.weights loses digits when K is ill-conditioned)
         value = float(np.sum(expected)) - (0.5 * (-np.sum(st.tau * st.var) + u @ u) + st.half_log_det)
         grad = np.concatenate([chol.T @ g - u, -0.5 * st.squared_cov_matvec(h + lam)])
         return -value, -grad
@@ -191,5 +208,5 @@ def _maximise_elbo(prior, likelihood, y, state, tol: float, max_iter: int):
 def elbo(state, likelihood, y) -> float:
     """ELBO = sum_i E_q[log p(y_i|f_i)] - KL(q || prior) (module docstring)."""
     expected_logp, _, _ = expected_log_lik(likelihood, y, state.mean, state.var)
-    kl = 0.5 * (-np.sum(state.tau * state.var) + state.mean @ state.alpha) + state.half_log_det
+    kl = 0.5 * (-np.sum(state.tau * state.var) + state.mean @ state.weights) + state.half_log_det
     return float(np.sum(expected_logp) - kl)

@@ -16,10 +16,10 @@ import importlib
 import pkgutil
 
 from qpviz.likelihoods.base import InvalidObservation, Likelihood, Parameter, Tempered, TiltedMoments
-from qpviz.likelihoods.registry import REGISTRY, likelihood, register_likelihood, registered
+from qpviz.likelihoods.registry import REGISTRY, as_likelihood, likelihood, register_likelihood, registered
 
 __all__ = ["REGISTRY", "likelihood", "register_likelihood", "registered", "Likelihood", "Parameter", "Tempered",
-           "TiltedMoments", "InvalidObservation"]
+           "TiltedMoments", "InvalidObservation", "as_likelihood"]
 
 _NOT_LIKELIHOODS = {"base", "registry"}
 

@@ -45,3 +45,13 @@ def likelihood(name: str, **params) -> Likelihood:
         raise ValueError(f"unknown likelihood {name!r}; choose one of {sorted(REGISTRY)} "
                          "(or register your own with qpviz.register_likelihood)") from None
     return cls(**params)
+
+
+def as_likelihood(lik) -> Likelihood:
+    """``lik`` itself when it is a likelihood object, else the registered likelihood of that name
+    (what ``qpviz.fit`` and the trainers accept as ``likelihood``)."""
+    if isinstance(lik, Likelihood):
+        return lik
+    if isinstance(lik, str):
+        return likelihood(lik)
+    raise TypeError(f"likelihood must be a name such as 'probit' or a qpviz.likelihood(...) object, got {lik!r}")

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from qpviz.reproduce.protocol import METHODS
-from qpviz.reproduce.report import STAR_FRACTION
+from qpviz.reproduce.protocol import METHODS, STAR_FRACTION
 
 __all__ = ["PaperRow", "PAPER_TABLE1", "PAPER_NAMES", "PAPER_ROUNDS", "MEASURES", "TE_MIN_TOLERANCE",
            "PRINT_HALF_UNIT", "COUNT_DATASETS", "TE_UNITS", "paper_rows", "te_unit", "tolerance", "compare",

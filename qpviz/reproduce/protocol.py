@@ -27,9 +27,12 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-__all__ = ["Task", "METHODS", "KERNELS", "fold_ids", "bin_split", "standardise", "split", "tasks_for", "run_fold"]
+__all__ = ["Task", "METHODS", "KERNELS", "fold_ids", "bin_split", "standardise", "split", "tasks_for", "run_fold",
+           "STAR_FRACTION"]
 
 METHODS = ("ep", "qp", "vb")
+#: QP "beats" EP on a dataset (the paper's star) when it does so in more than this fraction of the rounds
+STAR_FRACTION = 0.9
 
 #: warnings not worth recording (numba's note on the first-class functions qpviz uses on purpose)
 _IGNORED_WARNINGS = ("NumbaExperimentalFeatureWarning",)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from qpviz.reproduce.protocol import METHODS
+from qpviz.reproduce.protocol import METHODS, STAR_FRACTION
 
 __all__ = ["CSV_COLUMNS", "summarise", "write_csv", "markdown_table", "write_jsonl", "atomic_write_text",
            "hyperparameter_rows", "write_outputs", "read_jsonl", "figure1_points", "figure1_table", "figure1_summary",
@@ -28,7 +28,6 @@ __all__ = ["CSV_COLUMNS", "summarise", "write_csv", "markdown_table", "write_jso
 CSV_COLUMNS = ("dataset", "method", "te_mean", "te_std", "ntll_mean", "ntll_std", "rounds", "qp_beats_ep_frac")
 TE_SCALE = 1e2
 NTLL_SCALE = 1e3
-STAR_FRACTION = 0.9
 #: Figure 1's colours and markers, one pair per dataset (Okabe-Ito, colour-blind safe; the marker
 #: tells apart the datasets that share a colour). Bokeh's marker names; the PNG maps them.
 DATASET_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#999999")
