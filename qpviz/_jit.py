@@ -5,6 +5,11 @@ reaches a likelihood through one tuple, its *handle*::
 
     lk = (log_prob, dlog_prob, starts, kink, moments, params, alpha, smooth, unimodal, taylor, has_taylor)
 
+read by the slot constants ``HANDLE_LOG_PROB`` ... ``HANDLE_HAS_TAYLOR`` (``lk[HANDLE_ALPHA]``:
+numba folds a global integer into a constant index, so the names keep the tuple's typing; the
+benchmarks' sweeps, the cold compile and every result bit for bit were unchanged when the
+positions got names). :func:`untempered` rebuilds the tuple slot by slot: built by slicing
+instead, numba compiled the Gaussian Power-EP path to results differing in the last bits.
 The first five entries are ``numba.cfunc`` objects with the fixed C signatures below, so the
 generic kernels are compiled once for every likelihood (numba types them as function pointers)
 and numba's on-disk cache serves them across processes; ``params`` is the likelihood's declared
@@ -59,6 +64,18 @@ __all__ = [
     "KINK_SIG",
     "MOMENTS_SIG",
     "make_handle",
+    "HANDLE_LOG_PROB",
+    "HANDLE_DLOG_PROB",
+    "HANDLE_STARTS",
+    "HANDLE_KINK",
+    "HANDLE_MOMENTS",
+    "HANDLE_PARAMS",
+    "HANDLE_ALPHA",
+    "HANDLE_SMOOTH",
+    "HANDLE_UNIMODAL",
+    "HANDLE_TAYLOR",
+    "HANDLE_HAS_TAYLOR",
+    "untempered",
     "lk_log_prob",
     "lk_dlog_prob",
     "lk_starts",
@@ -85,6 +102,19 @@ MOMENTS_SIG = _F8(_PTR, _F8, _F8, _F8, _PTR)
 TAYLOR_SIG = _F8(_PTR, _F8, _F8, _PTR)
 #: most Taylor coefficients a ``taylor`` kernel may write after the value (out holds TAYLOR_TERMS + 1)
 TAYLOR_TERMS = 12
+
+# The slots of a handle (module docstring): the kernels, then their data and flags.
+HANDLE_LOG_PROB = 0  #: cfunc log p(y | f)
+HANDLE_DLOG_PROB = 1  #: cfunc (d/df, d^2/df^2) log p
+HANDLE_STARTS = 2  #: cfunc points near the tilted modes
+HANDLE_KINK = 3  #: cfunc the kink of log p, or NaN
+HANDLE_MOMENTS = 4  #: cfunc closed-form tilted moments (or 0)
+HANDLE_PARAMS = 5  #: float64 array of the declared parameters
+HANDLE_ALPHA = 6  #: the power alpha of p(y | f)^alpha (1: not tempered)
+HANDLE_SMOOTH = 7  #: 1.0: the default no_kink (no indirect call for the kink)
+HANDLE_UNIMODAL = 8  #: 1.0: log-concave likelihood (one mode of every tilted density)
+HANDLE_TAYLOR = 9  #: cfunc Taylor coefficients of log p
+HANDLE_HAS_TAYLOR = 10  #: 1.0: the Taylor kernel is not the default no_taylor
 
 _CFUNC_OPTIONS = {"cache": NUMBA_OPTIONS["cache"], "error_model": NUMBA_OPTIONS["error_model"]}
 
@@ -164,6 +194,13 @@ def make_handle(kernels: JitKernels, params: np.ndarray, alpha: float = 1.0, uni
                                  _compile(kernels.taylor, TAYLOR_SIG), float(kernels.taylor is not no_taylor))
 
 
+@njit(**NUMBA_OPTIONS)
+def untempered(lk):
+    """The handle with alpha = 1 (the likelihood itself), every other slot as it is."""
+    return (lk[HANDLE_LOG_PROB], lk[HANDLE_DLOG_PROB], lk[HANDLE_STARTS], lk[HANDLE_KINK], lk[HANDLE_MOMENTS],
+            lk[HANDLE_PARAMS], 1.0, lk[HANDLE_SMOOTH], lk[HANDLE_UNIMODAL], lk[HANDLE_TAYLOR], lk[HANDLE_HAS_TAYLOR])
+
+
 # -- calls from numba code ---------------------------------------------------------------------
 @intrinsic
 def stack_buffer(typingctx, size):
@@ -198,54 +235,54 @@ def params_pointer(typingctx, params):
 @njit(**NUMBA_OPTIONS)
 def lk_log_prob(lk, y, f):
     """alpha log p(y | f)."""
-    return lk[6] * lk[0](params_pointer(lk[5]), y, f)
+    return lk[HANDLE_ALPHA] * lk[HANDLE_LOG_PROB](params_pointer(lk[HANDLE_PARAMS]), y, f)
 
 
 @njit(**NUMBA_OPTIONS)
 def lk_dlog_prob(lk, y, f):
     """(d/df, d^2/df^2) of alpha log p(y | f)."""
     out = stack_buffer(2)
-    lk[1](params_pointer(lk[5]), y, f, out)
-    return lk[6] * out[0], lk[6] * out[1]
+    lk[HANDLE_DLOG_PROB](params_pointer(lk[HANDLE_PARAMS]), y, f, out)
+    return lk[HANDLE_ALPHA] * out[0], lk[HANDLE_ALPHA] * out[1]
 
 
 @njit(**NUMBA_OPTIONS)
 def lk_starts(lk, y, m, v):
     """Up to three points near the modes of the tilted density (NaN = unused)."""
     out = stack_buffer(3)
-    lk[2](params_pointer(lk[5]), y, m, v, out)
+    lk[HANDLE_STARTS](params_pointer(lk[HANDLE_PARAMS]), y, m, v, out)
     return out[0], out[1], out[2]
 
 
 @njit(**NUMBA_OPTIONS)
 def lk_kink(lk, y):
     """The point where log p(y | f) is not smooth, or NaN."""
-    if lk[7] != 0.0:  # the default, no_kink
+    if lk[HANDLE_SMOOTH] != 0.0:  # the default, no_kink
         return np.nan
-    return lk[3](params_pointer(lk[5]), y)
+    return lk[HANDLE_KINK](params_pointer(lk[HANDLE_PARAMS]), y)
 
 
 @njit(**NUMBA_OPTIONS)
 def lk_taylor(lk, y, f, out):
     """Taylor coefficients of alpha log p(y | f + t) in t into ``out`` (TAYLOR_TERMS + 1 doubles);
     returns how many (0: the likelihood offers none here)."""
-    if lk[10] == 0.0:
+    if lk[HANDLE_HAS_TAYLOR] == 0.0:
         return 0
-    count = int(lk[9](params_pointer(lk[5]), y, f, out))
+    count = int(lk[HANDLE_TAYLOR](params_pointer(lk[HANDLE_PARAMS]), y, f, out))
     if count > TAYLOR_TERMS + 1:  # a kernel past the documented limit: not used
         return 0
     for k in range(count):
-        out[k] *= lk[6]
+        out[k] *= lk[HANDLE_ALPHA]
     return count
 
 
 @njit(**NUMBA_OPTIONS)
 def lk_moments(lk, y, m, v):
     """(available, log Z, mean, var) of the tilted distribution in closed form (never for alpha != 1)."""
-    if lk[6] != 1.0:
+    if lk[HANDLE_ALPHA] != 1.0:
         return False, np.nan, np.nan, np.nan
     out = stack_buffer(3)
-    ok = lk[4](params_pointer(lk[5]), y, m, v, out)
+    ok = lk[HANDLE_MOMENTS](params_pointer(lk[HANDLE_PARAMS]), y, m, v, out)
     if ok == 0.0:
         return False, np.nan, np.nan, np.nan
     return True, out[0], out[1], out[2]

@@ -38,6 +38,8 @@ __all__ = ["STEPS", "steps", "run", "prepare", "is_warm", "default_jobs", "main"
 
 #: Cavity used by the steps (any valid input compiles the same machine code).
 _Y, _M, _V = 1.0, 0.5, 2.25
+#: the likelihood whose kernels compile first (the explorer's and the fits' first page)
+FIRST_LIKELIHOOD = "probit"
 
 
 def _likelihood(name: str):
@@ -154,10 +156,9 @@ def steps(what: str) -> list[list[tuple[str, Callable[[], None]]]]:
     last = [("explorer page", _explorer_page)] if what in ("explorer", "all") else []
     if what == "all":
         core += [("tilted quadrature: panels", _tilted_core), ("tilted quantiles", _tilted_quantiles)]
-        others += [("likelihood kernels: probit", _likelihood_kernels("probit")),
-                   ("tilted quadrature: integrals over panels", _panel_integrals)]
-        rest = [(f"likelihood kernels: {name}", _likelihood_kernels(name)) for name in likelihood_names()
-                if name != "probit"]
+        kernels = {name: (f"likelihood kernels: {name}", _likelihood_kernels(name)) for name in likelihood_names()}
+        others += [kernels.pop(FIRST_LIKELIHOOD), ("tilted quadrature: integrals over panels", _panel_integrals)]
+        rest = list(kernels.values())
         core += rest[::2]
         others += rest[1::2]
     if what in ("fit", "all"):

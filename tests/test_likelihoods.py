@@ -133,3 +133,24 @@ def test_poisson_square_moments_by_the_raw_moment_recurrence_match_mpmath(y, m, 
     assert got[0] == pytest.approx(float(log_z), rel=1e-13, abs=1e-13)
     assert abs(got[1] - float(mean)) <= 1e-12 * float(mpmath.sqrt(var))
     assert got[2] == pytest.approx(float(var), rel=1e-11)
+
+
+def test_the_handle_slots_hold_what_their_names_say():
+    from qpviz import _jit
+
+    base = qpviz.likelihood("student_t", nu=4.0, scale=0.5)
+    lk = base.tempered(0.25).jit_handle()
+    assert len(lk) == 11
+    np.testing.assert_array_equal(lk[_jit.HANDLE_PARAMS], [4.0, 0.5])
+    assert lk[_jit.HANDLE_ALPHA] == 0.25
+    assert (lk[_jit.HANDLE_SMOOTH], lk[_jit.HANDLE_UNIMODAL], lk[_jit.HANDLE_HAS_TAYLOR]) == (1.0, 0.0, 0.0)
+    assert _jit.lk_log_prob(lk, 1.0, 0.2) == pytest.approx(0.25 * float(base.log_prob(1.0, 0.2)), rel=1e-14)
+    plain = _jit.untempered(lk)
+    assert plain[_jit.HANDLE_ALPHA] == 1.0
+    assert _jit.lk_log_prob(plain, 1.0, 0.2) == pytest.approx(float(base.log_prob(1.0, 0.2)), rel=1e-14)
+    assert _jit.lk_starts(plain, 1.0, 0.3, 2.0) == _jit.lk_starts(lk, 1.0, 0.3, 2.0)
+    laplace = qpviz.likelihood("laplace", scale=0.5).jit_handle()
+    assert laplace[_jit.HANDLE_SMOOTH] == 0.0 and _jit.lk_kink(laplace, 1.5) == 1.5
+    probit = qpviz.likelihood("probit").jit_handle()
+    assert (probit[_jit.HANDLE_UNIMODAL], probit[_jit.HANDLE_HAS_TAYLOR]) == (1.0, 1.0)
+    assert _jit.lk_moments(probit, 1.0, 0.0, 1.0)[0] and not _jit.lk_moments(lk, 1.0, 0.0, 1.0)[0]

@@ -81,44 +81,16 @@ def make_grid(X, points: int = GRID_POINTS, pad: float = 0.15) -> np.ndarray:
     return np.linspace(lo - pad * width, hi + pad * width, points)[:, None]
 
 
-def _noise_variance(likelihood: Likelihood) -> float:
-    """Var[y | f] of a real-valued likelihood (Gaussian: sigma^2; Student-t: s^2 nu / (nu - 2),
-    inf for nu <= 2; Laplace: 2 b^2); NaN if unknown."""
-    p = likelihood.params
-    if likelihood.name == "gaussian":
-        return float(p["variance"])
-    if likelihood.name == "student_t":
-        return float(p["scale"] ** 2 * p["nu"] / (p["nu"] - 2.0)) if p["nu"] > 2.0 else math.inf
-    if likelihood.name == "laplace":
-        return float(2.0 * p["scale"] ** 2)
-    return math.nan
+#: what the predictive curve shows, by the likelihood's support
+BAND_LABELS = {"binary": "p(y = +1 | x)", "count": "expected count E[y | x]", "real": "y: mean +- 2 sd"}
 
 
 def predictive_band(likelihood: Likelihood, mean, var) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
-    """(centre, lower, upper, label) of the predictive distribution at latent marginals N(mean, var).
-
-    Binary: p(y = +1) = int p(+1|f) N(f|m, v) df (no band). Counts: the expected count E[y]
-    (Poisson-exp: exp(m + v/2); Poisson-square: m^2 + v; else by quadrature), band = the rate at
-    the latent m +- 2 sd. Real: E[y] = m with +- 2 sqrt(v + Var[y|f]).
-    """
-    mean = np.asarray(mean, float)
-    var = np.asarray(var, float)
-    sd = np.sqrt(var)
-    if likelihood.support == "binary":
-        prob = likelihood.predictive(1.0, mean, var)
-        return prob, prob, prob, "p(y = +1 | x)"
-    if likelihood.support == "count":
-        if likelihood.name == "poisson_exp":
-            return np.exp(mean + 0.5 * var), np.exp(mean - 2 * sd), np.exp(mean + 2 * sd), "expected count E[y | x]"
-        if likelihood.name == "poisson_square":
-            lo = np.where(np.abs(mean) > 2 * sd, np.minimum((mean - 2 * sd) ** 2, (mean + 2 * sd) ** 2), 0.0)
-            hi = np.maximum((mean - 2 * sd) ** 2, (mean + 2 * sd) ** 2)
-            return mean**2 + var, lo, hi, "expected count E[y | x]"
-        centre = likelihood.point_prediction(mean, var)
-        return centre, centre, centre, "expected count E[y | x]"
-    total_sd = np.sqrt(var + _noise_variance(likelihood))
-    total_sd = np.where(np.isfinite(total_sd), total_sd, sd)  # unknown noise: the latent band
-    return mean, mean - 2 * total_sd, mean + 2 * total_sd, "y: mean +- 2 sd"
+    """(centre, lower, upper, label) of the predictive distribution at latent marginals N(mean, var):
+    :meth:`qpviz.Likelihood.predictive_band` (binary: p(y = +1), no band; counts: E[y] with the
+    rate over the latent mean +- 2 sd; real: E[y] +- 2 sd[y]) and the label of its support."""
+    centre, lower, upper = likelihood.predictive_band(mean, var)
+    return centre, lower, upper, BAND_LABELS[likelihood.support]
 
 
 @dataclass

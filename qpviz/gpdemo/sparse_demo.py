@@ -42,6 +42,7 @@ import qpviz
 from qpviz.gpdemo import oned
 from qpviz.inference.inducing import kmeans_inducing
 from qpviz.inference.site_fit import fit_power_ep
+from qpviz.likelihoods import registered
 
 try:  # S1's closed forms (FITC, PITC, DTC, VFE); DTC and PITC are shown only when they exist
     from qpviz.inference.sparse_regression import fit_sparse_regression
@@ -52,6 +53,8 @@ __all__ = ["METHODS", "LABELS", "VFE_ALPHA", "ALPHA_GRID", "MAX_INDUCING", "MESS
            "SparseFit", "SiteTrail", "moved_start", "make_preset", "power_of", "method_power", "check_inputs", "initial_inducing", "fit_sparse",
            "evidence_curve", "closed_forms_available"]
 
+#: the likelihoods the page offers: the conjugate Gaussian (noise variance) and probit
+LIKELIHOODS = ("gaussian", "probit")
 #: The methods of the page, in drawing order.
 METHODS = ("exact", "fitc", "vfe", "dtc", "pitc", "power_ep")
 #: Legend labels.
@@ -100,7 +103,7 @@ class SparseData:
 
     @property
     def classification(self) -> bool:
-        return self.likelihood != "gaussian"
+        return qpviz.likelihood(self.likelihood).support == "binary"
 
 
 def _smooth(n, rng):
@@ -208,15 +211,16 @@ def _number(value, label: str) -> float:
 
 
 def make_likelihood(name: str, noise):
-    """The page's likelihood: Gaussian with noise variance ``noise`` > 0, or probit."""
-    if name == "probit":
-        return qpviz.likelihood("probit")
-    if name != "gaussian":
-        raise ValueError(f"the Sparse page fits 'gaussian' or 'probit' likelihoods; got {name!r}")
+    """The page's likelihood (one of :data:`LIKELIHOODS`): Gaussian with noise variance ``noise`` > 0
+    (the conjugate one), or probit."""
+    if name not in LIKELIHOODS:
+        raise ValueError(f"the Sparse page fits {' or '.join(map(repr, LIKELIHOODS))} likelihoods; got {name!r}")
+    if not registered()[name].is_conjugate:
+        return qpviz.likelihood(name)
     s2 = _number(noise, "noise variance")
     if not s2 > 0:
         raise ValueError(f"the noise variance must be > 0 (e.g. 0.1); got {noise!r}")
-    return qpviz.likelihood("gaussian", variance=s2)
+    return qpviz.likelihood(name, variance=s2)
 
 
 def initial_inducing(X, m, seed: int = 0) -> np.ndarray:
@@ -376,7 +380,7 @@ def fit_sparse(X, y, likelihood, kernel, method: str, Z, grid, alpha: float = 1.
     if projection not in ("ep", "qp"):
         raise ValueError(f"the projection must be 'ep' or 'qp'; got {projection!r}")
     X, y, Z = check_inputs(X, y, likelihood, Z)
-    gaussian = likelihood.name == "gaussian"
+    gaussian = likelihood.is_conjugate
     began = time.perf_counter()
     if method == "exact":
         posterior = qpviz.fit(X, y, likelihood, kernel, method="ep", warn=False)

@@ -51,7 +51,7 @@ def fit_sites(X, y, lik, kernel: Kernel, method: str, optimise: bool, options: d
     if bounds is not None and not optimise:
         raise TypeError("bounds limit the hyper-parameters that optimise=True fits; pass optimise=True or drop bounds")
     optimise_inducing = options.pop("optimise_inducing", False)
-    if method in SPARSE_REGRESSION or (optimise_inducing and method in ("ep", "qp") and lik.name == "gaussian"
+    if method in SPARSE_REGRESSION or (optimise_inducing and method in ("ep", "qp") and lik.is_conjugate
                                        and options.get("inducing_cov") is None):
         return _fit_closed_form(X, y, lik, kernel, method, optimise, optimise_inducing, optimise_likelihood, prior,
                                 jitter, max_opt_iter, bounds, options)
@@ -166,7 +166,7 @@ def _fit_closed_form(X, y, lik, kernel, method, optimise, optimise_inducing, opt
 
     if prior is not None:
         raise TypeError(f"method={method!r} builds its own sparse prior from inducing=Z; drop prior=...")
-    if lik.name != "gaussian":
+    if not lik.is_conjugate:
         what = ("learning the inducing inputs (optimise_inducing=True)" if method in ("ep", "qp")
                 else f"method={method!r}")
         raise ValueError(f"{what} needs the Gaussian likelihood (closed forms) for now; for the {lik.name} "

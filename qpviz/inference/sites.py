@@ -66,7 +66,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-from qpviz._jit import lk_moments
+from qpviz._jit import HANDLE_ALPHA, lk_moments, untempered
 from qpviz.config import NUMBA_OPTIONS
 from qpviz.tables import jit_data as _table_jit_data
 from qpviz.tables import qp_var_scalar as _table_qp_var
@@ -91,6 +91,12 @@ SKIPPED_PROJECTION = 3
 
 #: ``cond_var`` of a rule whose sites sit on f itself (d_i = 0 for every site: the dense prior)
 NO_COND_VAR = np.empty(0)
+# The slots of a rule packed for numba (:attr:`SiteRule.jit`, read by :func:`site_step_packed`)
+RULE_METHOD = 0  #: EP or QP
+RULE_HANDLE = 1  #: the likelihood's numba handle (:mod:`qpviz._jit`)
+RULE_DAMPING = 2  #: damping in (0, 1]
+RULE_COEF = 3  #: the QP table's coefficients (empty without a table)
+RULE_META = 4  #: the QP table's layout (empty without a table)
 
 
 def _base(likelihood):
@@ -169,7 +175,7 @@ class SiteRule:
         handle = self.handle
         if handle is None:
             return None
-        return (self.method_code, handle, self.damping, self.coef, self.meta)
+        return (self.method_code, handle, self.damping, self.coef, self.meta)  # the RULE_* slots
 
     @property
     def closed(self) -> bool:
@@ -249,7 +255,7 @@ def tilted_moments_of(lk, y, m, v, closed):
 def _tilted_moments_of(lk, y, m, v, closed):
     if isinstance(closed, types.BooleanLiteral) and closed.literal_value:
         def closed_form(lk, y, m, v, closed):
-            if lk[6] != 1.0:  # tempered, Gaussian tilted distributions (closed_form_moments)
+            if lk[HANDLE_ALPHA] != 1.0:  # tempered, Gaussian tilted distributions (closed_form_moments)
                 return power_gaussian_moments(lk, y, m, v)
             ok, log_z, mean, var = lk_moments(lk, y, m, v)
             if not ok:
@@ -325,9 +331,9 @@ def site_step(method, lk, y, post_mean, post_var, tau, nu, damping, coef, meta, 
 @njit(**NUMBA_OPTIONS)
 def power_site_step(method, lk, y, post_mean, post_var, tau, nu, damping, coef, meta, closed, cond_var):
     """One Power-EP site update on h = f - e, e ~ N(0, cond_var) (module docstring steps 1'-4';
-    alpha = lk[6], the handle's power) -> (tau_new, nu_new, log_z of the tilted f, status).
+    alpha = lk[HANDLE_ALPHA], the handle's power) -> (tau_new, nu_new, log_z of the tilted f, status).
     ``cond_var = 0`` and alpha = 1: exactly :func:`site_step`'s steps 1-5."""
-    alpha = lk[6]
+    alpha = lk[HANDLE_ALPHA]
     tau_c = 1.0 / post_var - alpha * tau  # alpha = 1: exactly 1/post_var - tau (1.0 * x == x)
     nu_c = post_mean / post_var - alpha * nu
     if not (tau_c > 0.0) or not np.isfinite(nu_c):
@@ -368,8 +374,8 @@ def power_gaussian_moments(lk, y, m, v):
     -tau_p f^2/2 + nu_p f + c0 (site of eq. 6, c0 = log Z - log int exp(-tau_p f^2/2 + nu_p f) N(f|m,v) df);
     then var = v / (1 + alpha tau_p v), mean = (m + alpha nu_p v) / (1 + alpha tau_p v) and
     log Z~ = alpha c0 + log int exp(alpha (-tau_p f^2/2 + nu_p f)) N(f|m,v) df, O(alpha) without cancellation."""
-    alpha = lk[6]
-    ok, log_z1, mean1, var1 = lk_moments((lk[0], lk[1], lk[2], lk[3], lk[4], lk[5], 1.0, lk[7], lk[8], lk[9], lk[10]), y, m, v)
+    alpha = lk[HANDLE_ALPHA]
+    ok, log_z1, mean1, var1 = lk_moments(untempered(lk), y, m, v)
     if not ok:
         return np.nan, np.nan, np.nan
     tau_p, nu_p = site_natural(m, v, mean1, var1)
@@ -407,7 +413,8 @@ def site_natural(cavity_mean, cavity_var, mean, var):
 @njit(**NUMBA_OPTIONS)
 def site_step_packed(rule, y, post_mean, post_var, tau, nu):
     """:func:`site_step` with the rule packed by :attr:`SiteRule.jit` -> (tau_new, nu_new, log_z, status)."""
-    return site_step(rule[0], rule[1], y, post_mean, post_var, tau, nu, rule[2], rule[3], rule[4], False)
+    return site_step(rule[RULE_METHOD], rule[RULE_HANDLE], y, post_mean, post_var, tau, nu, rule[RULE_DAMPING],
+                     rule[RULE_COEF], rule[RULE_META], False)
 
 
 @njit(**NUMBA_OPTIONS)
@@ -431,9 +438,9 @@ def parallel_site_updates(mean, var, tau, nu, y, cond_var, method, lk, damping, 
 
 @njit(**NUMBA_OPTIONS)
 def cavity_log_z(mean, var, tau, nu, y, cond_var, lk, tau_c, nu_c, log_z, closed):
-    """Cavities of the posterior marginals (removing alpha = lk[6] of each site) and log Z~_i of
+    """Cavities of the posterior marginals (removing alpha = lk[HANDLE_ALPHA] of each site) and log Z~_i of
     their tilted distributions p(y_i|f)^alpha N(f | nu_c/tau_c, 1/tau_c + d_i) (NaN if tau_c <= 0)."""
-    alpha = lk[6]
+    alpha = lk[HANDLE_ALPHA]
     for i in range(mean.shape[0]):
         tau_c[i] = 1.0 / var[i] - alpha * tau[i]
         nu_c[i] = mean[i] / var[i] - alpha * nu[i]

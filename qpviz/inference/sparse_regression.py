@@ -418,7 +418,7 @@ def kmeans_blocks(X, size: int, seed: int = 0) -> list[np.ndarray]:
 
 def _gaussian_likelihood(likelihood, method):
     lik = as_likelihood(likelihood)
-    if lik.name != "gaussian":
+    if not lik.is_conjugate:
         raise ValueError(
             f"method={method!r} is the closed form for the Gaussian likelihood; for the {lik.name!r} likelihood "
             "use qpviz.fit(..., method='ep' or 'qp', inducing=Z) (Power EP sweeps on pseudo-points)")

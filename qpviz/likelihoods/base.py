@@ -20,7 +20,9 @@ Everything else has a correct default computed from ``log_prob`` by quadrature (
   ``tilted_moments`` (log Z, mean, var; eq. 5), ``tilted_logpdf``, ``tilted_cdf``, ``tilted_sf``,
   ``tilted_quantile`` and ``qp_std`` (sigma_QP, eq. 7);
 * predictions under a Gaussian latent: ``predictive``, ``predictive_log_density``,
-  ``evaluation_log_density`` (what the paper's test metrics use), ``point_prediction``;
+  ``evaluation_log_density`` (what the paper's test metrics use), ``point_prediction``,
+  ``predictive_band`` (what the GP 1-D page draws) from ``observation_moments`` (E[y | f] and
+  Var[y | f], by quadrature over y);
 * VB's expectations ``variational_expectations`` (Gauss-Hermite);
 * the starting sites of EP/QP/VB ``initial_sites`` (flat);
 * ``tempered(alpha)``: p(y | f)^alpha (Power EP), with the moments of its tilted distribution.
@@ -124,6 +126,9 @@ class Likelihood:
     even_in_f: ClassVar[bool] = False
     #: every tilted distribution is Gaussian, so QP = EP exactly (Theorem 2's equality case)
     gaussian_tilted: ClassVar[bool] = False
+    #: p(y | f) = N(y | f, self.variance): GP regression has closed forms (the sparse regression
+    #: methods DTC / PITC / FITC / VFE, the Sparse page's labels) that read ``variance``
+    is_conjugate: ClassVar[bool] = False
     jit: ClassVar[JitKernels | None] = None
     presets: ClassVar[tuple[dict, ...]] = ()
     #: position in the dashboard's menus and the registry (ties by name)
@@ -317,6 +322,66 @@ class Likelihood:
             return mean
         return self._expected_count(mean, var)
 
+    def noise_variance(self) -> float | None:
+        """Var[y | f] of a real likelihood y = f + noise (a location family: E[y | f] = f), inf where
+        it diverges; None (the default) where p(y | f) is not one, so :meth:`observation_moments`
+        integrates over y."""
+        return None
+
+    def observation_moments(self, f) -> tuple[np.ndarray, np.ndarray]:
+        """(E[y | f], Var[y | f]) of one observation given the latent ``f`` (any shape).
+
+        Binary: E = p(+1|f) - p(-1|f), Var = 1 - E^2. Counts: sums over y = 0, 1, 2, ... until the
+        mass left is below 1e-12. Real: (f, :meth:`noise_variance`) where declared, else adaptive
+        quadrature over u = y - f (Var = inf where the second moment diverges). The sums and
+        integrals are divided by the total mass, so ``log_prob`` may be unnormalised in y.
+        """
+        f = as_float_array(f, "f")
+        if self.support == "binary":
+            p_plus = np.exp(self.log_prob(1.0, f))
+            p_minus = np.exp(self.log_prob(-1.0, f))
+            mean = (p_plus - p_minus) / (p_plus + p_minus)
+            return mean, 1.0 - mean * mean
+        if self.support == "count":
+            return _count_moments(self, f)
+        noise = self.noise_variance()
+        if noise is not None:
+            return f.copy(), np.full(f.shape, float(noise))
+        return _real_moments(self, f)
+
+    def predictive_band(self, mean, var) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(centre, lower, upper) of the observation y under a Gaussian latent N(mean, var).
+
+        Binary: centre = lower = upper = p(y = +1) (no band). Counts: centre E[y] = E_f E[y | f],
+        band = the range of the rate E[y | f] over f in mean +- 2 sd. Real: centre E[y], band
+        E[y] +- 2 sd[y] with Var[y] = E_f Var[y | f] + Var_f E[y | f] (the latent band mean +- 2 sd
+        where Var[y] is infinite). Expectations over f by Gauss-Hermite
+        (:data:`BAND_GH_NODES` nodes) of :meth:`observation_moments`; likelihoods with closed forms
+        override this (a real one declaring :meth:`noise_variance` gets one here).
+        """
+        mean = as_float_array(mean, "mean")
+        var = as_float_array(var, "var")
+        sd = np.sqrt(var)
+        if self.support == "binary":
+            prob = self.predictive(1.0, mean, var)
+            return prob, prob, prob
+        noise = self.noise_variance() if self.support == "real" else None
+        if noise is not None:
+            total_sd = np.sqrt(var + noise)
+            total_sd = np.where(np.isfinite(total_sd), total_sd, sd)
+            return mean, mean - 2 * total_sd, mean + 2 * total_sd
+        x, w = _gauss_hermite(BAND_GH_NODES)
+        cond_mean, cond_var = self.observation_moments(mean[..., None] + np.sqrt(2.0 * var)[..., None] * x)
+        centre = cond_mean @ w
+        if self.support == "count":
+            f = mean[..., None] + 2.0 * sd[..., None] * np.linspace(-1.0, 1.0, BAND_RANGE_POINTS)
+            rate = self.observation_moments(f)[0]
+            return centre, rate.min(axis=-1), rate.max(axis=-1)
+        with np.errstate(invalid="ignore"):
+            total_sd = np.sqrt(cond_var @ w + (cond_mean - centre[..., None]) ** 2 @ w)
+        total_sd = np.where(np.isfinite(total_sd), total_sd, sd)
+        return centre, centre - 2 * total_sd, centre + 2 * total_sd
+
     def _expected_count(self, mean, var, max_count: int = 200) -> np.ndarray:
         counts = np.arange(max_count + 1.0)
         probs = self.predictive(counts[None, :], np.ravel(mean)[:, None], np.ravel(var)[:, None])
@@ -402,6 +467,81 @@ class Tempered(Likelihood):
 
     def initial_sites(self, y):
         return self.base.initial_sites(y)
+
+
+#: Gauss-Hermite nodes of :meth:`Likelihood.predictive_band` (the outermost at mean +- 7.6 sd)
+BAND_GH_NODES = 20
+#: latent points where the count band takes the range of the rate (exact for a monotone rate)
+BAND_RANGE_POINTS = 257
+#: widest window of counts :func:`_count_moments` sums over
+MAX_COUNT_WINDOW = 2**20
+
+
+def _count_moments(lik: Likelihood, f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(E[y | f], Var[y | f]) of a count likelihood by sums over a window of counts around the
+    mode of p(y | f) (first guessed on 0, 1, 2, 4, ..., 2^50, then the window's own peak), the
+    window doubling for the rows whose mass at its ends is not yet below 1e-12 of the total
+    (a second mode far from the first is not looked for)."""
+    flat = f.reshape(-1)
+    mean, var = np.full(flat.shape, np.nan), np.full(flat.shape, np.nan)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        guesses = np.concatenate([[0.0], 2.0 ** np.arange(51)])
+        logp = np.broadcast_to(np.asarray(lik.log_prob(guesses[None, :], flat[:, None]), float),
+                               (flat.size, guesses.size))
+        centre = guesses[np.argmax(np.where(np.isnan(logp), -np.inf, logp), axis=1)]
+    todo = np.arange(flat.size)
+    half = 32
+    while todo.size:
+        counts = np.maximum(centre[todo, None] - half, 0.0) + np.arange(2 * half + 1.0)
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            logp = np.broadcast_to(np.asarray(lik.log_prob(counts, flat[todo, None]), float), counts.shape)
+            p = np.exp(logp - np.max(logp, axis=1, keepdims=True))
+        total = p.sum(axis=1)
+        edge = np.maximum(np.where(counts[:, 0] > 0, p[:, 0], 0.0), p[:, -1])
+        done = np.isfinite(total) & (total > 0) & (edge <= 1e-12 * total)
+        rows = todo[done]
+        m1 = np.einsum("ij,ij->i", p[done], counts[done]) / total[done]
+        mean[rows] = m1
+        var[rows] = np.maximum(np.einsum("ij,ij->i", p[done], (counts[done] - m1[:, None]) ** 2) / total[done], 0.0)
+        if not done.all() and half >= MAX_COUNT_WINDOW:
+            bad = todo[~done][0]
+            raise ValueError(f"E[y | f] of the {lik.name} likelihood did not converge at f = {flat[bad]:g} (p(y | f) "
+                             f"wider than {MAX_COUNT_WINDOW} counts, or log_prob not finite); define "
+                             "observation_moments(f) for it")
+        peak = counts[np.arange(todo.size), np.argmax(np.where(np.isnan(p), -np.inf, p), axis=1)]
+        centre[todo] = peak
+        todo = todo[~done]
+        half *= 2
+    return mean.reshape(f.shape), var.reshape(f.shape)
+
+
+def _real_moments(lik: Likelihood, f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(E[y | f], Var[y | f]) of a real likelihood by adaptive quadrature over u = y - f (one
+    vector integral for every f); Var = inf (for every f) where the integrals do not converge."""
+    from scipy.integrate import quad_vec
+
+    flat = f.reshape(-1)
+
+    def integrand(u):
+        with np.errstate(over="ignore", under="ignore"):
+            p = np.exp(np.asarray(lik.log_prob(flat + u, flat), float)) * np.ones_like(flat)
+        return np.stack([p, u * p, u * u * p])
+
+    # Gaussian, Student-t and Laplace noise converge in < 20 intervals; a divergent second moment
+    # (Cauchy) uses all 100 (~5 s for the GP 1-D page's 200 points x BAND_GH_NODES)
+    moments, error, info = quad_vec(integrand, -np.inf, np.inf, epsabs=0.0, epsrel=1e-11, limit=100,
+                                    full_output=True)
+    total, first, second = moments
+    if info.status != 0 or not error <= 1e-8 * np.max(np.abs(moments)):
+        second = np.full(flat.shape, np.inf)  # heavy tails (the error estimate is one for all rows)
+    if not (np.all(np.isfinite(total)) and np.all(total > 0)):
+        raise ValueError(f"p(y | f) of the {lik.name} likelihood does not integrate to a positive finite mass over y; "
+                         "check log_prob or define observation_moments(f)")
+    shift = first / total
+    with np.errstate(invalid="ignore"):
+        var = second / total - shift * shift
+    var = np.where(np.isfinite(var) & (var >= 0), var, np.inf)
+    return (flat + shift).reshape(f.shape), var.reshape(f.shape)
 
 
 @functools.lru_cache(maxsize=8)

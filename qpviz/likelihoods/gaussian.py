@@ -52,6 +52,7 @@ class Gaussian(Likelihood):
     support = "real"
     log_concave = True
     gaussian_tilted = True  # its own W2 projection: sigma_QP = sigma_EP exactly
+    is_conjugate = True
     parameters = (Parameter("variance", 1.0, lower=0.0, doc="observation noise variance", choices=(0.1, 0.5, 1.0),
                             fit_scale=True),)
     jit = JitKernels(_log_prob, _dlog_prob, starts=_starts, moments=_moments)
@@ -62,6 +63,9 @@ class Gaussian(Likelihood):
     def dlog_prob(self, y, f):
         d1 = np.subtract(y, f) / self.variance
         return d1, np.full(np.shape(d1), -1.0 / self.variance)
+
+    def noise_variance(self):
+        return self.variance
 
     def _tilted_moments(self, y, m, v):
         total = v + self.variance

@@ -62,6 +62,9 @@ class Laplace(Likelihood):
     def kinks(self, y):
         return np.unique(np.ravel(y))
 
+    def noise_variance(self):
+        return 2.0 * self.scale**2
+
     def log_prob(self, y, f):
         return -np.log(2 * self.scale) - np.abs(np.subtract(y, f)) / self.scale
 

@@ -51,6 +51,16 @@ class PoissonExp(Likelihood):
         rate = np.exp(f)
         return np.subtract(y, rate), -rate
 
+    def observation_moments(self, f):
+        rate = np.exp(np.asarray(f, float))
+        return rate, rate
+
+    def predictive_band(self, mean, var):
+        """E[y] = exp(mean + var / 2); band: the rate exp f at f = mean -+ 2 sd."""
+        mean, var = np.asarray(mean, float), np.asarray(var, float)
+        sd = np.sqrt(var)
+        return np.exp(mean + 0.5 * var), np.exp(mean - 2 * sd), np.exp(mean + 2 * sd)
+
     def point_prediction(self, mean, var):
         """The predictive mean count E[exp f] = exp(mean + var / 2)."""
         return np.exp(np.asarray(mean) + 0.5 * np.asarray(var))

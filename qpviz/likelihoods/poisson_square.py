@@ -159,6 +159,18 @@ class PoissonSquare(Likelihood):
         """The QP paper's predictive for counts (App. H): the negative binomial of eq. 122."""
         return self.negative_binomial(mean, var).logpmf(self.check_y(y))
 
+    def observation_moments(self, f):
+        rate = np.square(np.asarray(f, float))
+        return rate, rate
+
+    def predictive_band(self, mean, var):
+        """E[y] = mean^2 + var; band: the range of f^2 over f in mean +- 2 sd (0 where it holds 0)."""
+        mean, var = np.asarray(mean, float), np.asarray(var, float)
+        sd = np.sqrt(var)
+        lo = np.where(np.abs(mean) > 2 * sd, np.minimum((mean - 2 * sd) ** 2, (mean + 2 * sd) ** 2), 0.0)
+        hi = np.maximum((mean - 2 * sd) ** 2, (mean + 2 * sd) ** 2)
+        return mean**2 + var, lo, hi
+
     def point_prediction(self, mean, var):
         """Mode of the App. H negative binomial: floor(c (k - 1)) if k > 1 else 0."""
         k, c = negative_binomial_params(mean, var)

@@ -51,6 +51,10 @@ class StudentT(Likelihood):
     jit = JitKernels(_log_prob, _dlog_prob, starts=_starts)
     qp_table = {"fold": "real", "t_lo": 0.0, "t_hi": 20.0, "center_width": lambda params, k: (0.0, params["scale"])}
 
+    def noise_variance(self):
+        """scale^2 nu / (nu - 2); inf for nu <= 2."""
+        return self.scale**2 * self.nu / (self.nu - 2.0) if self.nu > 2.0 else math.inf
+
     def log_prob(self, y, f):
         nu, scale = self.nu, self.scale
         r = np.subtract(y, f) / scale

@@ -2,7 +2,7 @@
 Gauss-Hermite rule in the Laplace frame, checked by its own spectral tail, for any likelihood
 with a numba log density (tempered or not).
 
-The tilted density q(f) = p(y|f)^alpha N(f | m, v) (alpha = lk[6]) is written in the frame of
+The tilted density q(f) = p(y|f)^alpha N(f | m, v) (alpha = lk[HANDLE_ALPHA]) is written in the frame of
 its Laplace approximation, f = mu + s x with mu the mode (Newton on log q) and
 s^2 = v / (1 - v alpha d^2/df^2 log p(y|mu)) (the inverse curvature of log q):
 
@@ -80,7 +80,8 @@ import numpy as np
 from numba import njit
 from numpy.polynomial import hermite_e
 
-from qpviz._jit import TAYLOR_TERMS, lk_dlog_prob, lk_kink, lk_log_prob, lk_starts, lk_taylor, stack_buffer
+from qpviz._jit import (HANDLE_HAS_TAYLOR, HANDLE_UNIMODAL, TAYLOR_TERMS, lk_dlog_prob, lk_kink, lk_log_prob,
+                        lk_starts, lk_taylor, stack_buffer)
 from qpviz.config import NUMBA_OPTIONS
 from qpviz.special import phi_of_ndtri
 
@@ -308,7 +309,7 @@ def _expansion(lk, y, m, v, coef, moments_only):
     ok, mu, s, shrink = _laplace_frame(lk, y, m, v)
     if not ok:
         return False, mu, s, 0.0, 0
-    if moments_only and lk[8] != 0.0 and lk[10] != 0.0:  # one mode, and a Taylor kernel
+    if moments_only and lk[HANDLE_UNIMODAL] != 0.0 and lk[HANDLE_HAS_TAYLOR] != 0.0:  # one mode, and a Taylor kernel
         taylor_ok, lp_mu = _taylor_expansion(lk, y, m, v, mu, s, shrink, coef)
         if taylor_ok:
             return True, mu, s, lp_mu, -2
@@ -316,7 +317,7 @@ def _expansion(lk, y, m, v, coef, moments_only):
     if not np.isfinite(lp_mu):
         return False, mu, s, 0.0, 0
     tiny_sees_all = True  # no other mode beyond the tiny rule's nodes either
-    if lk[8] == 0.0:  # not log-concave (a log-concave tilted density has one mode: none to look for)
+    if lk[HANDLE_UNIMODAL] == 0.0:  # not log-concave (a log-concave tilted density has one mode: none to look for)
         s0, s1, s2 = lk_starts(lk, y, m, v)
         for start in (s0, s1, s2):
             if (start == start and abs(start - mu) > _TINY_REACH * s
