@@ -216,8 +216,11 @@ def test_sigma_qp_never_exceeds_sigma_ep(name, data):
 
 def _quadrature_ok(lik, y, m, v) -> bool:
     """Whether the tilted quadrature reports success; where it does not (far-out Gaussian tilted
-    distributions, see the xfail below) its values are not checked here."""
-    return bool(tilted.tilted_summary(lik, y, m, v).ok)
+    distributions, see the xfail below) its values are not checked here. The warning it gives for
+    such a case is the answer here, not a failure (pytest turns warnings into errors)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tilted.QuadratureWarning)
+        return bool(tilted.tilted_summary(lik, y, m, v).ok)
 
 
 @_profile(30)
