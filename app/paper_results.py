@@ -25,6 +25,7 @@ from explorer_figures import style_figure
 from figure_export import export_buttons
 import paper_figure
 from layout import enlarge, explained
+import link_query
 import safe_text
 from qpviz.checks import quoted
 from qpviz.reproduce import live as live_runs
@@ -382,7 +383,7 @@ class PaperResults(pn.viewable.Viewer):
     def _sync_url(self) -> None:
         """Preprocessing, live dataset and rounds in the URL (a shared link reopens them)."""
         if pn.state.location is not None:
-            pn.state.location.sync(self, URL_KEYS, on_error=self.apply_bad_link)
+            link_query.sync(pn.state.location, self, URL_KEYS, on_error=self.apply_bad_link)
 
     def apply_bad_link(self, asked: dict) -> list[str]:
         """A link asked for a value the page cannot show (e.g. rounds=-3; Panel's sync then set none

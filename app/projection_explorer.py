@@ -31,7 +31,6 @@ from __future__ import annotations
 import functools
 import json
 import weakref
-from urllib.parse import parse_qsl
 
 import holoviews as hv
 import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh backend that .opts() needs)
@@ -43,6 +42,7 @@ from explorer_figures import ExplorerFigures, NumbersPane, numbers_html, style_f
 from explorer_widgets import PROJECTOR_WIDGET_CSS, ParameterInputs, PromptFloatSlider, PromptIntSlider, UrlState
 from figure_export import export_buttons
 from layout import CONTROLS_WIDTH, enlarge, explained, set_projector, view_grid
+from link_query import opened as opened_query
 from number_field import NumberField
 import safe_text
 from qpviz import explorer
@@ -447,9 +447,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
 
 def link_query(location) -> dict:
     """The query of the page's URL as typed (key -> text; the last of a repeated key), {} without one."""
-    if location is None or not location.search:
-        return {}
-    return dict(parse_qsl(location.search.lstrip("?")))
+    return opened_query(location)
 
 
 def url_keys() -> tuple[str, ...]:

@@ -32,6 +32,7 @@ from explorer_figures import NumbersPane, legend_below, style_figure
 from figure_export import export_buttons
 from layout import enlarge, formula, set_projector, view_grid
 from number_field import NumberField
+import link_query
 import safe_text
 from qpviz.checks import quoted
 from qpviz import variance_effects as ve
@@ -437,8 +438,8 @@ class VarianceEffects(pn.viewable.Viewer):
         if location is None:
             return None
         self.query = VarianceQuery()
-        self.query.param.watch(self._on_query, list(URL_KEYS))
-        location.sync(self.query)
+        self.query.param.watch(self._on_query, list(URL_KEYS), precedence=1)  # after the URL sync writes the link
+        link_query.sync(location, self.query, {key: key for key in URL_KEYS})
         return self.query
 
     def _write_url(self) -> None:
