@@ -26,6 +26,7 @@ from pathlib import Path
 import panel as pn
 from panel.links import Callback
 
+import link_query
 import safe_text
 from long_jobs import JobPoller
 from projector_mode import KEY as PROJECTOR_KEY, ProjectorSwitch
@@ -160,7 +161,7 @@ class TabInUrl:
         self.holder.param.watch(self._open, "value")
         tabs.param.watch(self._opened, "active")
         if pn.state.location is not None:
-            pn.state.location.sync(self.holder, {"value": PAGE_KEY})
+            link_query.sync(pn.state.location, self.holder, {"value": PAGE_KEY})
 
     def _open(self, event) -> None:
         if event.new in self.slugs:

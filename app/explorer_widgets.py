@@ -7,10 +7,11 @@ its ``ExplorerState``, which validates them.
 from __future__ import annotations
 
 import time
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import urlencode
 
 import panel as pn
 
+from link_query import typed
 from qpviz import explorer
 
 __all__ = ["PROJECTOR_WIDGET_CSS", "URL_DELAY_MS", "PromptEditableFloatSlider", "PromptFloatSlider", "PromptIntSlider",
@@ -125,7 +126,7 @@ class UrlState:
 
     def query(self) -> dict:
         """The URL's query, key -> text."""
-        return dict(parse_qsl(self.location.search.lstrip("?")))
+        return typed(self.location.search)
 
     def write(self, *events) -> None:
         """Write the page's values into the URL (keeping other keys)."""

@@ -153,10 +153,14 @@ class LinkValues:
         self.banner = banner
         stand_in = type("Link", (param.Parameterized,), {key: param.Parameter(default=None) for key in self.fields})
         self.link = stand_in(**{key: getattr(owner, name) for key, (owner, name) in self.fields.items()})
-        self.link.param.watch(self._from_link, list(self.fields))
+        # after the URL sync's own watcher (precedence 0): a refused value's link is then rewritten
+        # to the value shown last (run before it, the sync wrote the link's text back over it)
+        self.link.param.watch(self._from_link, list(self.fields), precedence=1)
         for key, (owner, name) in self.fields.items():
             owner.param.watch(lambda event, key=key: self._from_page(key), name)
-        location.sync(self.link, {key: key for key in self.fields})
+        import link_query  # noqa: PLC0415 (app/ is on the path wherever pages are)
+
+        link_query.sync(location, self.link, {key: key for key in self.fields})
 
     @staticmethod
     def accepts(owner, name):

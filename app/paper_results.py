@@ -25,6 +25,7 @@ from explorer_figures import style_figure
 from figure_export import export_buttons
 import paper_figure
 from layout import enlarge, explained
+import link_query
 import safe_text
 from qpviz.checks import quoted
 from qpviz.reproduce import live as live_runs
@@ -210,6 +211,8 @@ class PaperResults(pn.viewable.Viewer):
         self.live: live_runs.LiveRun | None = None
         self._poller = None
         self._texts: list = []
+        self._link_notes: dict[str, str] = {}  # parameter -> the link banner's note of its refused value
+        self._reading_link = 0  # > 0 while apply_bad_link sets the link's values
 
         self.prep_switch = pn.widgets.RadioButtonGroup.from_param(self.param.preprocessing, label="preprocessing", width=260)
         self.message = pn.pane.Alert("", alert_type="warning", visible=False, css_classes=["qpviz-paper-message"])
@@ -382,24 +385,44 @@ class PaperResults(pn.viewable.Viewer):
     def _sync_url(self) -> None:
         """Preprocessing, live dataset and rounds in the URL (a shared link reopens them)."""
         if pn.state.location is not None:
-            pn.state.location.sync(self, URL_KEYS, on_error=self.apply_bad_link)
+            link_query.sync(pn.state.location, self, URL_KEYS, on_error=self.apply_bad_link)
 
     def apply_bad_link(self, asked: dict) -> list[str]:
         """A link asked for a value the page cannot show (e.g. rounds=-3; Panel's sync then set none
         of the link's values): take the good ones, and say which were replaced by what; the link is
-        rewritten with the values shown. Returns those notes."""
-        notes = []
-        for name, value in asked.items():
-            try:
-                setattr(self, name, value)
-            except (ValueError, TypeError):
-                objects = self.param[name].objects if hasattr(self.param[name], "objects") else ["true", "false"]
-                notes.append(f"{URL_KEYS[name]}={quoted(value)} (valid: {', '.join(map(str, objects))}) was replaced by "
-                             f"{getattr(self, name)!r}")
-                self.param.trigger(name)  # the URL sync writes the value shown into the link
-        self.link_note.object = safe_text.message("This link asked for " + "; ".join(notes) + ".") if notes else ""
-        self.link_note.visible = bool(notes)
-        return notes
+        rewritten with the values shown. Returns this link's notes; the banner also keeps the notes
+        of the same link's earlier update (link_query.sync hands the values Panel's parsing drops
+        over apart) until the reader's next change (:meth:`_moved_on`) or a good value of their key."""
+        notes = {}
+        self._reading_link += 1
+        try:
+            for name, value in asked.items():
+                try:
+                    setattr(self, name, value)
+                    self._link_notes.pop(name, None)
+                except (ValueError, TypeError):
+                    objects = self.param[name].objects if hasattr(self.param[name], "objects") else ["true", "false"]
+                    notes[name] = (f"{URL_KEYS[name]}={quoted(value)} (valid: {', '.join(map(str, objects))}) was "
+                                   f"replaced by {getattr(self, name)!r}")
+                    self.param.trigger(name)  # the URL sync writes the value shown into the link
+        finally:
+            self._reading_link -= 1
+        self._link_notes.update(notes)
+        self._show_link_notes()
+        return list(notes.values())
+
+    def _show_link_notes(self) -> None:
+        notes = self._link_notes.values()
+        self.link_note.param.update(object=safe_text.message("This link asked for " + "; ".join(notes) + ".")
+                                    if notes else "", visible=bool(notes))
+
+    @param.depends(*URL_KEYS, watch=True)
+    def _moved_on(self) -> None:
+        """A good value set outside :meth:`apply_bad_link` (the reader's choice, or a later good link):
+        the link's refusals are old news."""
+        if not self._reading_link and self._link_notes:
+            self._link_notes.clear()
+            self._show_link_notes()
 
     def _explained(self, view, explanation) -> pn.Column:
         return explained(view, explanation, self._texts)

@@ -31,7 +31,6 @@ from __future__ import annotations
 import functools
 import json
 import weakref
-from urllib.parse import parse_qsl
 
 import holoviews as hv
 import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh backend that .opts() needs)
@@ -43,6 +42,7 @@ from explorer_figures import ExplorerFigures, NumbersPane, numbers_html, style_f
 from explorer_widgets import PROJECTOR_WIDGET_CSS, ParameterInputs, PromptFloatSlider, PromptIntSlider, UrlState
 from figure_export import export_buttons
 from layout import CONTROLS_WIDTH, enlarge, explained, set_projector, view_grid
+from link_query import opened as opened_query
 from number_field import NumberField
 import safe_text
 from qpviz import explorer
@@ -185,6 +185,8 @@ class ProjectionExplorer(pn.viewable.Viewer):
         self.mean_slider.param.watch(lambda e: self._apply(cavity_mean=e.new), "value")
         self.std_slider.param.watch(lambda e: self._apply(cavity_std=e.new), "value")
         self.show.param.watch(self._on_show, "value")
+        for choice in (self.show, self.map_scale):
+            choice.param.watch(self._chosen, "value")
         self.state.param.watch(self._show_error, "error")
         self.state.param.watch(self._refresh_views, ["result", "show_ep", "show_qp"])
 
@@ -200,9 +202,15 @@ class ProjectionExplorer(pn.viewable.Viewer):
 
         explorer.read_link checks every value and replaces the bad ones; the banner then lists
         each replacement ("count=-3: ...; showing count=10 instead"). Returns those notes.
+
+        A link read without notes hides the banner only if it changed the view: Panel's URL sync
+        rewrites the page's values in its own text (a list as "['EP', 'QP']") when another key of the
+        URL changes (e.g. a link's bad ``page=`` corrected), which reads the view shown again; the
+        banner about the link that opened it stays. The page's own changes hide it (:meth:`_moved_on`).
         """
         reading = explorer.read_link(query)
         notes = list(reading.notes)
+        before = self.link_values()
         with pn.io.hold():
             self._syncing = True  # the widgets take the link's values; the state is set once below
             try:
@@ -219,10 +227,17 @@ class ProjectionExplorer(pn.viewable.Viewer):
                 notes.append(f"the link's view cannot be computed ({self.state.error}); showing the opening view instead")
                 self.state.update(**explorer.OPENING_VIEW)
             self._refresh_widgets()
-            self.link_note.object = ("This link asked for values the page cannot show; it replaced them:\n\n"
-                                     + safe_text.bullets(notes))
-            self.link_note.visible = bool(notes)
+            if notes:
+                self.link_note.object = ("This link asked for values the page cannot show; it replaced them:\n\n"
+                                         + safe_text.bullets(notes))
+                self.link_note.visible = True
+            elif self.link_values() != before:  # a good link asking for another view
+                self._moved_on()
         return notes
+
+    def _moved_on(self) -> None:
+        """The view is no longer the one a link's banner speaks of: hide the banner."""
+        self.link_note.param.update(object="", visible=False)
 
     def link_values(self) -> dict:
         """The page's view as URL query values (key -> text), what explorer.read_link reads back."""
@@ -247,6 +262,8 @@ class ProjectionExplorer(pn.viewable.Viewer):
             except Exception as exc:  # never let a callback error reach the browser console
                 self.state.error = f"unexpected error: {exc}"
                 ok = False
+            if ok:
+                self._moved_on()
             self._refresh_widgets()  # sliders and selects show the last good (or adjusted) input
         return ok
 
@@ -273,6 +290,11 @@ class ProjectionExplorer(pn.viewable.Viewer):
     def _on_y(self, support: str, value) -> None:
         if self.state.likelihood_object().support == support:
             self._apply(y=value)
+
+    def _chosen(self, event=None) -> None:
+        """A display choice of the reader's own (a link's is set while syncing)."""
+        if not self._syncing:
+            self._moved_on()
 
     def _on_show(self, event=None) -> None:
         self.state.param.update(show_ep="EP" in self.show.value, show_qp="QP" in self.show.value)
@@ -447,9 +469,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
 
 def link_query(location) -> dict:
     """The query of the page's URL as typed (key -> text; the last of a repeated key), {} without one."""
-    if location is None or not location.search:
-        return {}
-    return dict(parse_qsl(location.search.lstrip("?")))
+    return opened_query(location)
 
 
 def url_keys() -> tuple[str, ...]:

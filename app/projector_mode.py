@@ -11,6 +11,7 @@ from __future__ import annotations
 import panel as pn
 import param
 
+import link_query
 import safe_text
 from qpviz.checks import quoted
 
@@ -55,7 +56,7 @@ class ProjectorSwitch:
         self.holder.param.watch(self._read_link, "value")
         self.toggle.param.watch(self._switched, "value")
         if pn.state.location is not None:
-            pn.state.location.sync(self.holder, {"value": KEY})
+            link_query.sync(pn.state.location, self.holder, {"value": KEY})
 
     def apply(self, page) -> None:
         """Give ``page`` the current mode; a page just built in normal mode is styled too (its

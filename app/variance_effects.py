@@ -32,6 +32,7 @@ from explorer_figures import NumbersPane, legend_below, style_figure
 from figure_export import export_buttons
 from layout import enlarge, formula, set_projector, view_grid
 from number_field import NumberField
+import link_query
 import safe_text
 from qpviz.checks import quoted
 from qpviz import variance_effects as ve
@@ -142,6 +143,8 @@ class VarianceEffects(pn.viewable.Viewer):
         self._started = 0.0
         self._poller = None
         self._writing_url = False
+        self._link_notes: dict[str, str] = {}  # URL key -> the link banner's refusal of its value
+        self._not_reader = 0  # > 0 while the page's values change by a link or the page itself
 
         self.dataset_select = pn.widgets.Select.from_param(self.param.dataset, label="dataset",
                                                            css_classes=["qpviz-ve-dataset"])
@@ -173,6 +176,7 @@ class VarianceEffects(pn.viewable.Viewer):
         self._layout = self._build_layout()
         self.url = self._sync_url()
         self.param.watch(self._request, ["dataset", "seed", "folds", "optimise"])
+        self.param.watch(self._moved_on, ["dataset", "seed", "folds", "optimise"])
         if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
             pn.state.on_session_destroyed(self._on_session_closed)  # a closed tab stops its fit
         self._apply_projector_mode()
@@ -315,8 +319,12 @@ class VarianceEffects(pn.viewable.Viewer):
         so that controls and views always agree."""
         r = self.result
         if r is not None and r.name in self.param.dataset.objects:
-            self.param.update(dataset=r.name, seed=r.settings.seed, folds=r.settings.n_folds,
-                              optimise=r.settings.optimise)
+            self._not_reader += 1
+            try:
+                self.param.update(dataset=r.name, seed=r.settings.seed, folds=r.settings.n_folds,
+                                  optimise=r.settings.optimise)
+            finally:
+                self._not_reader -= 1
 
     def _fail(self, message: str) -> None:
         self._back_to_last_good()
@@ -437,8 +445,8 @@ class VarianceEffects(pn.viewable.Viewer):
         if location is None:
             return None
         self.query = VarianceQuery()
-        self.query.param.watch(self._on_query, list(URL_KEYS))
-        location.sync(self.query)
+        self.query.param.watch(self._on_query, list(URL_KEYS), precedence=1)  # after the URL sync writes the link
+        link_query.sync(location, self.query, {key: key for key in URL_KEYS})
         return self.query
 
     def _write_url(self) -> None:
@@ -452,29 +460,64 @@ class VarianceEffects(pn.viewable.Viewer):
             self._writing_url = False
 
     def _on_query(self, *events) -> None:
-        """A link's values (read when the page opens) set the page; bad ones are named."""
+        """A link's values (read when the page opens) set the page; each bad one is named in the link
+        banner with its field's accepted values and the value shown instead. A good value of a key
+        takes back that key's refusal; a link that is all good and shows another view hides the
+        banner, and so does the reader's own next change (:meth:`_moved_on`)."""
         if self._writing_url:
             return
-        changes, bad = {}, []
+        changes, bad = {}, {}
         for event in events:
-            key, value = event.name, event.new
-            parsed = self.parse_query_value(key, value)
+            parsed = self.parse_query_value(event.name, event.new)
             if parsed is None:
-                bad.append(f"{key}={quoted(value)}")
+                bad[event.name] = event.new
             else:
-                changes[key.removeprefix("ve_")] = parsed
-        self.param.update(**changes)
-        if bad:  # stays on the page (the fit's own messages come and go in self.alert)
-            self.link_alert.object = safe_text.message(
-                f"The link's {', '.join(bad)} is not valid and was replaced: the page shows dataset={self.dataset}, "
-                f"seed={self.seed}, folds={self.folds}, optimise={'on' if self.optimise else 'off'}.")
-            self.link_alert.visible = True
+                changes[event.name] = parsed
+        before = self._link_view()
+        self._not_reader += 1
+        try:
+            self.param.update(**{key.removeprefix("ve_"): value for key, value in changes.items()})
+        finally:
+            self._not_reader -= 1
+        for key in changes:
+            self._link_notes.pop(key, None)
+        shown = self._link_view()
+        for key, value in bad.items():
+            self._link_notes[key] = f"{key}={quoted(value)} ({self.link_accepts(key)}); shown instead: {shown[key]}"
+        if not bad and shown != before:
+            self._link_notes.clear()  # a good link asking for another view
+        self._show_link_notes()
+        if bad:
             # the link shows what the page shows; written once this browser event is handled
             # (Panel does not echo a change back to the browser inside the event that sent it)
             if pn.state.curdoc is not None:
                 pn.state.add_periodic_callback(self._write_url, period=50, count=1)
             else:
                 self._write_url()
+
+    def _link_view(self) -> dict:
+        """The page's values as its URL keys show them."""
+        return {"ve_dataset": self.dataset, "ve_seed": int(self.seed), "ve_folds": int(self.folds),
+                "ve_optimise": "on" if self.optimise else "off"}
+
+    def _show_link_notes(self) -> None:
+        text = ("The link's values below were not used:\n\n" + safe_text.bullets(self._link_notes.values())
+                if self._link_notes else "")
+        self.link_alert.param.update(object=text, visible=bool(text))
+
+    def _moved_on(self, *events) -> None:
+        """A change of the page's values that no link made (the reader's): the link's refusals are old news."""
+        if not self._not_reader and self._link_notes:
+            self._link_notes.clear()
+            self._show_link_notes()
+
+    @staticmethod
+    def link_accepts(key: str) -> str:
+        """The field of URL ``key`` and the values it accepts, as a refusal says them."""
+        return {"ve_dataset": f"dataset: one of {', '.join(DATASET_CHOICES)}",
+                "ve_seed": f"{SEED.name}: {SEED.accepted}",
+                "ve_folds": f"folds: one of {', '.join(map(str, FOLD_CHOICES))}",
+                "ve_optimise": "optimise hyper-parameters: on or off (true/false, 1/0)"}[key]
 
     @staticmethod
     def parse_query_value(key: str, value):

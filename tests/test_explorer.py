@@ -591,7 +591,46 @@ def test_page_bad_link_gives_one_consistent_page_and_a_banner(explorer_page):
     assert page.parameter_widgets["step_eps"].value == 0.0
     expected = explorer.compute(page.state.likelihood_object(), y, 1.0, 1.5).summary
     assert f"<td>Z (evidence)</td><td>{expected['Z']:.6g}</td>" in page.numbers.object
-    assert page.apply_link(page.link_values()) == [] and not page.link_note.visible  # the page's own link is good
+    # the page's own link is good; read again (Panel's URL sync rewrites it), it keeps the banner
+    assert page.apply_link(page.link_values()) == [] and page.link_note.visible
+    assert page.apply_link({"lik": "probit"}) == [] and not page.link_note.visible  # a good link for another view
+
+
+def test_page_link_banner_names_every_refused_key_after_the_url_sync_rewrites_the_link(explorer_page):
+    """A link whose every key is bad: the banner names each key, its value and what is shown instead,
+    also after Panel's URL sync rewrote the page's values in its own text (here: another key of the
+    URL corrected, as the tab's page= is), which reads the same view again. That read used to leave
+    "... it replaced them:" over an empty list, and hide the banner."""
+    from urllib.parse import urlencode
+
+    from panel.io.location import Location
+
+    import projection_explorer
+
+    page = explorer_page
+    location = Location()
+    page.url = page._sync_url(location)
+    bad = {key: "bogus" for key in projection_explorer.url_keys()}
+    location.search = "?" + urlencode({"page": "explorer", **bad})  # the browser reports the link it opened
+    location.update_query(page="projection-explorer")  # what Panel's sync writes when the tab corrects page=
+    said = shown(page.link_note.object)
+    assert page.link_note.visible
+    for key in bad:
+        assert f"{key}=bogus:" in said and f"showing {key}=" in said, (key, said)
+
+
+@pytest.mark.parametrize("move", ["mean", "scale", "show"])
+def test_page_link_banner_goes_at_the_readers_next_change(explorer_page, move):
+    page = explorer_page
+    page.apply_link({"m": "bogus"})
+    assert page.link_note.visible
+    if move == "mean":
+        page.mean_slider.value = -1.0
+    elif move == "scale":
+        page.map_scale.value = "common"
+    else:
+        page.show.value = ["QP"]
+    assert not page.link_note.visible and page.link_note.object == ""
 
 
 def test_page_link_values_reopen_the_same_view(explorer_page):

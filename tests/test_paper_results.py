@@ -289,6 +289,32 @@ def test_a_bad_link_keeps_its_good_values_and_names_the_replaced_ones(tmp_path, 
     assert view.apply_bad_link({"live_rounds": 2}) == [] and not view.link_note.visible
 
 
+@pytest.mark.parametrize("move", ["preprocessing", "dataset", "rounds"])
+def test_the_link_note_goes_at_the_readers_next_valid_choice(tmp_path, move):
+    """Issue 21.3: the note about a link's refused rounds stayed after the reader chose other values."""
+    view = paper_results.PaperResults(results_dir=tmp_path)
+    view.apply_bad_link({"live_rounds": "abc"})
+    assert view.link_note.visible
+    if move == "preprocessing":
+        view.prep_switch.value = "clean"
+    elif move == "dataset":
+        view.dataset_select.value = "pima"
+    else:
+        view.rounds_select.value = 3
+    assert not view.link_note.visible and view.link_note.object == ""
+
+
+def test_a_link_read_in_two_updates_keeps_both_notes(tmp_path):
+    """link_query.sync hands the values Panel's parsing drops (a "[" ...) over after the sync's own
+    update: the note of that first update stays, beside the second's."""
+    view = paper_results.PaperResults(results_dir=tmp_path)
+    view.apply_bad_link({"preprocessing": "clean", "live_rounds": -3})
+    assert view.apply_bad_link({"live_dataset": "[x"}) == ["dataset='[x' (valid: " + ", ".join(paper_results.DATASETS)
+                                                          + ") was replaced by 'wine1'"]
+    said = shown(view.link_note.object)
+    assert "rounds=-3" in said and "dataset='[x'" in said and view.preprocessing == "clean", said
+
+
 def test_live_options_from_the_environment_are_checked():
     env = paper_results.LIVE_OPTIONS_ENV
     assert paper_results.live_options_from_env({env: '{"n_folds": 2, "max_opt_iter": "3", "python": "x"}'}) == TINY

@@ -205,17 +205,85 @@ def test_page_cancel_keeps_last_good_views():
     assert (page.seed, page.optimise) == (7, False)  # the controls show the views' fit again
 
 
-def test_page_reads_a_link_and_names_its_bad_values():
+def _linked_page(**params):
+    """A page whose link values come from ``page.query`` (what the URL sync sets in a session)."""
     import variance_effects as page_module
 
-    page = _page(dataset="synthetic 1-D", seed=7)
+    page = _page(**params)
     page.query = page_module.VarianceQuery()
     page.query.param.watch(page._on_query, list(page_module.URL_KEYS))
+    return page
+
+
+def test_page_reads_a_link_and_names_its_bad_values():
+    page = _linked_page(dataset="synthetic 1-D", seed=7)
     page.query.param.update(ve_dataset="synthetic 2-D", ve_seed="abc", ve_folds=5, ve_optimise="off")
     page.wait(120)
     assert (page.dataset, page.seed, page.folds, page.optimise) == ("synthetic 2-D", 7, 5, False)
-    assert page.link_alert.visible and "ve_seed='abc'" in shown(page.link_alert.object)
+    said = shown(page.link_alert.object)
+    assert page.link_alert.visible and "ve_seed='abc' (split seed: a whole number from 0 to 10000); shown instead: 7" in said
+    assert "ve_dataset" not in said and "ve_folds" not in said
     assert page.result.settings.n_folds == 5 and page.result.name == "synthetic 2-D"
+    assert page.query.ve_seed == 7  # the link is rewritten to the seed shown
+
+
+@pytest.mark.parametrize("key, value, words", [
+    ("ve_dataset", "<b>nope</b>", "(dataset: one of synthetic 1-D, synthetic 2-D, "),
+    ("ve_seed", "10001", "(split seed: a whole number from 0 to 10000); shown instead: 7"),
+    ("ve_folds", "7", "(folds: one of 10, 5, 2); shown instead: 10"),
+    ("ve_optimise", "maybe", "(optimise hyper-parameters: on or off (true/false, 1/0)); shown instead: off"),
+])
+def test_a_refused_link_value_is_named_with_its_field_and_accepted_values(key, value, words):
+    """Issue 21.3: the banner named the key and value ("... is not valid and was replaced") but not
+    what the key accepts."""
+    page = _linked_page(dataset="synthetic 1-D", seed=7)
+    page.query.param.update(**{key: value})
+    said = shown(page.link_alert.object)
+    assert page.link_alert.visible and f"{key}={value!r} {words}" in said, said
+    assert (page.dataset, page.seed, page.folds, page.optimise) == ("synthetic 1-D", 7, 10, False)
+
+
+def test_a_link_read_in_two_updates_names_both_refusals():
+    """link_query.sync hands the values Panel's parsing drops (here "[x") over in a second update of
+    the same link: the first update's refusal stays named."""
+    page = _linked_page(dataset="synthetic 1-D", seed=7)
+    page.query.param.update(ve_seed="abc")
+    page.query.param.update(ve_folds="[x")
+    said = shown(page.link_alert.object)
+    assert "ve_seed='abc'" in said and "ve_folds='[x'" in said, said
+
+
+@pytest.mark.parametrize("move", ["typed seed", "folds", "optimise", "later good link"])
+def test_the_link_banner_goes_at_the_next_valid_change(move):
+    """The banner spoke of a link the page no longer shows: it used to stay after the reader (or a
+    later good link) changed the view. A refused typed seed is no change: the banner stays."""
+    page = _linked_page(dataset="synthetic 1-D", seed=7)
+    page.query.param.update(ve_seed="abc")
+    assert page.link_alert.visible
+    page.seed_input.value = "-1"  # refused: not a change of the view
+    assert page.link_alert.visible and page.seed == 7
+    if move == "typed seed":
+        page.seed_input.value = "8"
+    elif move == "folds":
+        page.folds_select.value = 5
+    elif move == "optimise":
+        page.optimise_box.value = True
+    else:
+        page.query.param.update(ve_seed="9")
+    try:
+        assert not page.link_alert.visible and page.link_alert.object == ""
+    finally:
+        page.cancel()
+        page.wait(120)
+
+
+def test_the_link_banner_stays_when_a_link_reads_the_view_shown_again():
+    """Another key's good value that asks for the view shown (Panel's sync reading the link again,
+    e.g. after the tab corrected page=) is no new view: the refusal stays named."""
+    page = _linked_page(dataset="synthetic 1-D", seed=7)
+    page.query.param.update(ve_seed="abc")
+    page.query.param.update(ve_dataset="synthetic 1-D", ve_optimise="off")
+    assert page.link_alert.visible and "ve_seed='abc'" in shown(page.link_alert.object)
 
 
 def test_page_fits_data_another_page_passes_and_exports_csv():

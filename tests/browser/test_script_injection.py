@@ -37,9 +37,10 @@ PAYLOAD = '<img src=x onerror=qpvizRan()><svg onload=qpvizRan()>'
 #: The parts a page that shows the payload must show as they are.
 LITERAL = "<img src=x onerror=qpvizRan()>"
 MARKDOWN_PAYLOAD = "[link](javascript:qpvizRan())"
-#: The Markdown payload for a link: Panel ignores a query value that starts with "[" or "{" and is not
-#: JSON (panel.util.parse_query logs "Parameter will be ignored"), so MARKDOWN_PAYLOAD itself never
-#: reaches a page from a link; a letter before it does.
+#: The Markdown payload for every key's link: Panel's own parsing ignores a query value that starts with
+#: "[" or "{" and is not JSON, so a letter goes first here; the pages read such a value themselves
+#: (app/link_query.py), and test_a_link_value_starting_with_a_bracket_is_refused_as_text gives one key
+#: MARKDOWN_PAYLOAD itself.
 LINK_MARKDOWN_PAYLOAD = "x" + MARKDOWN_PAYLOAD
 TIMEOUT_MS = 90_000
 #: A page has settled when its number of elements (shadow DOMs included) has not changed this long.
@@ -206,6 +207,17 @@ def test_a_link_value_is_shown_as_text(context, app_url: str, slug: str, payload
     """Every URL key of the page given the payload (in one link for every key the page names as
     refused, else one link each)."""
     assert link_findings(context, app_url, slug, PAGES[slug], payload) == {}
+
+
+@pytest.mark.parametrize("slug, key", [("gp-1-d", "g1_n")])
+def test_a_link_value_starting_with_a_bracket_is_refused_as_text(context, app_url: str, slug: str, key: str):
+    """A value starting with "[" that is no JSON (Panel's query parsing drops it) reaches the page: its
+    banner names the key and shows the value as its characters, refused, with no link made of it."""
+    view, wrong = checked(open_page(context, f"{app_url}?page={slug}&{key}={quote(MARKDOWN_PAYLOAD)}"))
+    assert wrong is None, wrong
+    assert named_keys(view, [key], MARKDOWN_PAYLOAD) == {key}, [t for t in view["texts"] if key in t]
+    said = [text for text in view["texts"] if f"{key}={MARKDOWN_PAYLOAD} (" in text]  # the refusal's words follow
+    assert said and "values below were not used" in "\n".join(view["texts"]), said
 
 
 def _typed_boxes(page: Page) -> list[tuple[int, str]]:

@@ -86,9 +86,9 @@ def test_a_bad_link_is_reported_and_replaced(page: Page, app_url: str, console_e
     page.goto(app_url + "?ve_dataset=wine3&ve_seed=abc&ve_folds=7")
     page.get_by_text("Variance effects", exact=True).click()
     warning = page.locator(".qpviz-ve-link")
-    expect(warning).to_contain_text("ve_seed='abc'", timeout=60_000)
-    expect(warning).to_contain_text("ve_folds=7")
-    expect(warning).to_contain_text("dataset=wine3, seed=0, folds=10")
+    expect(warning).to_contain_text("ve_seed='abc' (split seed: a whole number from 0 to 10000); shown instead: 0",
+                                    timeout=60_000)
+    expect(warning).to_contain_text("ve_folds=7 (folds: one of 10, 5, 2); shown instead: 10")
     wait_for_title(page, "Figure 1: wine3")
 
 
