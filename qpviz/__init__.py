@@ -1,6 +1,6 @@
 """qpviz: Expectation Propagation and Quantile Propagation for Gaussian-process models, made visible.
 
-Public API (stable; documented in the README):
+Public API (stable; the README's tour, the details in ``docs/``):
 
 * ``qpviz.likelihood(name, **params)`` -> a likelihood object (:mod:`qpviz.likelihoods`);
   ``qpviz.Likelihood`` (base class: a subclass defining only ``log_prob`` works everywhere),

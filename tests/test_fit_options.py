@@ -1,5 +1,5 @@
 """The options of ``qpviz.fit``, declared once per engine (issue 23): the registry, the engines'
-defaults, the check of a call's option names and the README's options table agree."""
+defaults, the check of a call's option names and the options table of docs/inference.md agree."""
 from __future__ import annotations
 
 import dataclasses
@@ -15,7 +15,7 @@ from qpviz.inference import ep, laplace, mcmc, methods, sep, site_fit, sparse_re
 from qpviz.inference.fit import OPTIONS
 from qpviz.inference.options import COMMON, MethodOptions
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+TABLE_PAGE = Path(__file__).resolve().parent.parent / "docs" / "inference.md"
 
 #: each options class and the engine function whose keyword defaults it declares
 ENGINES = [
@@ -27,14 +27,14 @@ ENGINES = [
     (sep.SEPOptions, sep.fit_sep),
     (sparse_regression.PITCOptions, sparse_regression.fit_sparse_regression),
 ]
-#: defaults of qpviz.fit that differ from the engine function's on purpose (README: called directly,
+#: defaults of qpviz.fit that differ from the engine function's on purpose (docs/sparse.md: called directly,
 #: fit_sparse_regression fits the noise by default; through qpviz.fit it does not)
 DIFFERENT_ON_PURPOSE = {(sparse_regression.PITCOptions, "optimise_likelihood")}
 
 
-def _readme_table() -> dict[tuple[str, str], str]:
-    """(method, option) -> default (as written) from the README's options table of qpviz.fit."""
-    text = README.read_text()
+def _docs_table() -> dict[tuple[str, str], str]:
+    """(method, option) -> default (as written) from the options table of qpviz.fit in docs/inference.md."""
+    text = TABLE_PAGE.read_text()
     start = text.index("| option | default | methods | meaning |")
     out = {}
     for line in text[start:].splitlines()[2:]:
@@ -44,19 +44,19 @@ def _readme_table() -> dict[tuple[str, str], str]:
         names = list(methods.METHODS) if where == "all" else where.split(", ")
         for method in names:
             key = (method, option.strip("`"))
-            assert key not in out, f"the README's table lists {key} twice"
+            assert key not in out, f"the options table lists {key} twice"
             out[key] = default.strip("`")
     return out
 
 
-def test_readme_options_table_lists_exactly_the_declared_options_and_defaults():
+def test_options_table_lists_exactly_the_declared_options_and_defaults():
     declared = {(name, opt): repr(default) for name, m in methods.REGISTRY.items()
                 for opt, default in m.options.defaults().items()}
-    assert _readme_table() == declared
+    assert _docs_table() == declared
 
 
-def test_readme_options_table_is_the_generated_one():
-    assert methods.options_table() in README.read_text()
+def test_options_table_is_the_generated_one():
+    assert methods.options_table() in TABLE_PAGE.read_text()
 
 
 @pytest.mark.parametrize("options, engine", ENGINES, ids=lambda x: getattr(x, "__name__", ""))
@@ -116,8 +116,8 @@ def test_fit_passes_the_declared_max_opt_iter_to_the_optimiser(monkeypatch):
     assert seen["max_iter"] == ep.SiteOptions().max_opt_iter == 100
 
 
-def test_readme_table_parser_reads_rows():
+def test_options_table_parser_reads_rows():
     # the parser must see rows, else the equality test above would compare two empty tables
-    rows = _readme_table()
+    rows = _docs_table()
     assert rows[("ep", "tol")] == "1e-06" and rows[("svi", "max_opt_iter")] == "1000"
-    assert re.search(r"\| `jitter` \| `None` \| all \|", README.read_text())
+    assert re.search(r"\| `jitter` \| `None` \| all \|", TABLE_PAGE.read_text())

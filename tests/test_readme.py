@@ -1,29 +1,19 @@
 """The README's Python examples run as written (the public API is a contract with users)."""
-import re
-from pathlib import Path
-
-import pytest
+from doc_examples import DOCS, README, python_blocks, run_python_examples
 
 from qpviz.likelihoods import REGISTRY
 
-README = Path(__file__).resolve().parent.parent / "README.md"
-
 
 def test_readme_python_examples_run():
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
-    assert len(blocks) >= 3
-    saved = dict(REGISTRY)
-    namespace: dict = {}
-    try:
-        for block in blocks:
-            exec(compile(block, str(README), "exec"), namespace)  # noqa: S102 - our own documentation
-    finally:
-        REGISTRY.clear()
-        REGISTRY.update(saved)
-    assert namespace["post"].converged  # the user-defined likelihood's fit
+    assert len(python_blocks(README)) >= 1
+    namespace = run_python_examples(README)
+    assert namespace["qp"].var <= namespace["ep"].var  # the projection tour
+    assert namespace["post"].converged  # the fit tour
 
 
-def test_readme_lists_every_registered_likelihood():
-    text = README.read_text()
-    missing = [name for name in REGISTRY if f"| `{name}` |" not in text]
-    assert not missing, f"README's likelihood table lacks {missing}"
+def test_docs_list_every_registered_likelihood():
+    table, tour = (DOCS / "likelihoods.md").read_text(), README.read_text()
+    missing = [name for name in REGISTRY if f"| `{name}` |" not in table]
+    assert not missing, f"docs/likelihoods.md's likelihood table lacks {missing}"
+    missing = [name for name in REGISTRY if f"`{name}`" not in tour]
+    assert not missing, f"the README's API tour does not name {missing}"

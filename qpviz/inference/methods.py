@@ -4,7 +4,7 @@ function that runs it.
 A method is a :class:`Method`: its ``options`` class (a :class:`qpviz.inference.options.MethodOptions`
 dataclass declared beside the engine: names, defaults, one-line docs) and ``run(X, y, likelihood,
 kernel, method, optimise, options)``. :func:`qpviz.fit` checks a call's option names against the
-declaration and calls ``run``; :data:`OPTIONS` and the README's options table
+declaration and calls ``run``; :data:`OPTIONS` and the options table of ``docs/inference.md``
 (:func:`options_table`) are read from the same declarations.
 """
 from __future__ import annotations
@@ -76,7 +76,7 @@ OPTIONS = {name: m.options.own() for name, m in REGISTRY.items()}
 
 
 def options_table() -> str:
-    """The README's table of ``qpviz.fit``'s options (Markdown): one row per option, default and
+    """The table of ``qpviz.fit``'s options in ``docs/inference.md`` (Markdown): one row per option, default and
     meaning, with the methods that declare it so."""
     rows: dict[tuple[str, str, str], list[str]] = {}
     for name, m in REGISTRY.items():

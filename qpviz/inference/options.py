@@ -5,7 +5,7 @@ Each engine module declares a frozen dataclass deriving from :class:`MethodOptio
 :class:`qpviz.inference.ep.SiteOptions` for ``"ep"`` / ``"qp"``); its fields are the options,
 each field's default is the option's default and its ``metadata["doc"]`` a one-line meaning. The
 method registry (:mod:`.methods`) maps method names to these classes; ``qpviz.fit`` checks a call
-against them and the README's options table is generated from them
+against them and the options table of ``docs/inference.md`` is generated from them
 (:func:`qpviz.inference.methods.options_table`, tested).
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``python -m qpviz.reproduce table1 ...``: reproduce Table 1 of the QP paper (see README)."""
+"""``python -m qpviz.reproduce table1 ...``: reproduce Table 1 of the QP paper (see docs/reproduction.md)."""
 from __future__ import annotations
 
 import argparse
@@ -26,7 +26,7 @@ def parser() -> argparse.ArgumentParser:
                     "resumes (default: table1-out)")
     t1.add_argument("--workers", type=int, default=None, help="processes (default: the number of CPUs)")
     t1.add_argument("--preprocessing", choices=PREPROCESSINGS, default="paper",
-                    help="paper: as the paper did, pitfalls included; clean: without them (README)")
+                    help="paper: as the paper did, pitfalls included; clean: without them (docs/reproduction.md)")
     t1.add_argument("--max-opt-iter", type=int, default=1000,
                     help="L-BFGS-B iterations of the evidence maximisation (the paper: 1000)")
     t1.add_argument("--kernel", choices=("iso", "ard"), default="iso",
