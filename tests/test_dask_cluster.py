@@ -1,7 +1,8 @@
 """A real Dask cluster (issue 24 point 5): a scheduler and two workers started as separate processes
 with Dask's own command-line tools (`dask scheduler`, `dask worker tcp://...`) on 127.0.0.1, SEP and
 SVI fitted through the scheduler's address equal to in-process fits, and a worker killed mid-fit
-stopping the fit with WorkerLostError instead of hanging or returning numbers without its shard.
+stopping the fit (between steps, or while a call runs) with WorkerLostError instead of hanging or
+returning numbers without its shard.
 
 Every process is started in its own session and killed by its process group when the test ends,
 passed or failed."""
@@ -19,7 +20,7 @@ import numpy as np
 import pytest
 
 import qpviz
-from qpviz.inference.distributed import WorkerLostError
+from qpviz.inference.distributed import DaskExecutor, WorkerLostError
 
 distributed = pytest.importorskip("dask.distributed")
 
@@ -35,8 +36,9 @@ def cli_cluster(tmp_path, n_workers=2):
     the `dask worker` command}) and kills every process group at the end."""
     if not DASK.exists():
         pytest.skip(f"Dask's command-line tool is not installed next to {sys.executable}")
-    root = str(Path(qpviz.__file__).resolve().parents[1])  # the workers unpickle qpviz's shards
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    # the workers unpickle qpviz's shards and this module's SlowShard
+    paths = [str(Path(qpviz.__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [*paths, os.environ.get("PYTHONPATH")])))
     scheduler_file = tmp_path / "scheduler.json"
     procs = []
 
@@ -158,3 +160,34 @@ def test_a_worker_killed_mid_fit_stops_it_with_a_clear_error(tmp_path, problem, 
     message = str(error)
     assert names["w0"] in message and "Restart the worker" in message, message
     assert "rows " in message and "of 2" in message, message
+
+
+class SlowShard:
+    """A shard whose call takes a while, so that its worker can be killed while it runs."""
+
+    def __init__(self, X, y, master_pid):
+        self.rows = len(X)
+
+    def work(self, seconds):
+        time.sleep(seconds)
+        return os.getpid()
+
+
+def test_a_worker_killed_during_a_call_raises_when_the_call_fails(tmp_path):
+    """The kill lands while both shards are inside a 3 s call: the call raises WorkerLostError for
+    the killed worker's shard (the other shard's result is not returned as if it were the sum)."""
+    with cli_cluster(tmp_path) as (address, commands):
+        executor = DaskExecutor(address, np.zeros((10, 1)), np.zeros(10), SlowShard)
+        try:
+            pids = executor.call("work", [(0.0,), (0.0,)])
+            assert len(set(pids)) == 2 and os.getpid() not in pids  # two worker processes, not this one
+            victim = executor.workers.index(
+                next(a for a, info in executor.client.scheduler_info()["workers"].items() if info["name"] == "w0"))
+            timer = threading.Timer(0.5, os.killpg, (commands["w0"], signal.SIGKILL))
+            timer.start()
+            result, error = _in_thread(lambda: executor.call("work", [(3.0,), (3.0,)]))
+            timer.join()
+        finally:
+            executor.close()
+    assert result is None and isinstance(error, WorkerLostError), repr(error)
+    assert f"shard {victim + 1} of 2" in str(error) and executor.workers[victim] in str(error), str(error)
