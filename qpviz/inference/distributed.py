@@ -12,7 +12,13 @@ by :func:`split`, so the same seed gives the same steps wherever the shards run.
 * :class:`DaskExecutor`: one shard per Dask worker, an actor made on the worker from data scattered
   to it once (``client``: a ``dask.distributed.Client``, a scheduler address such as
   ``"tcp://host:8786"``, or ``"local"``: a ``LocalCluster`` of one single-threaded worker process per
-  core on 127.0.0.1, closed with the executor). The shards work at the same time.
+  core on 127.0.0.1, closed with the executor). The shards work at the same time. A shard holds
+  state only its worker has (SEP's sites), so a worker lost mid-run cannot be replaced: the step
+  raises :class:`WorkerLostError` naming the shard, its rows and the worker. Measured with
+  ``dask scheduler`` / ``dask worker`` processes on 127.0.0.1: a killed worker (with or without its
+  nanny) raised as soon as its running call failed (at once, or when the call in flight ended); a
+  frozen one (SIGSTOP) only once the scheduler dropped it, after its ``worker-ttl`` (default
+  5 minutes) and 30 s of trying to restart it through the nanny.
 
 A shard class takes (X_shard, y_shard, *args, master_pid) and calls :func:`prepare_worker` first.
 """
@@ -23,7 +29,7 @@ import os
 
 import numpy as np
 
-__all__ = ["LocalExecutor", "DaskExecutor", "shard_bounds", "split", "prepare_worker"]
+__all__ = ["LocalExecutor", "DaskExecutor", "WorkerLostError", "shard_bounds", "split", "prepare_worker"]
 
 
 def _keep_freed_memory() -> None:
@@ -70,6 +76,10 @@ class LocalExecutor:
         pass
 
 
+class WorkerLostError(RuntimeError):
+    """A Dask worker holding a shard died or was dropped by the scheduler during a fit."""
+
+
 class DaskExecutor:
     """One ``shard_class(X_shard, y_shard, *shard_args, master_pid)`` per Dask worker, as an actor
     holding its data (module docstring); ``bounds`` are the shards' row ranges."""
@@ -93,7 +103,7 @@ class DaskExecutor:
                 raise TypeError(f"client must be a dask.distributed.Client, a scheduler address or 'local'; "
                                 f"got {client!r}")
             self.client = client
-            workers = sorted(client.scheduler_info()["workers"])
+            self.workers = workers = sorted(client.scheduler_info()["workers"])
             if not workers:
                 raise ValueError("the Dask cluster has no workers")
             self.bounds = shard_bounds(X.shape[0], len(workers))
@@ -113,9 +123,28 @@ class DaskExecutor:
 
     def call(self, method: str, args_per_shard):
         """As :meth:`LocalExecutor.call`; the shards work at the same time."""
-        pending = [None if args is None else getattr(shard, method)(*args)
-                   for shard, args in zip(self.shards, args_per_shard)]
-        return [None if p is None else p.result() for p in pending]
+        pending = []
+        for i, (shard, args) in enumerate(zip(self.shards, args_per_shard)):
+            if args is not None and self._futures[i].status not in ("finished", "pending"):
+                raise self._lost(i, method, None)  # the scheduler already knows its worker is gone
+            pending.append(None if args is None else getattr(shard, method)(*args))
+        return [None if p is None else self._result(i, method, p) for i, p in enumerate(pending)]
+
+    def _result(self, i: int, method: str, pending):
+        """Shard i's result; its worker lost raises WorkerLostError (module docstring)."""
+        try:
+            return pending.result()
+        except OSError as error:  # Dask's "Unable to contact Actor's worker", CommClosedError
+            raise self._lost(i, method, error) from error
+
+    def _lost(self, i: int, method: str, error) -> WorkerLostError:
+        lo, hi = self.bounds[i]
+        cause = "" if error is None else f" ({type(error).__name__}: {error})"
+        return WorkerLostError(
+            f"Dask worker {self.workers[i]} holding shard {i + 1} of {len(self.shards)} (rows {lo}:{hi}) was lost "
+            f"during {method!r}{cause}; that shard's state is gone, so the fit stops here. Restart the worker "
+            f"(or fit with the remaining ones: each fit puts one shard on every worker it finds) and run the fit "
+            f"again.")
 
     def close(self):
         """Release the shards (their actors and data on the workers) and close what this executor

@@ -435,7 +435,8 @@ class SEPOptions(TrainingOptions):
     minibatch: int = option(200, "points per step (`>= N`: batch mode)")
     epochs: int = option(5, "passes over the data")
     seed: int = option(0, "random seed (minibatches; K-means inducing inputs)")
-    client: object = option(None, "a Dask `Client`, a scheduler address or 'local': one shard per worker")
+    client: object = option(None, "a Dask `Client`, a scheduler address ('tcp://host:8786') or 'local': "
+                                  "one shard per worker")
     projection: str = option("ep", "site projection, 'ep' (moments) or 'qp' (W2)")
     damping: float | None = option(None, f"site step (None: {STOCHASTIC_DAMPING} with minibatches, "
                                          f"{BATCH_DAMPING} in batch mode)")

@@ -61,7 +61,8 @@ class SVIOptions(TrainingOptions):
     epochs: int = option(5, "passes over the data with minibatches")
     seed: int = option(0, "random seed (minibatches; K-means inducing inputs)")
     whiten: bool = option(True, "q(u) in the whitened parametrisation")
-    client: object = option(None, "a Dask `Client`, a scheduler address or 'local': the data term per worker")
+    client: object = option(None, "a Dask `Client`, a scheduler address ('tcp://host:8786') or 'local': "
+                                  "the data term per worker")
     optimise_inducing: bool | None = option(None, "learn Z too (None: with `optimise`)")
     record_every: int | None = option(None, "steps between history entries (None: about 20 per epoch)")
     shard_size: int = option(SHARD_SIZE, "rows per in-process shard of the batch bound")
