@@ -1,4 +1,4 @@
-"""The numba face of a likelihood: its jitted kernels as first-class function values.
+"""The numba face of a likelihood: its jitted kernels as C function addresses.
 
 Generic numba code (the tilted quadrature, the site updates, the QP tables' fallback, MCMC)
 reaches a likelihood through one tuple, its *handle*::
@@ -10,9 +10,17 @@ numba folds a global integer into a constant index, so the names keep the tuple'
 benchmarks' sweeps, the cold compile and every result bit for bit were unchanged when the
 positions got names). :func:`untempered` rebuilds the tuple slot by slot: built by slicing
 instead, numba compiled the Gaussian Power-EP path to results differing in the last bits.
-The first five entries are ``numba.cfunc`` objects with the fixed C signatures below, so the
-generic kernels are compiled once for every likelihood (numba types them as function pointers)
-and numba's on-disk cache serves them across processes; ``params`` is the likelihood's declared
+The kernels' slots (the first five and ``taylor``) hold the *addresses* (Python ints) of
+``numba.cfunc`` objects with the fixed C signatures below; the ``lk_*`` accessors call them
+through intrinsics that cast the address to the C function pointer (:func:`_address_caller`).
+The generic kernels are compiled once for every likelihood and numba's on-disk cache serves them
+across processes: the addresses differ between processes, so they are run-time arguments, never
+compile-time constants. The cfuncs stay alive in this module's compile cache (:func:`_compile`).
+Why addresses: numba's dispatcher types a tuple of ints, floats and an array by its C
+fingerprint, but a tuple holding the cfunc objects themselves (first-class function values)
+fell back to full typing in Python on every call and unboxed each function through Python:
+~100 us per call of a site sweep kernel from Python against ~2.5 us now, results bit for bit
+the same (the same C entry points are called). ``params`` is the likelihood's declared
 parameters as a float64 array (each kernel reads them by name at its top) and ``alpha`` the power
 of a tempered likelihood p(y | f)^alpha (Power EP; 1 for the plain likelihood). ``smooth`` is
 1.0 where the likelihood keeps the default :func:`no_kink` (:func:`lk_kink` then answers without
@@ -44,14 +52,13 @@ from __future__ import annotations
 
 import math
 import threading
-import warnings
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+from llvmlite import ir
 from numba import cfunc, njit, types
 from numba.core import cgutils
-from numba.core.errors import NumbaExperimentalFeatureWarning
 from numba.extending import intrinsic
 
 from qpviz.config import NUMBA_OPTIONS
@@ -87,10 +94,6 @@ __all__ = [
     "dlog_prob_batch",
 ]
 
-# numba calls function-pointer arguments "experimental"; they are the documented first-class
-# function feature and the reason the generic kernels compile once. Only this message is ignored.
-warnings.filterwarnings("ignore", message="First-class function type feature is experimental",
-                        category=NumbaExperimentalFeatureWarning)
 
 _F8 = types.float64
 _PTR = types.CPointer(types.float64)
@@ -104,16 +107,16 @@ TAYLOR_SIG = _F8(_PTR, _F8, _F8, _PTR)
 TAYLOR_TERMS = 12
 
 # The slots of a handle (module docstring): the kernels, then their data and flags.
-HANDLE_LOG_PROB = 0  #: cfunc log p(y | f)
-HANDLE_DLOG_PROB = 1  #: cfunc (d/df, d^2/df^2) log p
-HANDLE_STARTS = 2  #: cfunc points near the tilted modes
-HANDLE_KINK = 3  #: cfunc the kink of log p, or NaN
-HANDLE_MOMENTS = 4  #: cfunc closed-form tilted moments (or 0)
+HANDLE_LOG_PROB = 0  #: address of the cfunc log p(y | f)
+HANDLE_DLOG_PROB = 1  #: address of the cfunc (d/df, d^2/df^2) log p
+HANDLE_STARTS = 2  #: address of the cfunc points near the tilted modes
+HANDLE_KINK = 3  #: address of the cfunc the kink of log p, or NaN
+HANDLE_MOMENTS = 4  #: address of the cfunc closed-form tilted moments (or 0)
 HANDLE_PARAMS = 5  #: float64 array of the declared parameters
 HANDLE_ALPHA = 6  #: the power alpha of p(y | f)^alpha (1: not tempered)
 HANDLE_SMOOTH = 7  #: 1.0: the default no_kink (no indirect call for the kink)
 HANDLE_UNIMODAL = 8  #: 1.0: log-concave likelihood (one mode of every tilted density)
-HANDLE_TAYLOR = 9  #: cfunc Taylor coefficients of log p
+HANDLE_TAYLOR = 9  #: address of the cfunc Taylor coefficients of log p
 HANDLE_HAS_TAYLOR = 10  #: 1.0: the Taylor kernel is not the default no_taylor
 
 _CFUNC_OPTIONS = {"cache": NUMBA_OPTIONS["cache"], "error_model": NUMBA_OPTIONS["error_model"]}
@@ -186,12 +189,13 @@ def _compile(fn: Callable, signature) -> object:
 
 
 def make_handle(kernels: JitKernels, params: np.ndarray, alpha: float = 1.0, unimodal: bool = False) -> tuple:
-    """The tuple generic numba code takes (module docstring)."""
+    """The tuple generic numba code takes (module docstring): the kernels by their addresses."""
     packed = np.ascontiguousarray(params, dtype=np.float64)
     if packed.size == 0:
         packed = np.zeros(1)  # kernels without parameters never read it
-    return kernels.compiled() + (packed, float(alpha), float(kernels.kink is no_kink), float(unimodal),
-                                 _compile(kernels.taylor, TAYLOR_SIG), float(kernels.taylor is not no_taylor))
+    addresses = tuple(int(kernel.address) for kernel in kernels.compiled())
+    return addresses + (packed, float(alpha), float(kernels.kink is no_kink), float(unimodal),
+                        int(_compile(kernels.taylor, TAYLOR_SIG).address), float(kernels.taylor is not no_taylor))
 
 
 @njit(**NUMBA_OPTIONS)
@@ -232,17 +236,48 @@ def params_pointer(typingctx, params):
     return _PTR(params), codegen
 
 
+def _address_caller(name: str, signature):
+    """An intrinsic ``call(address, args)``: the C function of ``signature`` at the integer
+    ``address`` (a handle's kernel slot), called with the tuple ``args`` converted to the
+    signature's argument types as a call of a numba cfunc value converts them. The address is a
+    run-time value: the compiled caller holds no address and is served by the on-disk cache."""
+
+    def call(typingctx, address, args):
+        if not (isinstance(address, types.Integer) and isinstance(args, types.BaseTuple)
+                and len(args) == len(signature.args)):
+            return None
+
+        def codegen(context, builder, sig, llargs):
+            c_type = ir.FunctionType(context.get_value_type(signature.return_type),
+                                     [context.get_value_type(arg) for arg in signature.args])
+            pointer = builder.inttoptr(llargs[0], c_type.as_pointer())
+            return builder.call(pointer, cgutils.unpack_tuple(builder, llargs[1], len(signature.args)))
+
+        return signature.return_type(types.int64, types.Tuple(signature.args)), codegen
+
+    call.__name__ = call.__qualname__ = f"call_{name}"
+    return intrinsic(call)
+
+
+_call_log_prob = _address_caller("log_prob", LOG_PROB_SIG)
+_call_dlog_prob = _address_caller("dlog_prob", DLOG_PROB_SIG)
+_call_starts = _address_caller("starts", STARTS_SIG)
+_call_kink = _address_caller("kink", KINK_SIG)
+_call_moments = _address_caller("moments", MOMENTS_SIG)
+_call_taylor = _address_caller("taylor", TAYLOR_SIG)
+
+
 @njit(**NUMBA_OPTIONS)
 def lk_log_prob(lk, y, f):
     """alpha log p(y | f)."""
-    return lk[HANDLE_ALPHA] * lk[HANDLE_LOG_PROB](params_pointer(lk[HANDLE_PARAMS]), y, f)
+    return lk[HANDLE_ALPHA] * _call_log_prob(lk[HANDLE_LOG_PROB], (params_pointer(lk[HANDLE_PARAMS]), y, f))
 
 
 @njit(**NUMBA_OPTIONS)
 def lk_dlog_prob(lk, y, f):
     """(d/df, d^2/df^2) of alpha log p(y | f)."""
     out = stack_buffer(2)
-    lk[HANDLE_DLOG_PROB](params_pointer(lk[HANDLE_PARAMS]), y, f, out)
+    _call_dlog_prob(lk[HANDLE_DLOG_PROB], (params_pointer(lk[HANDLE_PARAMS]), y, f, out))
     return lk[HANDLE_ALPHA] * out[0], lk[HANDLE_ALPHA] * out[1]
 
 
@@ -250,7 +285,7 @@ def lk_dlog_prob(lk, y, f):
 def lk_starts(lk, y, m, v):
     """Up to three points near the modes of the tilted density (NaN = unused)."""
     out = stack_buffer(3)
-    lk[HANDLE_STARTS](params_pointer(lk[HANDLE_PARAMS]), y, m, v, out)
+    _call_starts(lk[HANDLE_STARTS], (params_pointer(lk[HANDLE_PARAMS]), y, m, v, out))
     return out[0], out[1], out[2]
 
 
@@ -259,7 +294,7 @@ def lk_kink(lk, y):
     """The point where log p(y | f) is not smooth, or NaN."""
     if lk[HANDLE_SMOOTH] != 0.0:  # the default, no_kink
         return np.nan
-    return lk[HANDLE_KINK](params_pointer(lk[HANDLE_PARAMS]), y)
+    return _call_kink(lk[HANDLE_KINK], (params_pointer(lk[HANDLE_PARAMS]), y))
 
 
 @njit(**NUMBA_OPTIONS)
@@ -268,7 +303,7 @@ def lk_taylor(lk, y, f, out):
     returns how many (0: the likelihood offers none here)."""
     if lk[HANDLE_HAS_TAYLOR] == 0.0:
         return 0
-    count = int(lk[HANDLE_TAYLOR](params_pointer(lk[HANDLE_PARAMS]), y, f, out))
+    count = int(_call_taylor(lk[HANDLE_TAYLOR], (params_pointer(lk[HANDLE_PARAMS]), y, f, out)))
     if count > TAYLOR_TERMS + 1:  # a kernel past the documented limit: not used
         return 0
     for k in range(count):
@@ -282,7 +317,7 @@ def lk_moments(lk, y, m, v):
     if lk[HANDLE_ALPHA] != 1.0:
         return False, np.nan, np.nan, np.nan
     out = stack_buffer(3)
-    ok = lk[HANDLE_MOMENTS](params_pointer(lk[HANDLE_PARAMS]), y, m, v, out)
+    ok = _call_moments(lk[HANDLE_MOMENTS], (params_pointer(lk[HANDLE_PARAMS]), y, m, v, out))
     if ok == 0.0:
         return False, np.nan, np.nan, np.nan
     return True, out[0], out[1], out[2]

@@ -123,7 +123,7 @@ class SiteRule:
     """Everything a site update needs: projection, likelihood, damping, tables.
 
     Pickleable (site updates may run in other processes): it holds plain data and the likelihood;
-    the likelihood's numba handle (compiled function pointers, not pickleable) is looked up
+    the likelihood's numba handle (this process's kernel addresses, meaningless in another) is looked up
     where the rule is used (:attr:`handle`).
     """
 

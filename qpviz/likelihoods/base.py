@@ -180,7 +180,7 @@ class Likelihood:
         return hash((type(self).__qualname__, self.name, tuple(sorted(self.params.items()))))
 
     def __getstate__(self):
-        # the numba handle holds compiled function pointers (not pickleable): rebuilt on first use
+        # the numba handle holds this process's kernel addresses (meaningless elsewhere): rebuilt on first use
         state = dict(self.__dict__)
         state.pop("_jit_handle", None)
         return state
