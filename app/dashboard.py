@@ -45,16 +45,19 @@ class LazyPage:
 
     @property
     def module(self):
-        module = sys.modules.get(self.__name__)
-        if module is None:
-            if APP_DIR not in sys.path:
-                sys.path.append(APP_DIR)
-            module = importlib.import_module(self.__name__)
+        if APP_DIR not in sys.path:
+            sys.path.append(APP_DIR)
+        # import_module, not sys.modules: while another thread (the background preload, a second
+        # session) is importing the page, sys.modules holds it half-initialised; import_module waits
+        # for that import to finish
+        module = importlib.import_module(self.__name__)
         if module.TITLE != self.TITLE:
             raise RuntimeError(f"app/{self.__name__}.py: TITLE {module.TITLE!r} differs from dashboard.PAGES' {self.TITLE!r}")
         return module
 
     def __getattr__(self, name):
+        if name == "module" or name.startswith("__"):  # the property itself failed: say so, never recurse
+            raise AttributeError(f"{self!r} has no attribute {name!r}")
         return getattr(self.module, name)
 
     def __eq__(self, other):
@@ -121,9 +124,17 @@ def _preload() -> None:
     freeze_imports()
 
 
+_PRELOAD_STARTED = threading.Event()
+
+
 def preload_later() -> None:
     """Derive every QP table's fast form and import every page module in a background thread,
-    PRELOAD_DELAY s from now."""
+    PRELOAD_DELAY s from now: once per process (every session's onload calls this; one thread per
+    session imported the same modules concurrently and, under load, failed)."""
+    with _PREPARED_LOCK:
+        if _PRELOAD_STARTED.is_set():
+            return
+        _PRELOAD_STARTED.set()
     timer = threading.Timer(PRELOAD_DELAY, _preload)
     timer.daemon = True
     timer.start()

@@ -2,8 +2,12 @@
 is first opened, and the GP pages hand their data to Variance effects."""
 from __future__ import annotations
 
+import sys
+import types
+
 import numpy as np
 import panel as pn
+import pytest
 
 import gp_1d
 import dashboard
@@ -219,3 +223,31 @@ def test_a_page_whose_kernels_are_not_ready_says_preparing_then_is_built(monkeyp
     assert note not in pages.holders[index].objects and len(pages.holders[index].objects) == 1
     assert pages.page(index) is page
     page.model.cancel_job() if hasattr(page.model, "cancel_job") else None
+
+
+def test_a_page_module_that_fails_to_import_raises_its_error_not_a_recursion(monkeypatch):
+    lazy = dashboard.LazyPage("no_such_qpviz_page", "Nowhere")
+    with pytest.raises(ModuleNotFoundError):
+        lazy.page  # an attribute of the page: the import's own error
+    # a module without its TITLE (as a half-initialised one looks): an AttributeError, not a RecursionError
+    monkeypatch.setitem(sys.modules, "half_qpviz_page", types.ModuleType("half_qpviz_page"))
+    with pytest.raises(AttributeError):
+        dashboard.LazyPage("half_qpviz_page", "Half").page
+
+
+def test_the_background_preload_starts_once_per_process(monkeypatch):
+    started = []
+
+    class CountingTimer:
+        def __init__(self, delay, function):
+            started.append(function)
+            self.daemon = False
+
+        def start(self):
+            pass
+
+    monkeypatch.setattr(dashboard.threading, "Timer", CountingTimer)
+    monkeypatch.setattr(dashboard, "_PRELOAD_STARTED", dashboard.threading.Event())
+    for _ in range(3):  # every session's onload calls it
+        dashboard.preload_later()
+    assert started == [dashboard._preload]
