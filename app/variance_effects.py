@@ -180,7 +180,13 @@ class VarianceEffects(pn.viewable.Viewer):
         if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
             pn.state.on_session_destroyed(self._on_session_closed)  # a closed tab stops its fit
         self._apply_projector_mode()
-        self._request()
+        if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
+            # the first fit starts once the browser holds the page: a fit that ended (or came from the
+            # cache) before that was drawn into figures whose changes never reached the browser (under
+            # load at a server start, 4 of 8 fresh sessions showed empty plots titled "Figure 1")
+            pn.state.onload(self._request)
+        else:
+            self._request()
 
     # -- fitting ---------------------------------------------------------------------------
     def settings(self) -> ve.Settings:

@@ -80,8 +80,7 @@ VIEWS = {
     "gp2d": View("page=gp-2-d", "title:EP: p(y=+1|x)", "js", "qpviz-gp2d-error"),
     "sparse": View("page=sparse", ".qpviz-sp-numbers table", ".qpviz-sp-numbers table", "qpviz-error"),
     "vsgp": View("page=vsgp", ".qpviz-vsgp-table table", ".qpviz-vsgp-table table", "qpviz-vsgp-error"),
-    # its scores table, not its plot title: under load at a server start the plots can miss their first
-    # draw (a known defect, see the closing note of 2026-11-26), which is not what these cases test
+    # its scores table: what these cases read (test_variance_page.py checks its plots' titles)
     "variance": View("page=variance-effects", ".qpviz-ve-scores table", ".qpviz-ve-scores table", "qpviz-error",
                      timeout_ms=FIT_TIMEOUT_MS),
     # opened only by the guard test_every_visible_text_box_is_a_typed_box_or_allowed (no typed number to refit):
