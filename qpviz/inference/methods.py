@@ -12,15 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from qpviz.inference.ep import SiteOptions
-from qpviz.inference.laplace import LaplaceOptions
-from qpviz.inference.mcmc import MCMCOptions
 from qpviz.inference.options import COMMON, MethodOptions
 from qpviz.inference.sep import SEPOptions, fit_sep
-from qpviz.inference.site_fit import fit_sites
+from qpviz.inference.site_fit import SITE_OPTIONS, fit_sites
 from qpviz.inference.sparse_regression import PITCOptions, SparseRegressionOptions
 from qpviz.inference.svi import SVIOptions, fit_svi
-from qpviz.inference.vb import VBOptions
 
 __all__ = ["Method", "REGISTRY", "METHODS", "OPTIONS", "options_table"]
 
@@ -55,11 +51,7 @@ def _fit_svi(X, y, lik, kernel, method, optimise, options):
 
 
 REGISTRY: dict[str, Method] = {m.name: m for m in (
-    Method("ep", SiteOptions, fit_sites),
-    Method("qp", SiteOptions, fit_sites),
-    Method("vb", VBOptions, fit_sites),
-    Method("laplace", LaplaceOptions, fit_sites),
-    Method("mcmc", MCMCOptions, fit_sites),
+    *(Method(name, options, fit_sites) for name, options in SITE_OPTIONS.items()),
     # sparse GP regression in closed form (Gaussian likelihood; issue 12)
     Method("fitc", SparseRegressionOptions, fit_sites),
     Method("pitc", PITCOptions, fit_sites),

@@ -35,8 +35,9 @@ SITE_METHODS = ("ep", "qp", "vb", "laplace", "mcmc")
 _EP_FOR_OPTIMISATION = ("tol", "damping", "order", "parallel", "max_sweeps", "seed")
 _VB_FOR_OPTIMISATION = ("tol", "damping", "max_iter")
 _DEFAULTS = MethodOptions.defaults()
-#: the options (and so the prior capabilities) each site method declares (as in :mod:`.methods`)
-_DECLARED = {"ep": SiteOptions, "qp": SiteOptions, "vb": VBOptions, "laplace": LaplaceOptions, "mcmc": MCMCOptions}
+#: the options (and so the prior capabilities) each site method declares; :mod:`.methods` registers
+#: these
+SITE_OPTIONS = {"ep": SiteOptions, "qp": SiteOptions, "vb": VBOptions, "laplace": LaplaceOptions, "mcmc": MCMCOptions}
 
 
 def fit_sites(X, y, lik, kernel: Kernel, method: str, optimise: bool, options: dict):
@@ -97,9 +98,9 @@ def check_prior(prior, method: str, optimise: bool = False, optimise_inducing: b
     needs: ``optimise=True`` rebuilds the prior per kernel (:class:`~qpviz.inference.prior.Rebuild`)
     and runs EP's sweeps (VB: its own iteration) per evaluation; ``optimise_inducing=True`` needs
     :class:`~qpviz.inference.prior.InducingInputs`."""
-    check_capabilities(prior, method, (Conditions,) + _DECLARED[method].needs)
+    check_capabilities(prior, method, (Conditions,) + SITE_OPTIONS[method].needs)
     if optimise or optimise_inducing:
-        inner = _DECLARED["vb" if method == "vb" else "ep"].needs
+        inner = SITE_OPTIONS["vb" if method == "vb" else "ep"].needs
         check_capabilities(prior, method, (Rebuild,) + inner,
                            "optimise=True" if optimise else "optimise_inducing=True")
     if optimise_inducing:

@@ -59,7 +59,7 @@ class PoissonExp(Likelihood):
         """E[y] = exp(mean + var / 2); band: the rate exp f at f = mean -+ 2 sd."""
         mean, var = np.asarray(mean, float), np.asarray(var, float)
         sd = np.sqrt(var)
-        return np.exp(mean + 0.5 * var), np.exp(mean - 2 * sd), np.exp(mean + 2 * sd)
+        return self.point_prediction(mean, var), np.exp(mean - 2 * sd), np.exp(mean + 2 * sd)
 
     def point_prediction(self, mean, var):
         """The predictive mean count E[exp f] = exp(mean + var / 2)."""
