@@ -8,7 +8,7 @@ Public API (stable; the README's tour, the details in ``docs/``):
 * ``qpviz.project(likelihood, y, cavity_mean, cavity_var, method="ep"|"qp")`` -> a
   :class:`~qpviz.projection.Projection` with ``.mean`` and ``.var`` (:mod:`qpviz.projection`)
 * ``qpviz.fit(X, y, likelihood, kernel, method="ep"|"qp"|"vb"|"laplace"|"mcmc")`` -> a GP
-  posterior with ``predict_f`` (:mod:`qpviz.inference`)
+  posterior with ``predict_f`` (:mod:`qpviz.inference`); ``qpviz.register_method`` adds a method by name
 * ``qpviz.kernels`` -> covariance functions, e.g. ``qpviz.kernels.RBF(variance=2.0, lengthscale=0.7)``
 
 ``import qpviz`` only defines these names: each is imported on first use (module
@@ -21,8 +21,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 
-__all__ = ["likelihood", "Likelihood", "Parameter", "register_likelihood", "project", "fit", "kernels",
-           "__version__"]
+__all__ = ["likelihood", "Likelihood", "Parameter", "register_likelihood", "project", "fit",
+           "register_method", "kernels", "__version__"]
 __version__ = "0.1.0"
 
 #: public name -> (module, attribute in it; None for the module itself)
@@ -34,6 +34,7 @@ _LAZY = {
     "Parameter": ("qpviz.likelihoods", "Parameter"),
     "register_likelihood": ("qpviz.likelihoods", "register_likelihood"),
     "project": ("qpviz.projection", "project"),
+    "register_method": ("qpviz.inference.methods", "register_method"),
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from qpviz.inference import methods
 from qpviz.likelihoods import REGISTRY
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,8 +24,9 @@ def python_blocks(path: Path) -> list[str]:
 
 def run_python_examples(path: Path) -> dict:
     """Run a page's Python blocks in order, in one namespace (a block may use an earlier one's
-    names), and return that namespace; likelihoods an example registers are unregistered after."""
+    names), and return that namespace; likelihoods and methods an example registers are unregistered after."""
     saved = dict(REGISTRY)
+    saved_methods = dict(methods.REGISTRY)
     namespace: dict = {"__name__": f"example:{path.name}"}
     try:
         for block in python_blocks(path):
@@ -32,6 +34,8 @@ def run_python_examples(path: Path) -> dict:
     finally:
         REGISTRY.clear()
         REGISTRY.update(saved)
+        for name in set(methods.REGISTRY) - set(saved_methods):
+            methods.unregister_method(name)
     return namespace
 
 

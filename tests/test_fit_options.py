@@ -121,3 +121,56 @@ def test_options_table_parser_reads_rows():
     rows = _docs_table()
     assert rows[("ep", "tol")] == "1e-06" and rows[("svi", "max_opt_iter")] == "1000"
     assert re.search(r"\| `jitter` \| `None` \| all \|", TABLE_PAGE.read_text())
+
+
+@dataclasses.dataclass(frozen=True)
+class _TemperedLaplaceOptions(MethodOptions):
+    """A user's method with one option of its own."""
+
+    power: float = dataclasses.field(default=1.0, metadata={"doc": "tempering of the likelihood"})
+
+
+@pytest.fixture
+def registered():
+    """A user method, 'laplace_t': Laplace on p(y | f)^power (one file's worth of code), removed after."""
+    calls = []
+
+    def run(X, y, lik, kernel, method, optimise, options):
+        calls.append(dict(options))
+        return qpviz.fit(X, y, lik.tempered(options.pop("power", 1.0)), kernel, method="laplace", **options)
+
+    qpviz.register_method("laplace_t", _TemperedLaplaceOptions, run)
+    yield calls
+    methods.unregister_method("laplace_t")
+
+
+def test_a_registered_method_runs_through_fit_with_its_options_checked(registered):
+    X = np.linspace(-2, 2, 15)[:, None]
+    y = np.where(np.sin(2 * X[:, 0]) > 0, 1.0, -1.0)
+    kernel = qpviz.kernels.RBF(1.0, 0.8)
+    mine = qpviz.fit(X, y, "probit", kernel, method="laplace_t", power=1.0, jitter=1e-8)
+    plain = qpviz.fit(X, y, "probit", kernel, method="laplace", jitter=1e-8)
+    np.testing.assert_allclose(mine.predict_f(X)[0], plain.predict_f(X)[0], rtol=1e-12)
+    weaker = qpviz.fit(X, y, "probit", kernel, method="laplace_t", power=0.3)
+    assert np.all(np.abs(weaker.predict_f(X)[0]) < np.abs(plain.predict_f(X)[0]))  # less data, less pull
+    assert registered == [{"power": 1.0, "jitter": 1e-8}, {"power": 0.3}]
+    assert OPTIONS["laplace_t"] == ("power",)
+    with pytest.raises(TypeError, match=r"method 'laplace_t' does not take option\(s\) \['tol'\]"):
+        qpviz.fit(X, y, "probit", kernel, method="laplace_t", tol=1e-3)
+    # the documented table lists the built-in methods only
+    assert "laplace_t" not in methods.options_table()
+
+
+def test_registering_refuses_what_would_break_fit():
+    with pytest.raises(ValueError, match="'ep' is a built-in method"):
+        qpviz.register_method("ep", MethodOptions, lambda *a: None)
+    with pytest.raises(ValueError, match="a method's name must be a word"):
+        qpviz.register_method("my method", MethodOptions, lambda *a: None)
+    with pytest.raises(TypeError, match="deriving from qpviz.inference.options.MethodOptions"):
+        qpviz.register_method("mine", dict, lambda *a: None)
+    with pytest.raises(TypeError, match="run must be callable"):
+        qpviz.register_method("mine", MethodOptions, None)
+    with pytest.raises(ValueError, match="built-in method and cannot be removed"):
+        methods.unregister_method("qp")
+    with pytest.raises(ValueError, match=r"method must be one of \('ep', 'qp'"):
+        qpviz.fit(np.zeros((2, 1)), np.ones(2), "probit", qpviz.kernels.RBF(), method="mine")

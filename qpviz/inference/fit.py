@@ -65,8 +65,8 @@ def fit(X, y, likelihood, kernel: Kernel, method: str = "ep", optimise: bool = F
     Adadelta steps on the minibatch estimate of log Z_q's gradient (``inducing``, ``minibatch``,
     ``epochs``, ``projection="ep"|"qp"``, ``client`` for Dask shards, and the training options).
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if method not in REGISTRY:
+        raise ValueError(f"method must be one of {tuple(REGISTRY)}, got {method!r}")
     engine = REGISTRY[method]
     engine.options.check(method, options)
     return engine.run(X, y, as_likelihood(likelihood), kernel, method, optimise, options)

@@ -18,7 +18,7 @@ from qpviz.inference.site_fit import SITE_OPTIONS, fit_sites
 from qpviz.inference.sparse_regression import PITCOptions, SparseRegressionOptions
 from qpviz.inference.svi import SVIOptions, fit_svi
 
-__all__ = ["Method", "REGISTRY", "METHODS", "OPTIONS", "options_table"]
+__all__ = ["Method", "REGISTRY", "METHODS", "OPTIONS", "options_table", "register_method", "unregister_method"]
 
 
 @dataclass(frozen=True)
@@ -62,21 +62,49 @@ REGISTRY: dict[str, Method] = {m.name: m for m in (
     Method("sep", SEPOptions, _fit_sep),
 )}
 
+#: the built-in methods (:data:`REGISTRY` also holds those added by :func:`register_method`)
 METHODS = tuple(REGISTRY)
 #: the options each method accepts besides :data:`qpviz.inference.options.COMMON`
 OPTIONS = {name: m.options.own() for name, m in REGISTRY.items()}
 
 
+def register_method(name: str, options: type[MethodOptions], run: Callable) -> Method:
+    """Make ``qpviz.fit(..., method=name)`` call ``run(X, y, likelihood, kernel, method, optimise, options)``
+    (``options``: the call's options as a dict, checked against the ``options`` class first). Adding an
+    inference method is this call beside the engine: nothing else to edit (``docs/inference.md``,
+    "Adding an inference method")."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"a method's name must be a word such as 'my_ep' (letters, digits, _), got {name!r}")
+    if name in METHODS:
+        raise ValueError(f"{name!r} is a built-in method; choose another name")
+    if not (isinstance(options, type) and issubclass(options, MethodOptions)):
+        raise TypeError("options must be a dataclass deriving from qpviz.inference.options.MethodOptions")
+    if not callable(run):
+        raise TypeError(f"run must be callable, got {type(run).__name__}")
+    method = REGISTRY[name] = Method(name, options, run)
+    OPTIONS[name] = options.own()
+    return method
+
+
+def unregister_method(name: str) -> None:
+    """Remove a method added by :func:`register_method` (the built-in ones stay)."""
+    if name in METHODS:
+        raise ValueError(f"{name!r} is a built-in method and cannot be removed")
+    REGISTRY.pop(name, None)
+    OPTIONS.pop(name, None)
+
+
 def options_table() -> str:
     """The table of ``qpviz.fit``'s options in ``docs/inference.md`` (Markdown): one row per option, default and
-    meaning, with the methods that declare it so."""
+    meaning, with the built-in methods that declare it so."""
     rows: dict[tuple[str, str, str], list[str]] = {}
-    for name, m in REGISTRY.items():
+    for name in METHODS:
+        m = REGISTRY[name]
         defaults, docs = m.options.defaults(), m.options.docs()
         for opt in COMMON + m.options.own():
             rows.setdefault((opt, f"`{defaults[opt]!r}`", docs[opt]), []).append(name)
     lines = ["| option | default | methods | meaning |", "| --- | --- | --- | --- |"]
     for (opt, default, doc), methods in rows.items():
-        where = "all" if len(methods) == len(REGISTRY) else ", ".join(methods)
+        where = "all" if len(methods) == len(METHODS) else ", ".join(methods)
         lines.append(f"| `{opt}` | {default} | {where} | {doc} |")
     return "\n".join(lines) + "\n"
