@@ -22,9 +22,10 @@ from qpviz.inference import sites
 from qpviz.inference.ep import ConvergenceWarning
 from qpviz.inference.inducing import kmeans_inducing
 from qpviz.inference.site_fit import fit_power_ep
-from qpviz.inference.sparse_prior import (VAR_FLOOR, SparsePrior, scale_columns, scale_columns_numpy,
-                                          scaled_column_moments, scaled_column_moments_numpy, sequential_sweep_reference,
-                                          solve_columns_in_place, sparse_sweep_sites_general)
+from qpviz.inference.sparse_columns import (VAR_FLOOR, scale_columns, scale_columns_numpy, scaled_column_moments,
+                                            scaled_column_moments_numpy, solve_columns_in_place)
+from qpviz.inference.sparse_prior import SparsePrior
+from qpviz.inference.sparse_sweeps import sequential_sweep_reference, sparse_sweep_sites_general
 from qpviz.kernels import RBF
 
 KERNEL = RBF(1.3, 0.8)

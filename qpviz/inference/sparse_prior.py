@@ -24,36 +24,32 @@ EP (FITC-EP for a Gaussian likelihood), alpha -> 0 VFE; QP replaces the moment p
 f_n by the W2 one.
 
 **States.** :meth:`SparsePrior.condition` costs one N x M weighted product (P by ``dsyrk``)
-and one M x M Cholesky, then one triangular solve V = L_P^-1 W for all marginals:
-Var h_n = |v_n|^2 (column n of V), E h_n = v_n^T L_P^-1 W nu. The state's ``mean`` / ``var`` are the
-marginals of h_n (what the site rule reads); f_n's are ``mean`` and ``f_var = var + d_n``
-(``predict_f(X)`` gives the same; plots should use those). Sequential sweeps carry
-(Sigma_v, m_v) and update them by O(M^2) rank-one steps per site (numba).
+and one M x M Cholesky, then one triangular solve V = L_P^-1 W for all marginals
+(:mod:`.sparse_columns`): Var h_n = |v_n|^2 (column n of V), E h_n = v_n^T L_P^-1 W nu. The
+state's ``mean`` / ``var`` are the marginals of h_n (what the site rule reads); f_n's are
+``mean`` and ``f_var = var + d_n`` (``predict_f(X)`` gives the same; plots should use those).
+Sequential sweeps carry (Sigma_v, m_v) and update them by O(M^2) rank-one steps per site
+(numba, :mod:`.sparse_sweeps`).
 """
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 from scipy import linalg
-from scipy.linalg import blas
 
 from qpviz._blas import gram_update_lower, small_problem_threads
-from qpviz.config import NUMBA_OPTIONS
 from qpviz.inference.inducing import (as_inducing, as_inducing_cov, cholesky_kuu, covariance_vjp,
                                       inducing_covariances, pack_inducing_cov, packed_inducing_cov_grad,
                                       unpack_inducing_cov)
 from qpviz.inference.prior import IndefinitePosterior
-from qpviz.inference.sites import gaussian_power, power_gaussian_moments_numpy, power_site_step
+from qpviz.inference.sites import gaussian_power, power_gaussian_moments_numpy
+from qpviz.inference.sparse_columns import (SCALED_MIN, VAR_FLOOR, scale_columns, scaled_column_moments,
+                                            solve_columns_in_place)
+from qpviz.inference.sparse_sweeps import (sequential_sweep_reference, sparse_sweep_sites, sparse_sweep_sites_closed,
+                                           sparse_sweep_sites_general)
 from qpviz.kernels import Kernel, as_inputs
 
 __all__ = ["SparsePrior", "SparseGaussian", "SparseSweep", "sparse_sweep_sites",
            "sequential_sweep_reference", "VAR_FLOOR", "check_alpha"]
-
-#: Smallest marginal variance of h_n: an input far from every inducing input has w_n = 0 (K_uf
-#: underflows), so h_n = 0 exactly; its floored variance gives a cavity of precision ~1/VAR_FLOOR
-#: (finite) whose site leaves q unchanged and adds nothing but log Z~_n (the point's own
-#: prior predictive, f_n = e_n) to the energy, instead of 0/0.
-VAR_FLOOR = np.finfo(np.float64).tiny
 
 
 class SparsePrior:
@@ -244,7 +240,7 @@ class SparseGaussian:
             c = linalg.solve_triangular(self._Lp, weighted_nu, lower=True, check_finite=False)
             self.mean_v = linalg.solve_triangular(self._Lp, c, lower=True, trans="T", check_finite=False)
             unscaled = (np.arange(prior.n) if sqrt_tau is None
-                        else np.flatnonzero(sqrt_tau < _SCALED_MIN))  # columns whose scaling would lose v_n
+                        else np.flatnonzero(sqrt_tau < SCALED_MIN))  # columns whose scaling would lose v_n
             if unscaled.size > prior.n // 2:
                 np.copyto(scratch, W)
                 solve_columns_in_place(self._Lp, scratch)  # columns v_n = L_P^-1 w_n
@@ -380,76 +376,6 @@ class SparseGaussian:
         return 2.0 * B, -0.5 * (BA + BA.T), s
 
 
-#: Columns with sqrt(tau_n) below this are solved unscaled (:class:`SparseGaussian`): dividing by
-#: it would amplify underflow in sqrt(tau_n) v_n.
-_SCALED_MIN = 1e-100
-
-
-@njit(**NUMBA_OPTIONS)
-def scale_columns(W, sqrt_tau, nu, out):
-    """out = W diag(sqrt_tau) (in place, (M, N)) and W nu, in one pass over W (the columns
-    sqrt(tau_n) w_n of P's dsyrk, and the right-hand side of E v). NumPy reference:
-    :func:`scale_columns_numpy`."""
-    m, n = W.shape
-    weighted = np.empty(m)
-    for j in range(m):
-        row = W[j]
-        for i in range(n):
-            out[j, i] = row[i] * sqrt_tau[i]
-        weighted[j] = np.dot(row, nu)  # BLAS ddot on the row the loop above just read (in cache)
-    return weighted
-
-
-def scale_columns_numpy(W, sqrt_tau, nu, out):
-    """The NumPy reference of :func:`scale_columns`."""
-    np.multiply(W, sqrt_tau[None, :], out=out)
-    return W @ nu
-
-
-def solve_columns_in_place(lower, columns) -> None:
-    """columns := L^-1 columns for a lower-triangular L and a C-ordered (M, N) array, by one
-    right-side BLAS ``dtrsm`` on its Fortran (N, M) view (columns^T := columns^T L^-T): the
-    layout OpenBLAS solves fastest (measured 83 ms against 97 ms for the left-side solve at
-    N = 1e5, M = 200)."""
-    out = blas.dtrsm(1.0, lower, columns.T, side=1, lower=1, trans_a=1, overwrite_b=1)
-    if not np.shares_memory(out, columns):  # SciPy copied (a layout it could not use in place)
-        raise RuntimeError("dtrsm did not solve in place; pass a C-ordered float64 array")
-
-
-@njit(**NUMBA_OPTIONS)
-def scaled_column_moments(columns, c, sqrt_tau):
-    """(|r_n|^2 / tau_n floored at VAR_FLOOR, (c . r_n) / sqrt(tau_n)) for the columns
-    r_n = sqrt(tau_n) v_n of an (M, N) array, in one pass over it (row by row, so that the
-    inner loop runs over contiguous memory); columns with sqrt(tau_n) < _SCALED_MIN get NaN (the
-    caller solves them unscaled). NumPy reference: :func:`scaled_column_moments_numpy`."""
-    m, n = columns.shape
-    var = np.zeros(n)
-    mean = np.zeros(n)
-    for j in range(m):
-        cj = c[j]
-        for i in range(n):
-            r = columns[j, i]
-            var[i] += r * r
-            mean[i] += r * cj
-    for i in range(n):
-        if sqrt_tau[i] < _SCALED_MIN:
-            var[i] = np.nan
-            mean[i] = np.nan
-        else:
-            var[i] = max(var[i] / (sqrt_tau[i] * sqrt_tau[i]), VAR_FLOOR)
-            mean[i] = mean[i] / sqrt_tau[i]
-    return var, mean
-
-
-def scaled_column_moments_numpy(columns, c, sqrt_tau):
-    """The NumPy reference of :func:`scaled_column_moments`."""
-    ok = sqrt_tau >= _SCALED_MIN
-    with np.errstate(divide="ignore", invalid="ignore"):
-        var = np.where(ok, np.maximum(np.einsum("ij,ij->j", columns, columns) / sqrt_tau**2, VAR_FLOOR), np.nan)
-        mean = np.where(ok, (c @ columns) / sqrt_tau, np.nan)
-    return var, mean
-
-
 def _covariance_differences(prior: SparsePrior, step: float = 1e-6):
     """(dK_uu, dK_uf, d diag K_ff) / d log theta_j for each kernel hyper-parameter, by central differences."""
     theta = prior.kernel.log_params()
@@ -461,83 +387,6 @@ def _covariance_differences(prior: SparsePrior, step: float = 1e-6):
         minus = inducing_covariances(prior.kernel.with_log_params(down), prior.X, prior.Z, prior.inducing_cov)
         yield ((plus.Kuu - minus.Kuu) / (2 * step), (plus.Kuf - minus.Kuf) / (2 * step),
                (plus.kff_diag - minus.kff_diag) / (2 * step))
-
-
-# -- sequential sweeps --------------------------------------------------------------------------
-@njit(**NUMBA_OPTIONS)
-def sparse_sweep_sites(Wt, cond_var, cov, mean_v, tau, nu, y, order, method, lk, damping, coef, meta, log_z, status,
-                       closed):
-    """Power-EP / QP site updates in ``order`` on (Sigma_v, m_v) (all arrays change in place).
-
-    Site n: s = Sigma_v w_n, Var h_n = w_n^T s, E h_n = w_n^T m_v; the rule
-    (:func:`qpviz.inference.sites.power_site_step`) gives (dtau, dnu), then (R&W eq. 3.70 in v):
-    c = dtau / (1 + dtau Var h_n), Sigma_v -= c s s^T, m_v += (dnu - c (E h_n + Var h_n dnu)) s.
-    """
-    m = cov.shape[0]
-    s = np.empty(m)
-    for pos in range(order.shape[0]):
-        i = order[pos]
-        var_h = 0.0
-        mean_h = 0.0
-        for a in range(m):
-            acc = 0.0
-            for b in range(m):
-                acc += cov[a, b] * Wt[i, b]
-            s[a] = acc
-            var_h += Wt[i, a] * acc
-            mean_h += Wt[i, a] * mean_v[a]
-        var_h = max(var_h, VAR_FLOOR)
-        t_new, n_new, lz, st = power_site_step(method, lk, y[i], mean_h, var_h, tau[i], nu[i], damping, coef, meta,
-                                               closed, cond_var[i])
-        log_z[i] = lz
-        status[i] = st
-        dtau = t_new - tau[i]
-        dnu = n_new - nu[i]
-        tau[i] = t_new
-        nu[i] = n_new
-        if dtau == 0.0 and dnu == 0.0:
-            continue
-        c = dtau / (1.0 + dtau * var_h)
-        shift = dnu - c * (mean_h + var_h * dnu)
-        for a in range(m):
-            mean_v[a] += shift * s[a]
-            cs = c * s[a]
-            for b in range(m):
-                cov[a, b] -= cs * s[b]
-
-
-@njit(**NUMBA_OPTIONS)
-def sparse_sweep_sites_closed(Wt, cond_var, cov, mean_v, tau, nu, y, order, method, lk, damping, coef, meta, log_z,
-                              status):
-    """:func:`sparse_sweep_sites` compiled for EP by closed-form moments."""
-    sparse_sweep_sites(Wt, cond_var, cov, mean_v, tau, nu, y, order, method, lk, damping, coef, meta, log_z, status,
-                       True)
-
-
-@njit(**NUMBA_OPTIONS)
-def sparse_sweep_sites_general(Wt, cond_var, cov, mean_v, tau, nu, y, order, method, lk, damping, coef, meta, log_z,
-                               status):
-    """:func:`sparse_sweep_sites` for every rule (quadrature and tables where needed)."""
-    sparse_sweep_sites(Wt, cond_var, cov, mean_v, tau, nu, y, order, method, lk, damping, coef, meta, log_z, status,
-                       False)
-
-
-def sequential_sweep_reference(Wt, cond_var, cov, mean_v, tau, nu, y, order, rule, log_z, status) -> None:
-    """:func:`sparse_sweep_sites` in NumPy, each site through :meth:`SiteRule.step` (step 3' literally):
-    the tests' reference and the path for likelihoods without numba kernels."""
-    for i in np.asarray(order, np.int64):
-        w = Wt[i]
-        s = cov @ w
-        var_h, mean_h = max(float(w @ s), VAR_FLOOR), float(w @ mean_v)
-        t_new, n_new, lz, st = (a.item() for a in rule.step(y[i], mean_h, var_h, tau[i], nu[i], cond_var=cond_var[i]))
-        log_z[i], status[i] = lz, st
-        dtau, dnu = t_new - tau[i], n_new - nu[i]
-        tau[i], nu[i] = t_new, n_new
-        if dtau == 0.0 and dnu == 0.0:
-            continue
-        c = dtau / (1.0 + dtau * var_h)
-        mean_v += (dnu - c * (mean_h + var_h * dnu)) * s
-        cov -= c * np.outer(s, s)
 
 
 # -- Power EP's power ----------------------------------------------------------------------------------

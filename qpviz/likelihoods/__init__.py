@@ -15,7 +15,8 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from qpviz.likelihoods.base import InvalidObservation, Likelihood, Parameter, Tempered, TiltedMoments
+from qpviz.likelihoods.base import Likelihood, Tempered
+from qpviz.likelihoods.parameter import InvalidObservation, Parameter, TiltedMoments
 from qpviz.likelihoods.registry import REGISTRY, as_likelihood, likelihood, register_likelihood, registered
 
 __all__ = ["REGISTRY", "likelihood", "register_likelihood", "registered", "Likelihood", "Parameter", "Tempered",

@@ -38,9 +38,6 @@ the class what it can do.
 """
 from __future__ import annotations
 
-import functools
-import math
-from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -48,60 +45,11 @@ import numpy as np
 from qpviz import config, tilted
 from qpviz._jit import JitKernels, make_handle
 from qpviz.checks import as_float_array, check_cavity, check_positive
+from qpviz.likelihoods.parameter import InvalidObservation, Parameter, TiltedMoments
+from qpviz.likelihoods.quadrature import BAND_GH_NODES, BAND_RANGE_POINTS, count_moments, gauss_hermite, real_moments
 
 __all__ = ["Likelihood", "Parameter", "TiltedMoments", "InvalidObservation", "Tempered", "as_float_array",
-           "check_cavity", "check_positive"]
-
-
-class InvalidObservation(ValueError):
-    """An observed y outside the support of the likelihood (a user error, with advice)."""
-
-
-@dataclass(frozen=True)
-class TiltedMoments:
-    """log normaliser, mean and variance of the tilted distribution (arrays)."""
-
-    log_z: np.ndarray
-    mean: np.ndarray
-    var: np.ndarray
-
-
-@dataclass(frozen=True)
-class Parameter:
-    """A declared likelihood parameter: its name, default, valid range and what it means.
-
-    ``choices`` are the values the dashboard offers by default (and the QP tables cover);
-    ``fit_scale`` marks a scale that ``qpviz.fit(..., optimise_likelihood=True)`` fits on the
-    log scale.
-    """
-
-    name: str
-    default: float
-    lower: float = -math.inf
-    upper: float = math.inf
-    lower_inclusive: bool = False
-    upper_inclusive: bool = False
-    doc: str = ""
-    choices: tuple = ()
-    fit_scale: bool = False
-
-    def describe_range(self) -> str:
-        left = "[" if self.lower_inclusive else "("
-        right = "]" if self.upper_inclusive else ")"
-        return f"{left}{self.lower:g}, {self.upper:g}{right}"
-
-    def check(self, value) -> float:
-        """``value`` as a float in the declared range, or an error that says what to use."""
-        arr = as_float_array(value, self.name)
-        if arr.ndim != 0:
-            raise ValueError(f"{self.name} must be a single number; got {value!r}")
-        x = float(arr)
-        above = x >= self.lower if self.lower_inclusive else x > self.lower
-        below = x <= self.upper if self.upper_inclusive else x < self.upper
-        if not (math.isfinite(x) and above and below):
-            raise ValueError(f"{self.name} must be a finite number in {self.describe_range()}"
-                             f"{' (' + self.doc + ')' if self.doc else ''}; got {value!r}")
-        return x
+           "check_cavity", "check_positive", "BAND_GH_NODES", "BAND_RANGE_POINTS"]
 
 
 class Likelihood:
@@ -343,11 +291,11 @@ class Likelihood:
             mean = (p_plus - p_minus) / (p_plus + p_minus)
             return mean, 1.0 - mean * mean
         if self.support == "count":
-            return _count_moments(self, f)
+            return count_moments(self, f)
         noise = self.noise_variance()
         if noise is not None:
             return f.copy(), np.full(f.shape, float(noise))
-        return _real_moments(self, f)
+        return real_moments(self, f)
 
     def predictive_band(self, mean, var) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(centre, lower, upper) of the observation y under a Gaussian latent N(mean, var).
@@ -370,7 +318,7 @@ class Likelihood:
             total_sd = np.sqrt(var + noise)
             total_sd = np.where(np.isfinite(total_sd), total_sd, sd)
             return mean, mean - 2 * total_sd, mean + 2 * total_sd
-        x, w = _gauss_hermite(BAND_GH_NODES)
+        x, w = gauss_hermite(BAND_GH_NODES)
         cond_mean, cond_var = self.observation_moments(mean[..., None] + np.sqrt(2.0 * var)[..., None] * x)
         centre = cond_mean @ w
         if self.support == "count":
@@ -397,7 +345,7 @@ class Likelihood:
         y = np.asarray(y, float)
         mean = np.asarray(mean, float)
         var = np.asarray(var, float)
-        x, w = _gauss_hermite(config.GH_NODES)
+        x, w = gauss_hermite(config.GH_NODES)
         f = mean[..., None] + np.sqrt(2.0 * var)[..., None] * x
         yy = np.broadcast_to(y[..., None], f.shape)
         d1, d2 = self.dlog_prob(yy, f)
@@ -467,92 +415,6 @@ class Tempered(Likelihood):
 
     def initial_sites(self, y):
         return self.base.initial_sites(y)
-
-
-#: Gauss-Hermite nodes of :meth:`Likelihood.predictive_band` (the outermost at mean +- 7.6 sd)
-BAND_GH_NODES = 20
-#: latent points where the count band takes the range of the rate (exact for a monotone rate)
-BAND_RANGE_POINTS = 257
-#: widest window of counts :func:`_count_moments` sums over
-MAX_COUNT_WINDOW = 2**20
-
-
-def _count_moments(lik: Likelihood, f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(E[y | f], Var[y | f]) of a count likelihood by sums over a window of counts around the
-    mode of p(y | f) (first guessed on 0, 1, 2, 4, ..., 2^50, then the window's own peak), the
-    window doubling for the rows whose mass at its ends is not yet below 1e-12 of the total
-    (a second mode far from the first is not looked for)."""
-    flat = f.reshape(-1)
-    mean, var = np.full(flat.shape, np.nan), np.full(flat.shape, np.nan)
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        guesses = np.concatenate([[0.0], 2.0 ** np.arange(51)])
-        logp = np.broadcast_to(np.asarray(lik.log_prob(guesses[None, :], flat[:, None]), float),
-                               (flat.size, guesses.size))
-        centre = guesses[np.argmax(np.where(np.isnan(logp), -np.inf, logp), axis=1)]
-    todo = np.arange(flat.size)
-    half = 32
-    while todo.size:
-        counts = np.maximum(centre[todo, None] - half, 0.0) + np.arange(2 * half + 1.0)
-        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-            logp = np.broadcast_to(np.asarray(lik.log_prob(counts, flat[todo, None]), float), counts.shape)
-            p = np.exp(logp - np.max(logp, axis=1, keepdims=True))
-        total = p.sum(axis=1)
-        edge = np.maximum(np.where(counts[:, 0] > 0, p[:, 0], 0.0), p[:, -1])
-        done = np.isfinite(total) & (total > 0) & (edge <= 1e-12 * total)
-        rows = todo[done]
-        m1 = np.einsum("ij,ij->i", p[done], counts[done]) / total[done]
-        mean[rows] = m1
-        var[rows] = np.maximum(np.einsum("ij,ij->i", p[done], (counts[done] - m1[:, None]) ** 2) / total[done], 0.0)
-        if not done.all() and half >= MAX_COUNT_WINDOW:
-            bad = todo[~done][0]
-            raise ValueError(f"E[y | f] of the {lik.name} likelihood did not converge at f = {flat[bad]:g} (p(y | f) "
-                             f"wider than {MAX_COUNT_WINDOW} counts, or log_prob not finite); define "
-                             "observation_moments(f) for it")
-        peak = counts[np.arange(todo.size), np.argmax(np.where(np.isnan(p), -np.inf, p), axis=1)]
-        centre[todo] = peak
-        todo = todo[~done]
-        half *= 2
-    return mean.reshape(f.shape), var.reshape(f.shape)
-
-
-def _real_moments(lik: Likelihood, f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(E[y | f], Var[y | f]) of a real likelihood by adaptive quadrature over u = y - f (one
-    vector integral for every f); Var = inf (for every f) where the integrals do not converge."""
-    from scipy.integrate import quad_vec
-
-    flat = f.reshape(-1)
-
-    def integrand(u):
-        with np.errstate(over="ignore", under="ignore"):
-            p = np.exp(np.asarray(lik.log_prob(flat + u, flat), float)) * np.ones_like(flat)
-        return np.stack([p, u * p, u * u * p])
-
-    # Gaussian, Student-t and Laplace noise converge in < 20 intervals; a divergent second moment
-    # (Cauchy) uses all 100 (~5 s for the GP 1-D page's 200 points x BAND_GH_NODES)
-    moments, error, info = quad_vec(integrand, -np.inf, np.inf, epsabs=0.0, epsrel=1e-11, limit=100,
-                                    full_output=True)
-    total, first, second = moments
-    if info.status != 0 or not error <= 1e-8 * np.max(np.abs(moments)):
-        second = np.full(flat.shape, np.inf)  # heavy tails (the error estimate is one for all rows)
-    if not (np.all(np.isfinite(total)) and np.all(total > 0)):
-        raise ValueError(f"p(y | f) of the {lik.name} likelihood does not integrate to a positive finite mass over y; "
-                         "check log_prob or define observation_moments(f)")
-    shift = first / total
-    with np.errstate(invalid="ignore"):
-        var = second / total - shift * shift
-    var = np.where(np.isfinite(var) & (var >= 0), var, np.inf)
-    return (flat + shift).reshape(f.shape), var.reshape(f.shape)
-
-
-@functools.lru_cache(maxsize=8)
-def _gauss_hermite(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes x and weights w / sqrt(pi) of n-point Gauss-Hermite quadrature, computed once (an
-    eigenvalue problem: 9 ms for 64 nodes, which dominated a 200-point minibatch step of SVI)."""
-    x, w = np.polynomial.hermite.hermgauss(n)
-    x.flags.writeable = False
-    w = w / np.sqrt(np.pi)
-    w.flags.writeable = False
-    return x, w
 
 
 def _show(arr: np.ndarray) -> str:

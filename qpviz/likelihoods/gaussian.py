@@ -6,7 +6,8 @@ import math
 import numpy as np
 
 from qpviz._jit import JitKernels
-from qpviz.likelihoods.base import Likelihood, Parameter
+from qpviz.likelihoods.base import Likelihood
+from qpviz.likelihoods.parameter import Parameter
 from qpviz.likelihoods.registry import register_likelihood
 from qpviz.special import LOG_SQRT_2PI
 

@@ -14,7 +14,8 @@ from scipy import special
 from qpviz._jit import JitKernels
 from qpviz.config import NUMBA_OPTIONS
 from qpviz.likelihoods import _tilted_cdfs as tilted_cdfs
-from qpviz.likelihoods.base import Likelihood, Parameter
+from qpviz.likelihoods.base import Likelihood
+from qpviz.likelihoods.parameter import Parameter
 from qpviz.likelihoods.registry import register_likelihood
 from qpviz.special import logaddexp, truncated_normal_terms
 

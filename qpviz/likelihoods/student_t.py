@@ -7,7 +7,8 @@ import numpy as np
 from scipy import special
 
 from qpviz._jit import JitKernels
-from qpviz.likelihoods.base import Likelihood, Parameter
+from qpviz.likelihoods.base import Likelihood
+from qpviz.likelihoods.parameter import Parameter
 from qpviz.likelihoods.registry import register_likelihood
 
 

@@ -1,0 +1,172 @@
+"""The data of the Projection Explorer's views for one tilted distribution
+q(f) = p(y|f) N(f | m, s^2) / Z: (a) the densities, (b) the quantile functions, (c) the summary
+numbers and (d) the var_QP/var_EP map, as plain functions that tests call directly;
+:func:`compute` gathers (a)-(c) into an :class:`ExplorerResult`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+import qpviz
+from qpviz.explorer.inputs import CAVITY_MEAN_SLIDER, CAVITY_STD_SLIDER
+from qpviz.likelihoods.base import Likelihood
+from qpviz.projection import Projection, kl_to_gaussian, qp_variance, w2_to_gaussian
+from qpviz.tilted import tilted_quantile, tilted_summary
+
+__all__ = ["COMMON_RATIO_SCALE", "DENSITY_POINTS", "QUANTILE_POINTS", "Z_MAX", "MAP_SHAPE", "normal_pdf",
+           "ExplorerResult", "densities", "quantiles", "summary", "ratio_map", "compute"]
+
+#: One colour range shared by every likelihood's var_QP/var_EP map (the "common colour scale"):
+#: at most 1 (Theorem 2); 0.5 is reached by Poisson-square maps from a count of 10 (larger counts
+#: go lower and are drawn in the colour of 0.5), every other registered likelihood's maps at the
+#: page's observations stay above it (tests/test_explorer.py checks this).
+COMMON_RATIO_SCALE = (0.5, 1.0)
+
+#: Points of the density grid and of the quantile grid (kept small: every slider move redraws).
+DENSITY_POINTS = 400
+QUANTILE_POINTS = 121
+
+#: The quantile grid u = Phi(z) for z evenly spaced in [-Z_MAX, Z_MAX].
+Z_MAX = 3.5
+
+#: Resolution of the var_QP/var_EP map (means x standard deviations).
+MAP_SHAPE = (41, 40)
+
+
+def normal_pdf(x, mean, var) -> np.ndarray:
+    """N(x | mean, var)."""
+    return np.exp(-0.5 * (x - mean) ** 2 / var) / np.sqrt(2.0 * np.pi * var)
+
+
+def _with_kinks(x: np.ndarray, kinks) -> np.ndarray:
+    """``x`` plus both one-sided neighbours of every kink inside it (a jump stays a jump)."""
+    kinks = np.asarray(kinks, float)
+    kinks = kinks[(kinks > x[0]) & (kinks < x[-1])]
+    if not kinks.size:
+        return x
+    return np.sort(np.concatenate((x, np.nextafter(kinks, -np.inf), np.nextafter(kinks, np.inf))))
+
+
+@dataclass(frozen=True)
+class ExplorerResult:
+    """Everything the page shows for one (likelihood, y, cavity): the data of each view."""
+
+    densities: dict
+    quantiles: dict
+    summary: dict
+
+
+def _plot_range(cavity_mean: float, cavity_std: float, mean: float, std: float) -> tuple[float, float]:
+    lo = min(cavity_mean - 4.0 * cavity_std, mean - 4.5 * std)
+    hi = max(cavity_mean + 4.0 * cavity_std, mean + 4.5 * std)
+    return lo, hi
+
+
+def densities(lik: Likelihood, y, cavity_mean, cavity_std, ep: Projection, qp: Projection, points: int = DENSITY_POINTS) -> dict:
+    """Curves of panel (a) on one grid ``x`` (``points`` + 2 per kink of p(y|f)): cavity N(m, s^2), tilted q(x) (eq. 4), EP and QP
+    Gaussians N(mu_q, sigma^2) (eqs. 5, 7) and the likelihood p(y|x) scaled so that its maximum
+    on the grid equals the largest of the densities (``likelihood_scale`` says by how much)."""
+    lo, hi = _plot_range(cavity_mean, cavity_std, float(ep.mean), float(np.sqrt(ep.var)))
+    x = _with_kinks(np.linspace(lo, hi, points), lik.kinks(y))  # a jump of p(y|f) is drawn vertically
+    var = cavity_std**2
+    cavity = normal_pdf(x, cavity_mean, var)
+    tilted = np.exp(lik.tilted_logpdf(x, y, cavity_mean, var))
+    ep_pdf = normal_pdf(x, float(ep.mean), float(ep.var))
+    qp_pdf = normal_pdf(x, float(qp.mean), float(qp.var))
+    with np.errstate(divide="ignore", under="ignore"):
+        lik_values = np.exp(lik.log_prob(y, x))
+    peak = max(cavity.max(), tilted.max(), ep_pdf.max(), qp_pdf.max())
+    scale = peak / lik_values.max() if lik_values.max() > 0 else 1.0
+    return {
+        "x": x,
+        "cavity": cavity,
+        "likelihood": lik_values * scale,
+        "likelihood_scale": scale,
+        "tilted": tilted,
+        "ep": ep_pdf,
+        "qp": qp_pdf,
+    }
+
+
+def quantiles(lik: Likelihood, y, cavity_mean, cavity_std, ep: Projection, qp: Projection, points: int = QUANTILE_POINTS) -> dict:
+    """Panel (b): quantile functions on u = Phi(z), z in [-3.5, 3.5].
+
+    ``tilted`` = F^-1(u) (``qpviz.tilted.tilted_quantile``); ``ep`` = mu + sigma_EP z;
+    ``qp`` = mu + sigma_QP z. Against z = Phi^-1(u)
+    (the Q-Q view) the QP line is the least-squares line through the tilted quantiles, since
+    W2^2 = int_0^1 (F^-1(u) - mu - sigma Phi^-1(u))^2 du (QP paper eq. 11) is minimised by
+    sigma_QP (eq. 20); the EP line has slope sigma_EP.
+    """
+    z = np.linspace(-Z_MAX, Z_MAX, points)
+    u = special.ndtr(z)
+    mean = float(ep.mean)
+    ep_std = float(np.sqrt(ep.var))
+    qp_std = float(np.sqrt(qp.var))
+    tilted = tilted_quantile(lik, u, y, cavity_mean, cavity_std**2, engine="numpy")  # no compile; ~3 ms
+    return {"u": u, "z": z, "tilted": tilted, "ep": mean + ep_std * z, "qp": mean + qp_std * z}
+
+
+def summary(lik: Likelihood, y, cavity_mean, cavity_std, ep: Projection, qp: Projection) -> dict:
+    """Panel (c): Z, log Z, tilted mean, var_EP, var_QP, var_QP/var_EP, W2 and KL of each Gaussian
+    to the tilted distribution (Prop. 1 / KL definition) and each site update (eq. 6)."""
+    var = cavity_std**2
+    means = np.array([float(ep.mean), float(qp.mean)])
+    variances = np.array([float(ep.var), float(qp.var)])
+    # one quadrature serves W2 and KL; the NumPy engine (~1 ms for one point) needs no compilation
+    tilted_dist = tilted_summary(lik, y, cavity_mean, var, engine="numpy")
+    w2 = w2_to_gaussian(lik, y, cavity_mean, var, means, variances, summary=tilted_dist)
+    kl = kl_to_gaussian(lik, y, cavity_mean, var, means, variances, summary=tilted_dist)
+    out = {
+        "Z": float(np.exp(ep.log_z)),
+        "log_Z": float(ep.log_z),
+        "mean": float(ep.mean),
+        "var_ep": float(ep.var),
+        "var_qp": float(qp.var),
+        "ratio": float(qp.var / ep.var),
+    }
+    for i, (name, projection) in enumerate((("ep", ep), ("qp", qp))):
+        site = projection.site()
+        out[f"w2_{name}"] = float(w2[i])
+        out[f"kl_{name}"] = float(kl[i])
+        out[f"site_mean_{name}"] = float(site.mean)
+        out[f"site_var_{name}"] = float(site.var)
+        out[f"site_positive_{name}"] = bool(site.positive)
+    return out
+
+
+def ratio_map(lik: Likelihood, y, shape: tuple[int, int] = MAP_SHAPE) -> dict:
+    """Panel (d): var_QP / var_EP on a grid of cavity means x cavity stds (``ratio[i_std, i_mean]``).
+
+    var_EP from ``lik.tilted_moments`` and var_QP from ``qpviz.projection.qp_variance`` (eq. 7),
+    both vectorised over the grid; the ratio is <= 1 everywhere (QP paper Theorem 2; var_QP is
+    capped at var_EP, as ``qpviz.project`` does, against the tables' 1e-8 error).
+    """
+    means = np.linspace(CAVITY_MEAN_SLIDER[0], CAVITY_MEAN_SLIDER[1], shape[0])
+    stds = np.linspace(CAVITY_STD_SLIDER[0], CAVITY_STD_SLIDER[1], shape[1])
+    M, S = np.meshgrid(means, stds)
+    V = S**2
+    y_grid = np.full_like(M, float(y))
+    var_ep = lik.tilted_moments(y_grid, M, V).var
+    # as in qpviz.project: a table's 1e-8 error must not cross Theorem 2's bound where QP ~ EP
+    var_qp = np.minimum(qp_variance(lik, y_grid, M, V), var_ep)
+    return {"means": means, "stds": stds, "ratio": var_qp / var_ep}
+
+
+def compute(lik: Likelihood, y: float, cavity_mean: float, cavity_std: float) -> ExplorerResult:
+    """The data of views (a)-(c) for one tilted distribution."""
+    var = cavity_std**2
+    ep = qpviz.project(lik, y, cavity_mean, var, method="ep")
+    qp = qpviz.project(lik, y, cavity_mean, var, method="qp")
+    if not (np.isfinite(ep.var) and np.isfinite(qp.var) and ep.var > 0 and qp.var > 0):
+        raise ArithmeticError(
+            f"the projection failed for y={y:g}, cavity N({cavity_mean:g}, {cavity_std:g}^2) "
+            f"(var_EP={float(ep.var):g}, var_QP={float(qp.var):g}); try a cavity closer to the data"
+        )
+    return ExplorerResult(
+        densities=densities(lik, y, cavity_mean, cavity_std, ep, qp),
+        quantiles=quantiles(lik, y, cavity_mean, cavity_std, ep, qp),
+        summary=summary(lik, y, cavity_mean, cavity_std, ep, qp),
+    )
