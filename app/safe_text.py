@@ -15,7 +15,7 @@ browser of whoever opens the link. Every page puts such text through this module
   ``fill("The link's {key} was replaced by {value}.", key=..., value=...)`` escapes every value.
 
 Long values are shortened (:func:`qpviz.checks.shorten`) so that a banner still names the value
-without a page-long paragraph. ``tests/test_safe_text.py`` renders the results with Panel's own
+without a page-long paragraph. ``tests/app/test_safe_text.py`` renders the results with Panel's own
 Markdown parser and checks that the shown text equals the input for any string (hypothesis).
 """
 from __future__ import annotations

@@ -14,7 +14,7 @@ Timed (best of ``--repeats``, interleaved):
 * prediction: latent mean and variance at 2000 new inputs (ours ``predict_f``, GPy's
   ``_raw_predict``).
 
-The ratio is GPy's time / ours (> 1: ours is faster). Agreement is in tests/test_sparse_gpy.py.
+The ratio is GPy's time / ours (> 1: ours is faster). Agreement is in tests/inference/test_sparse_gpy.py.
 """
 from __future__ import annotations
 

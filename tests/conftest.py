@@ -24,12 +24,12 @@ def pytest_configure(config):
 SLOW_FIRST = {
     "tests/browser/test_hostile_inputs.py::test_every_typed_number_box": 60,
     "tests/browser/test_script_injection.py::test_a_link_value_is_shown_as_text": 40,
-    "tests/test_mcmc_reference_presets.py::test_reference_agrees_with_ep_and_reports_its_diagnostics[Poisson": 25,
+    "tests/gpdemo/test_mcmc_reference_presets.py::test_reference_agrees_with_ep_and_reports_its_diagnostics[Poisson": 25,
     "tests/browser/test_page_links.py": 25,
     "tests/browser/test_script_injection.py": 20,
     "tests/browser/test_layout.py": 12,
     "tests/browser/": 8,
-    "tests/test_mcmc_reference_presets.py": 6,
+    "tests/gpdemo/test_mcmc_reference_presets.py": 6,
 }
 
 

@@ -54,7 +54,7 @@ LOG_DROP = 110
 # -- the shared accuracy domain (used by test_accuracy.py and the cache builder) --------------
 #: Domain of the issue's accuracy requirement: cavity means in [-10, 10], stds in [0.05, 20].
 MEAN_RANGE = (-10.0, 10.0)
-STD_RANGE = (0.05, 20.0)  # = qpviz.tables.families.TABLE_STD_RANGE (tests/test_tables_layout.py)
+STD_RANGE = (0.05, 20.0)  # = qpviz.tables.families.TABLE_STD_RANGE (tests/tables/test_tables_layout.py)
 CORNER_MEANS = (-10.0, 0.0, 10.0)
 CORNER_STDS = (0.05, 1.0, 20.0)
 COUNTS = (0, 1, 5, 50)

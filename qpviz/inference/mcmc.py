@@ -16,7 +16,7 @@ between them, weighted by the prior (a change of sign costs smoothness). Which r
 * the full posterior, sampled over its sign patterns (parallel tempering,
   :mod:`qpviz.inference.tempering`), judged and compared on the quantities the
   data identify: R-hat and ESS of |f_i| (rank-based, so the same as for the rate f_i^2) and of
-  mean_i |f_i|, and EP against it on sqrt(E f_i^2) (``tests/test_mcmc_reference_presets.py``);
+  mean_i |f_i|, and EP against it on sqrt(E f_i^2) (``tests/gpdemo/test_mcmc_reference_presets.py``);
   its latent mean is near 0 wherever the sign is open, as EP's is there (EP straddles both signs
   where they are close in weight). This is the reference used here: the posterior itself, with
   the sign fixed only up to the exact symmetry f -> -f, which leaves every quantity unchanged

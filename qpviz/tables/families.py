@@ -64,7 +64,7 @@ FOLD_SCALE_FREE = 5
 #: Cavity standard deviations covered by every table (the paper's tables: 0.1 to 10). The single
 #: source of this range for the library, the builder and the tests; the explorer page's slider
 #: range (``qpviz.explorer.CAVITY_STD_SLIDER``) is a different, narrower range that must lie inside it
-#: (checked in tests/test_tables.py).
+#: (checked in tests/tables/test_tables.py).
 TABLE_STD_RANGE = (0.05, 20.0)
 #: Cavity means covered: |m| <= 10 for the binary and Poisson likelihoods (the paper's range;
 #: a Poisson log-rate of +-10 is a rate from 4.5e-5 to 2.2e4), |m - y| <= 20 for the real ones.

@@ -70,7 +70,7 @@ tempered probit site update, against ~25 us of quadrature) and the short rule si
 Sparse page's cavities (probit, std 0.2-0.6) mostly need the middle
 rule, and those far on the probit's flat side the long one; wide cavities near the probit's step
 (half a Gaussian) fail every test and go to the quadrature.
-tests/test_tempered_fast.py measures the accuracy against the adaptive quadrature.
+tests/tilted/test_tempered_fast.py measures the accuracy against the adaptive quadrature.
 """
 from __future__ import annotations
 
@@ -94,11 +94,11 @@ __all__ = ["HERMITE_NODES", "HERMITE_TAIL_TOL", "TINY_NODES", "MOMENT_TAIL_TOL",
 #: flat side, y m ~ 2-5 with std ~1, where Phi(y f)^alpha bends only in the far tail; the Sparse
 #: page's "sine boundary" preset sent 70% of its sites to the quadrature without it, 35% with it:
 #: a Power-EP fit at N = 500 took 110 ms, then 70 ms; QP 470 ms, then 240 ms).
-#: tests/test_tempered_fast.py measures each against the quadrature
+#: tests/tilted/test_tempered_fast.py measures each against the quadrature
 HERMITE_NODES = 12
 MIDDLE_NODES = 32
 #: nodes of the rule tried first when only the moments are wanted (module docstring), and its tail
-#: tolerance (tests/test_tempered_fast.py measures the moments it accepts against the quadrature)
+#: tolerance (tests/tilted/test_tempered_fast.py measures the moments it accepts against the quadrature)
 TINY_NODES = 6
 MOMENT_TAIL_TOL = 1e-6
 #: the tiny rule's polynomial must match g within PROBE_TOL b_0 at the short rule's outermost nodes

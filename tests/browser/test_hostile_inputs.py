@@ -392,7 +392,7 @@ for _page in dashboard.PAGES:  # pages are imported lazily: import each, its Num
 HOSTILE = ("0", "-3", "1e308", "nan", "abc")
 EXTRA = {"integer": ("1.5",), "number of points": ("100000",)}
 #: The views whose typed-number boxes (class TYPED_CLASS) are found in the browser and fed HOSTILE.
-#: (Scalable's boxes are read at Start, not refitted on Enter: tests/test_app_scalable_page.py covers them.)
+#: (Scalable's boxes are read at Start, not refitted on Enter: tests/app/test_app_scalable_page.py covers them.)
 #: The explorer's count box shows for count likelihoods (its opening view), its y box for real ones (laplace).
 TYPED_VIEWS = ("explorer", "explorer-laplace", "gp1d", "gp2d", "sparse", "vsgp", "variance")
 

@@ -4,7 +4,7 @@
 The cases are generated, so a new page, URL key, field or upload is covered without an edit here:
 
 * every URL key that a page reads (``dashboard.url_keys()``: each page's declared keys, which its
-  URL sync reads from; tests/test_safe_text.py checks that a page syncs no other key), given the
+  URL sync reads from; tests/app/test_safe_text.py checks that a page syncs no other key), given the
   payload in a link that opens the page;
 * every visible text and number box of every page (found in the browser: every ``input`` of the
   opened page), typed the payload and Enter;

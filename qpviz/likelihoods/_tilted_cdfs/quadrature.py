@@ -15,7 +15,7 @@ __all__ = ["log_integral_left", "log_integral_finite"]
 # Double-exponential nodes. exp-sinh on [0, inf): t = exp(pi/2 sinh(tau)); tanh-sinh on [0, 1]:
 # s = logistic(pi sinh(tau)). Step 1/32 and the tau ranges give ~1e-15 relative accuracy for
 # smooth monotone integrands at every scale from 1e-40 to 1e10 (checked against mpmath in
-# tests/test_tilted_cdfs.py).
+# tests/likelihoods/test_tilted_cdfs.py).
 _DE_STEP = 1.0 / 32.0
 _TAU_HALF = np.arange(-5.0, 3.6 + _DE_STEP / 2, _DE_STEP)
 _HALF_T = np.exp(0.5 * np.pi * np.sinh(_TAU_HALF))

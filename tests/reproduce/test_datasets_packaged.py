@@ -17,7 +17,7 @@ import pytest
 import qpviz
 from qpviz.reproduce import datasets as ds
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = Path(qpviz.__file__).resolve().parent
 #: the benchmark folder developers and the lead's CI have beside the repository (a fresh clone has not)
 SHARED = ROOT.parent / "shared" / "datasets"

@@ -10,7 +10,7 @@ import pytest
 import scalable_figures
 import scalable_page
 from qpviz.gpdemo import scalable_demo as sd
-from test_scalable_demo import no_leaked_children  # noqa: F401  (autouse: every started child stopped in teardown)
+from training_jobs import no_leaked_children  # noqa: F401  (autouse: every started child stopped in teardown)
 from safe_text import shown
 
 

@@ -15,7 +15,7 @@ from qpviz.inference import ep, laplace, mcmc, methods, sep, site_fit, sparse_re
 from qpviz.inference.fit import OPTIONS
 from qpviz.inference.options import COMMON, MethodOptions
 
-TABLE_PAGE = Path(__file__).resolve().parent.parent / "docs" / "inference.md"
+TABLE_PAGE = Path(__file__).resolve().parents[2] / "docs" / "inference.md"
 
 #: each options class and the engine function whose keyword defaults it declares
 ENGINES = [

@@ -16,7 +16,7 @@ from qpviz.gpdemo import oned
 from qpviz.likelihoods import REGISTRY
 from qpviz.likelihoods.base import BAND_RANGE_POINTS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 MEAN = np.array([-2.0, -0.7, 0.0, 0.3, 1.1, 2.5])
 VAR = np.array([0.04, 1.0, 0.5, 2.0, 0.3, 0.8])

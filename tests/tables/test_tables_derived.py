@@ -16,7 +16,7 @@ from qpviz.tables import derived, store
 from qpviz.tables.families import family_for
 from qpviz.tables.packing import runtime
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

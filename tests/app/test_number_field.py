@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "app"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "app"))
 
 from number_field import FIELDS, NumberField  # noqa: E402
 from safe_text import shown  # noqa: E402

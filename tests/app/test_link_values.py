@@ -3,7 +3,7 @@
 silently. Generated from the declared keys: a key added to a page is covered without a test edit.
 
 Each case builds the page with a real ``panel.io.location.Location`` holding ``?KEY=BAD`` in place
-of the browser's (as tests/test_safe_text.py's RecordingLocation stands in for it) and reads the
+of the browser's (as tests/app/test_safe_text.py's RecordingLocation stands in for it) and reads the
 text of every visible Markdown/Alert pane of the page."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 import panel as pn
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "app"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "app"))
 
 import dashboard  # noqa: E402
 import link_query  # noqa: E402

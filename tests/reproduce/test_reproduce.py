@@ -17,7 +17,7 @@ import pytest
 from qpviz.reproduce import datasets as ds
 from qpviz.reproduce import protocol, report, runner
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 #: (rows, features) per preprocessing, from the paper's Table 1 and qpviz/reproduce/datasets.py
 EXPECTED = {
