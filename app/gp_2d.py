@@ -43,6 +43,7 @@ from figure_export import export_buttons
 from layout import HandOff, enlarge, explained, formula as formula_pane, set_projector, view_row
 from long_jobs import JobPoller, cancel_when_session_ends
 from number_field import LinkValues, NumberField, link_banner, range_checks
+import pages
 import safe_text
 from qpviz.checks import quoted
 from qpviz import kernels
@@ -52,7 +53,7 @@ from colours import METHOD_COLOURS
 __all__ = ["TITLE", "METHOD_COLOURS", "METHOD_LABELS", "KERNELS", "RANGES", "MCMC_SETTINGS", "MCMC_CACHE",
            "GridFigure", "GP2DPage", "page"]
 
-TITLE = "GP 2-D"
+TITLE = pages.title(__name__)  # registered in app/pages.py
 
 #: One colour per method on every page (Okabe-Ito, colour-blind safe).
 METHOD_LABELS = {"ep": "EP", "qp": "QP", "vb": "VB", "laplace": "Laplace", "mcmc": "MCMC"}

@@ -26,6 +26,7 @@ from figure_export import export_buttons
 from layout import enlarge, explained, set_projector, view_grid
 from long_jobs import EXECUTOR, GuardedModelCalls, JobPoller, cancel_when_session_ends
 from number_field import TYPED_CLASS, LinkValues, NumberField, link_banner, refusal
+import pages
 import safe_text
 from qpviz.checks import shorten
 from qpviz.gpdemo import oned, sparse_demo
@@ -33,7 +34,7 @@ from sparse_figures import EXPLANATIONS, HANDLE_Y, SparseFigures, numbers_html
 
 __all__ = ["TITLE", "SparseModel", "SparsePage", "page", "URL_KEYS", "FIT_CACHE", "CURVE_CACHE"]
 
-TITLE = "Sparse"
+TITLE = pages.title(__name__)  # registered in app/pages.py
 DEFAULT_PRESET = "smooth regression (N = 200)"
 #: URL keys of the page's state.
 URL_KEYS = {"preset": "sp_preset", "n_points": "sp_n", "seed": "sp_seed", "kernel": "sp_kernel",

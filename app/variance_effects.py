@@ -33,6 +33,7 @@ from figure_export import export_buttons
 from layout import enlarge, formula, set_projector, view_grid
 from number_field import NumberField
 import link_query
+import pages
 import safe_text
 from qpviz.checks import quoted
 from qpviz import variance_effects as ve
@@ -40,7 +41,7 @@ from colours import METHOD_COLOURS as COLOURS
 
 __all__ = ["TITLE", "COLOURS", "DATASET_CHOICES", "VarianceEffects", "explanations", "scores_html", "page"]
 
-TITLE = "Variance effects"
+TITLE = pages.title(__name__)  # registered in app/pages.py
 
 #: One colour per method on every page (Okabe-Ito, colour-blind safe).
 LABELS = {"ep": "EP", "qp": "QP", "vb": "VB", "laplace": "Laplace"}

@@ -28,6 +28,7 @@ from figure_export import export_buttons
 from gp_2d import PROBA_PALETTE, GridFigure
 from layout import enlarge, explained, set_projector, view_row
 from number_field import LinkValues, NumberField, link_banner, range_checks
+import pages
 import safe_text
 from qpviz.checks import quoted
 from qpviz.gpdemo import twod, vsgp_demo
@@ -35,7 +36,7 @@ from qpviz.kernels import RBF
 
 __all__ = ["TITLE", "RANGES", "URL_KEYS", "KINDS", "VSGPPage", "page"]
 
-TITLE = "VSGP"
+TITLE = pages.title(__name__)  # registered in app/pages.py
 
 #: The two maps: VSGP (blurred basis points) and FITC (the same centres, C_j = 0).
 KINDS = {"vsgp": "VSGP", "fitc": "FITC"}
