@@ -280,3 +280,20 @@ def test_starting_the_dashboard_imports_no_page_module():
             "print(sorted(p.module for p in pages.PAGES if p.module in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], cwd=app, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_no_page_module_imports_another_page():
+    """Pages share helper modules (layout, figures, number fields), never each other: a page's
+    imports, at module level or inside a function, name no other registered page."""
+    import ast  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    app = Path(registry.__file__).parent
+    names = {info.module for info in registry.PAGES}
+    for info in registry.PAGES:
+        tree = ast.parse((app / f"{info.module}.py").read_text(encoding="utf-8"))
+        imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                    for alias in node.names}
+        imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                     if isinstance(node, ast.ImportFrom) and node.module and node.level == 0}
+        assert not imported & (names - {info.module}), f"app/{info.module}.py imports {imported & names}"

@@ -19,8 +19,9 @@ def model():
     model.cancel_job(quiet=True)
 
 
-def test_the_model_imports_no_panel_or_bokeh():
-    code = "import sys, qpviz.gpdemo.twod_model; print(sorted({'panel', 'bokeh'} & set(sys.modules)))"
+@pytest.mark.parametrize("module", ["qpviz.gpdemo.twod_model", "qpviz.gpdemo.sparse_model", "qpviz.gpdemo.jobs"])
+def test_the_page_models_import_no_panel_or_bokeh(module):
+    code = f"import sys, {module}; print(sorted({{'panel', 'bokeh'}} & set(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
 
