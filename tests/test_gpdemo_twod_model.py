@@ -93,3 +93,19 @@ def test_the_mcmc_reference_is_a_shared_cached_job(model, monkeypatch):
 def test_validated_names_the_input_and_its_range(name, value):
     with pytest.raises(ValueError, match=rf"^{name} must be a number in \["):
         twod_model.validated(name, value)
+
+
+def test_the_page_keeps_its_most_recent_grids(monkeypatch):
+    monkeypatch.setattr(twod_model, "CACHE_ITEMS", 4)  # two (EP, QP) fits
+    model = GP2DModel(n=20)
+    first = model.ensure_fit().proba["ep"]
+    model.variance = 2.0
+    model.ensure_fit()
+    model.variance = 4.0
+    assert model.ensure_fit().proba["ep"] is first  # cached
+    model.variance = 3.0
+    model.ensure_fit()
+    model.variance = 2.0  # variance 2 gave way to variance 3: refitted, and variance 4 goes
+    model.ensure_fit()
+    model.variance = 4.0
+    assert model.ensure_fit().proba["ep"] is not first

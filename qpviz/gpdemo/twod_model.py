@@ -18,7 +18,6 @@ fit shown bumps ``version``: what the page watches to redraw.
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
 
 import numpy as np
 import param
@@ -90,7 +89,7 @@ class GP2DModel(param.Parameterized):
         self.fit_description = ""  # preset, N and hyper-parameters of self.fit
         self.link_note = ""  # what a bad link asked for and what replaced it
         self.drawn = False  # the page's figures exist: a change refits at once
-        self._cache: OrderedDict = OrderedDict()
+        self._cache = jobs.LRUCache(CACHE_ITEMS)  # this page's grids (MCMC_CACHE: every session's references)
         self._stale = True  # inputs changed since self.fit was computed
         self._job = None  # the MCMC reference job this page waits for (qpviz.gpdemo.jobs)
 
@@ -102,13 +101,10 @@ class GP2DModel(param.Parameterized):
 
     def _method_grid(self, kernel, method: str, extent) -> twod.GridFit:
         key = (self.X.tobytes(), self.y.tobytes(), repr(kernel), method, extent)
-        if key in self._cache:
-            self._cache.move_to_end(key)
-            return self._cache[key]
-        result = twod.fit_grid(self.X, self.y, kernel, methods=(method,), grid_size=GRID_SIZE, extent=extent)
-        self._cache[key] = result
-        if len(self._cache) > CACHE_ITEMS:
-            self._cache.popitem(last=False)
+        result = self._cache.get_recent(key)
+        if result is None:
+            result = twod.fit_grid(self.X, self.y, kernel, methods=(method,), grid_size=GRID_SIZE, extent=extent)
+            self._cache.put(key, result)
         return result
 
     def refit(self) -> bool:
