@@ -60,7 +60,7 @@ class LazyPage:
 
 #: Every page (app/pages.py), in tab order.
 PAGES = [LazyPage(info) for info in registry.PAGES]
-VARIANCE_EFFECTS = PAGES[PAGES.index(LazyPage(registry.info("variance_effects")))]
+VARIANCE_EFFECTS = next(page for page in PAGES if page.__name__ == "variance_effects")  # the GP pages hand data to it
 
 _PREPARED: dict[str, Future] = {}
 _PREPARED_LOCK = threading.Lock()
@@ -90,6 +90,7 @@ def kernels_ready(name: str) -> Future:
 
                 threading.Thread(target=prepare, name=f"qpviz-prepare-{target}", daemon=True).start()
     return future
+
 
 #: Seconds after a page has loaded before every other QP table's fast form is derived in the
 #: background (deriving the Poisson families takes 1-2 s of CPU each): the first page's numbers and
