@@ -1,13 +1,13 @@
 """The qpviz dashboard: one tab per page (app/main.py serves :func:`build` at /app).
 
-Adding a page: write app/<page>.py with ``TITLE``, ``page() -> (title, viewable)`` and the URL
-query keys it reads (``URL_KEYS``, or ``url_keys()``: see :func:`url_keys`), and append
-``LazyPage("<page>", TITLE)`` to PAGES (and its numerical kernels to KERNELS). Bokeh runs
-app/main.py with app/ on sys.path, so pages import as top-level modules. A page module is imported
-when it is first used (its tab opened, or the background import after the first page has loaded):
-the server answers its first page after importing only that page's stack. This is an ordinary module (imported once per server), not the served script:
-Bokeh runs the script afresh for each session and empties its globals when the session ends, so
-callbacks that outlive a session (e.g. on_session_destroyed) must live here.
+Adding a page: write app/<page>.py (``TITLE``, ``URL_KEYS``, ``page()``: see app/pages.py) and
+register it in app/pages.py, the registry of the pages in tab order. Bokeh runs app/main.py with
+app/ on sys.path, so pages import as top-level modules. A page module is imported when it is first
+used (its tab opened, or the background import after the first page has loaded): the server answers
+its first page after importing only that page's stack. This is an ordinary module (imported once
+per server), not the served script: Bokeh runs the script afresh for each session and empties its
+globals when the session ends, so callbacks that outlive a session (e.g. on_session_destroyed) must
+live here (the server's memory tuning: app/server_memory.py).
 
 A session builds a page only when its tab is first opened (a page's construction fits models and
 may start a long job: twenty classroom sessions opening the app must not all build five pages).
@@ -15,44 +15,32 @@ A page whose numerical kernels this server has not compiled or loaded yet (``pyt
 qpviz.warmup`` has not finished them: a first start) first shows a "preparing" note while they
 compile in a thread, off the event loop, and is built when they are ready.
 """
-import ctypes
-import gc
-import importlib
-import sys
 import threading
 from concurrent.futures import Future
-from pathlib import Path
 
 import panel as pn
-from panel.links import Callback
 
 import link_query
+import pages as registry
 import safe_text
+import server_memory
 from long_jobs import JobPoller
+from pages import tab_slug
 from projector_mode import KEY as PROJECTOR_KEY, ProjectorSwitch
 
 
-#: Bokeh puts app/ on sys.path only while it runs app/main.py (and restores the path after): a
-#: page imported later puts it back.
-APP_DIR = str(Path(__file__).resolve().parent)
-
-
 class LazyPage:
-    """A page module, imported on first use of any attribute but its title (the tab's name)."""
+    """A registered page's module, imported on first use of any attribute but its title (the tab's name)."""
 
-    def __init__(self, name: str, title: str):
-        self.__name__, self.TITLE = name, title
+    def __init__(self, info: registry.PageInfo):
+        self.info = info
+        self.__name__, self.TITLE = info.module, info.title
 
     @property
     def module(self):
-        if APP_DIR not in sys.path:
-            sys.path.append(APP_DIR)
-        # import_module, not sys.modules: while another thread (the background preload, a second
-        # session) is importing the page, sys.modules holds it half-initialised; import_module waits
-        # for that import to finish
-        module = importlib.import_module(self.__name__)
+        module = self.info.load()
         if module.TITLE != self.TITLE:
-            raise RuntimeError(f"app/{self.__name__}.py: TITLE {module.TITLE!r} differs from dashboard.PAGES' {self.TITLE!r}")
+            raise RuntimeError(f"app/{self.__name__}.py: TITLE {module.TITLE!r} differs from app/pages.py's {self.TITLE!r}")
         return module
 
     def __getattr__(self, name):
@@ -70,16 +58,10 @@ class LazyPage:
         return f"LazyPage({self.__name__!r})"
 
 
-PAGES = [LazyPage("projection_explorer", "Projection Explorer"), LazyPage("gp_1d", "GP 1-D"),
-         LazyPage("gp_2d", "GP 2-D"), LazyPage("sparse_page", "Sparse"), LazyPage("vsgp_page", "VSGP"),
-         LazyPage("scalable_page", "Scalable"), LazyPage("variance_effects", "Variance effects"),
-         LazyPage("paper_results", "Paper results")]
-VARIANCE_EFFECTS = PAGES[6]
+#: Every page (app/pages.py), in tab order.
+PAGES = [LazyPage(info) for info in registry.PAGES]
+VARIANCE_EFFECTS = next(page for page in PAGES if page.__name__ == "variance_effects")  # the GP pages hand data to it
 
-#: The qpviz.warmup target each page compiles on its first build (pages not named compile nothing
-#: in the server: Scalable trains in child processes, Paper results reads files).
-KERNELS = {"projection_explorer": "explorer", "gp_1d": "fit", "gp_2d": "fit", "variance_effects": "fit",
-           "sparse_page": "sparse", "vsgp_page": "sparse"}
 _PREPARED: dict[str, Future] = {}
 _PREPARED_LOCK = threading.Lock()
 
@@ -90,7 +72,7 @@ def kernels_ready(name: str) -> Future:
     every session that asks)."""
     from qpviz import warmup  # noqa: PLC0415
 
-    target = KERNELS.get(name)
+    target = registry.info(name).kernels
     with _PREPARED_LOCK:
         future = _PREPARED.get(target)
         if future is None:
@@ -109,6 +91,7 @@ def kernels_ready(name: str) -> Future:
                 threading.Thread(target=prepare, name=f"qpviz-prepare-{target}", daemon=True).start()
     return future
 
+
 #: Seconds after a page has loaded before every other QP table's fast form is derived in the
 #: background (deriving the Poisson families takes 1-2 s of CPU each): the first page's numbers and
 #: plots get the CPU first, and no later page waits for its table.
@@ -121,7 +104,7 @@ def _preload() -> None:
     tables.preload(background=False)
     for page in PAGES:  # the other pages' imports, so that opening a tab imports nothing
         page.module
-    freeze_imports()
+    server_memory.freeze_imports()
 
 
 _PRELOAD_STARTED = threading.Event()
@@ -152,11 +135,6 @@ def url_keys(module=None):
         return {tab_slug(m.TITLE): (PAGE_KEY, PROJECTOR_KEY, *url_keys(m)) for m in PAGES}
     keys = module.url_keys() if hasattr(module, "url_keys") else module.URL_KEYS
     return tuple(keys.values()) if isinstance(keys, dict) else tuple(keys)
-
-
-def tab_slug(title: str) -> str:
-    """A tab's key in the URL: its title in lower case, words joined by '-' ("GP 1-D" -> "gp-1-d")."""
-    return "-".join("".join(c if c.isalnum() else " " for c in title.lower()).split())
 
 
 class TabInUrl:
@@ -245,129 +223,6 @@ class LazyPages:
         return page
 
 
-def forget_js_callbacks(app: pn.viewable.Viewable) -> None:
-    """Drop the entries of ``app``'s widgets from Panel's ``Callback.registry``.
-
-    Panel keeps every object with a JavaScript callback or link (``js_on_click``, ``jslink``, and the
-    EditableFloatSlider's own links) in ``Callback.registry``, a WeakKeyDictionary whose values, the
-    callbacks, refer back to their object: the entries never die, and each keeps its whole page
-    (widgets, models, fits) alive after its session has closed (Panel 1.9; measured with
-    benchmarks/bench_session_memory.py). Called when the session is destroyed.
-    """
-    for obj in app.select():
-        Callback.registry.pop(obj, None)
-
-
-#: Seconds after a session ends before the freed memory is handed back (Bokeh drops the session's
-#: document only after its session-destroyed callbacks have run).
-RELEASE_DELAY = 5.0
-
-#: glibc's mallopt parameters (malloc.h)
-_M_MMAP_THRESHOLD, _M_ARENA_MAX = -3, -8
-#: Arrays above this size get their own mmap, handed back to the system when freed
-MMAP_THRESHOLD_BYTES = 256 * 1024
-
-
-def limit_heap_growth() -> None:
-    """Make a long-running server hand freed memory back (glibc only; a no-op elsewhere).
-
-    By default glibc raises its mmap threshold each time a large block is freed (up to 32 MiB),
-    after which fit-sized arrays (GP 2-D grids, covariance matrices) come from the heap and leave
-    holes that malloc_trim cannot return; and each worker thread gets its own arena (up to 8 per
-    core) that keeps its high-water mark. A fixed threshold and two arenas keep the server's
-    memory near its working set (measured: benchmarks/bench_load.py --rounds)."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
-        libc.mallopt(_M_ARENA_MAX, 2)
-    except (OSError, AttributeError):
-        pass
-
-
-_FROZEN = threading.Lock()
-_frozen_once = False
-
-
-def freeze_long_lived() -> None:
-    """Once per server process, before the first session's page is built: collect, then move every
-    object alive (the imported modules: Panel, Bokeh, NumPy, numba and its compiled kernels, qpviz)
-    to the collector's permanent generation (``gc.freeze``). A full collection then scans only what
-    sessions made since: measured on the VSGP page, a 188 ms collection in the middle of a slider
-    step (one press in 15 took 280 ms instead of 100). These objects live as long as the server
-    anyway; a session's own objects stay collectable (its end collects them,
-    :func:`release_freed_memory`)."""
-    global _frozen_once
-    with _FROZEN:
-        if not _frozen_once:
-            PAGES[0].module  # the first page's imports (the others come later: frozen or not, they live on)
-            gc.collect()
-            gc.freeze()
-            _frozen_once = True
-
-
-#: Sessions built and not yet ended (build / _session_ended).
-_live_sessions = 0
-#: freeze_imports froze while sessions were alive: their objects wait in the permanent generation
-#: until release_freed_memory finds no session alive.
-_sessions_pinned = False
-_imports_frozen = False
-
-
-def freeze_imports() -> None:
-    """Once per process, after the background import of the other pages (:func:`_preload`): freeze
-    again (:func:`freeze_long_lived` froze the first page's imports only). Without it a full
-    collection also scanned the later pages' modules: measured in-process at load 4-5 over 80
-    slider steps of the VSGP and GP 1-D pages, the full collections took 87-307 ms, 44-46 ms with
-    them frozen. The sessions alive now are frozen too; :func:`release_freed_memory` collects them
-    once no session is alive."""
-    global _imports_frozen, _sessions_pinned
-    with _FROZEN:
-        if _imports_frozen:
-            return
-        gc.collect()
-        gc.freeze()
-        _imports_frozen = True
-        _sessions_pinned = _live_sessions > 0
-
-
-def _session_started() -> None:
-    global _live_sessions
-    with _FROZEN:
-        _live_sessions += 1
-
-
-def release_freed_memory() -> None:
-    """Collect cycles and hand the heap's free pages back to the system (glibc's malloc_trim):
-    a closed session's pages are freed, but glibc keeps freed memory in its arenas, so without
-    this the server's resident memory would only ever grow. A no-op where libc is not glibc.
-
-    The first time no session is alive after :func:`freeze_imports` froze some, the permanent
-    generation is collected too (and frozen again: nothing of a session is alive then)."""
-    global _sessions_pinned
-    with _FROZEN:
-        if _sessions_pinned and _live_sessions == 0:
-            gc.unfreeze()
-            gc.collect()
-            gc.freeze()
-            _sessions_pinned = False
-        else:
-            gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-
-
-def _session_ended(app: pn.viewable.Viewable) -> None:
-    global _live_sessions
-    with _FROZEN:
-        _live_sessions -= 1
-    forget_js_callbacks(app)
-    timer = threading.Timer(RELEASE_DELAY, release_freed_memory)
-    timer.daemon = True
-    timer.start()
-
-
 def build() -> pn.Column:
     """The whole app: a title bar (with the projector switch) above one tab per page; the open tab
     and the projector mode are in the URL (?page=...&projector=true).
@@ -404,6 +259,6 @@ def build() -> pn.Column:
     app.lazy_pages = pages  # the pages built so far, for tests
     app.projector = projector
     if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
-        _session_started()
-        pn.state.on_session_destroyed(lambda context: _session_ended(app))
+        server_memory.session_started()
+        pn.state.on_session_destroyed(lambda context: server_memory.session_ended(app))
     return app

@@ -24,13 +24,14 @@ from long_jobs import GuardedModelCalls, JobPoller, cancel_when_session_ends
 from figure_export import export_buttons
 from layout import HandOff, enlarge, explained, set_projector, view_grid
 from number_field import TYPED_CLASS, LinkValues, link_banner
+import pages
 import safe_text
 from qpviz import explorer
 from qpviz.gpdemo import oned, presets
 
 __all__ = ["TITLE", "GP1DPage", "page", "URL_KEYS"]
 
-TITLE = "GP 1-D"
+TITLE = pages.title(__name__)  # registered in app/pages.py
 #: How often a running long job is polled for progress.
 JOB_POLL_MS = 250
 #: Ranges of the hyper-parameter sliders (typed values may go beyond; validated by the model).

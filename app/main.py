@@ -8,14 +8,15 @@ import panel as pn
 import closed_tabs
 import dashboard
 import panel_offline
+import server_memory
 import tcp_nodelay
 
 pn.extension("katex", sizing_mode="stretch_width")
 panel_offline.enable()  # Panel's stylesheets always from this server, never its CDN
 tcp_nodelay.enable()  # the server's replies reach the browser without Nagle's 40 ms waits
 closed_tabs.enable()  # a tab closed mid-write drops its message (no server traceback)
-dashboard.limit_heap_growth()  # freed arrays go back to the system (idempotent)
+server_memory.limit_heap_growth()  # freed arrays go back to the system (idempotent)
 pn.state.onload(dashboard.preload_later)
-dashboard.freeze_long_lived()  # the imports out of the full collections' way (once per process)
+server_memory.freeze_long_lived()  # the imports out of the full collections' way (once per process)
 
 dashboard.build().servable()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from qpviz.checks import shorten
+from qpviz.checks import refusal, shorten
 
 __all__ = ["NumberField", "FIELDS", "TYPED_CLASS", "LinkValues", "link_banner", "number_check", "range_checks", "refusal"]
 
@@ -127,11 +127,6 @@ class NumberField:
         box.param.watch(typed, "value")
         owner.param.watch(show, name)
         return box
-
-
-def refusal(error: Exception, kept: str) -> str:
-    """The message of a refused typed value: the field's words (``error``), then the value kept."""
-    return f"{error}; kept {kept}"
 
 
 class LinkValues:

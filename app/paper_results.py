@@ -26,6 +26,7 @@ from figure_export import export_buttons
 import paper_figure
 from layout import enlarge, explained
 import link_query
+import pages
 import safe_text
 from qpviz.checks import quoted
 from qpviz.reproduce import live as live_runs
@@ -39,7 +40,7 @@ __all__ = ["TITLE", "RESULTS_DIR", "RESULT_FILES", "FIGURE_FILES", "FIGURE_DATA"
            "LIVE_OPTIONS_ENV", "PaperResults", "comparison_html", "legend_html", "live_options_from_env", "load_rows",
            "missing_message", "page", "URL_KEYS"]
 
-TITLE = "Paper results"
+TITLE = pages.title(__name__)  # registered in app/pages.py
 
 #: where the lead commits the full runs (the page reads them; tests point it elsewhere)
 RESULTS_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "paper"

@@ -44,6 +44,7 @@ from figure_export import export_buttons
 from layout import CONTROLS_WIDTH, enlarge, explained, set_projector, view_grid
 from link_query import opened as opened_query
 from number_field import NumberField
+import pages
 import safe_text
 from qpviz import explorer
 from qpviz.explorer import ExplorerState
@@ -51,7 +52,7 @@ from qpviz.explorer import ExplorerState
 __all__ = ["TITLE", "PROJECTOR_WIDGET_CSS", "TYPED", "WHY_QP_IS_NARROWER", "ProjectionExplorer", "cached_ratio_map",
            "page", "url_keys"]
 
-TITLE = "Projection Explorer"
+TITLE = pages.title(__name__)  # registered in app/pages.py
 
 #: The typed boxes beside the sliders (app/number_field.py: a bad value is named with the range, the
 #: box shows the value kept). Their ranges are the explorer's own (qpviz.explorer), which its state

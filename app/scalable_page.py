@@ -23,13 +23,14 @@ from figure_export import export_buttons
 from layout import enlarge, explained, set_projector, view_grid
 from long_jobs import JobPoller, cancel_when_session_ends
 from number_field import LinkValues, NumberField, link_banner
+import pages
 import safe_text
 from qpviz.gpdemo import scalable_demo as sd
 from scalable_figures import EXPLANATIONS, CurveFigures, DataFigure, status_html
 
 __all__ = ["TITLE", "URL_KEYS", "POLL_MS", "ScalablePage", "page"]
 
-TITLE = "Scalable"
+TITLE = pages.title(__name__)  # registered in app/pages.py
 #: Query keys of the page's state (prefixed: every page of the app shares one URL).
 URL_KEYS = {"dataset": "sc_data", "m": "sc_m", "minibatch": "sc_mb", "workers": "sc_workers", "methods": "sc_methods",
             "epochs": "sc_epochs"}

@@ -12,7 +12,7 @@ share the centres' data source): the browser sends the new positions when a drag
 stores them in ``centres`` (and the URL) and refits. The M slider, a new preset, n or seed go
 back to K-means centres. Fits are cached by (data, kernel, centres, C, method)
 (:class:`vsgp_demo.FitCache`): a blur step refits VSGP only, FITC comes from the cache. Figures
-are :class:`gp_2d.GridFigure`\\ s patched in place, built when the tab is first drawn.
+are :class:`gp_2d_figures.GridFigure`\\ s patched in place, built when the tab is first drawn.
 """
 from __future__ import annotations
 
@@ -25,9 +25,10 @@ from colours import METHOD_COLOURS
 from explorer_figures import NumbersPane, _table as html_table, legend_below
 from explorer_widgets import PromptFloatSlider, PromptIntSlider
 from figure_export import export_buttons
-from gp_2d import PROBA_PALETTE, GridFigure
+from gp_2d_figures import PROBA_PALETTE, GridFigure
 from layout import enlarge, explained, set_projector, view_row
 from number_field import LinkValues, NumberField, link_banner, range_checks
+import pages
 import safe_text
 from qpviz.checks import quoted
 from qpviz.gpdemo import twod, vsgp_demo
@@ -35,7 +36,7 @@ from qpviz.kernels import RBF
 
 __all__ = ["TITLE", "RANGES", "URL_KEYS", "KINDS", "VSGPPage", "page"]
 
-TITLE = "VSGP"
+TITLE = pages.title(__name__)  # registered in app/pages.py
 
 #: The two maps: VSGP (blurred basis points) and FITC (the same centres, C_j = 0).
 KINDS = {"vsgp": "VSGP", "fitc": "FITC"}
@@ -53,7 +54,7 @@ GRID_SIZE = 50
 URL_KEYS = {"preset": "vs_preset", "n": "vs_n", "seed": "vs_seed", "m": "vs_m", "blur": "vs_blur",
             "shape": "vs_shape", "method": "vs_method", "variance": "vs_var", "lengthscale": "vs_ls",
             "centres": "vs_centres"}
-#: The error message's look (gp_2d's).
+#: The error message's look (GP 2-D's).
 ALERT_STYLES = {"background": "#fbe3d6", "border": "2px solid #D55E00", "border-radius": "4px", "padding": "0 12px"}
 #: Centres are kept (and put in the URL) to this many decimals.
 CENTRE_DECIMALS = 3

@@ -42,7 +42,7 @@ LOAD_TIMEOUT_MS = 120_000
 
 
 def slugs(page, app_url) -> list[str]:
-    from dashboard import tab_slug  # noqa: PLC0415
+    from pages import tab_slug  # noqa: PLC0415
 
     page.goto(app_url)
     page.locator(".bk-tab").first.wait_for(timeout=120_000)

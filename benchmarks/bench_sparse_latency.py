@@ -21,7 +21,7 @@ Usage: .venv/bin/python benchmarks/bench_sparse_latency.py [--presses 15] [--pre
 [--projection qp] [--drag-alpha 0.5] (``--preset``: any preset of the page; the probit ones fit Power
 EP / QP with tempered moments; ``--projection``: Power EP's projection, "ep" (KL, the page's default)
 or "qp" (W2)).
-Each refit starts from the sites of the page's previous fit (a warm start; app/sparse_page.py).
+Each refit starts from the sites of the page's previous fit (a warm start; qpviz/gpdemo/sparse_model.py).
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["as_float_array", "check_positive", "check_cavity", "shorten", "quoted"]
+__all__ = ["as_float_array", "check_positive", "check_cavity", "shorten", "quoted", "refusal"]
 
 
 def as_float_array(x, name: str) -> np.ndarray:
@@ -55,3 +55,8 @@ def quoted(value, limit: int = 60) -> str:
     """``repr(value)`` shortened (:func:`shorten`): how a message quotes what a user typed or a link
     gave, which may be anything, of any length."""
     return shorten(repr(value), limit)
+
+
+def refusal(error, kept: str) -> str:
+    """The message of a refused typed value: the field's words (``error``), then the value kept."""
+    return f"{error}; kept {kept}"

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = ["REAL_DATASETS", "SYNTHETIC", "METHODS", "Settings", "VarianceResult", "Skipped", "FitCancelled",
-           "held_out_variances", "variances_for", "synthetic_data", "cached", "clear_cache"]
+           "held_out_variances", "variances_for", "synthetic_data", "cached", "clear_cache", "result_csv"]
 
 #: The classification datasets of the QP paper's Table 1 (qpviz.reproduce.datasets, "paper" form).
 REAL_DATASETS = ("ionosphere", "cancer", "pima", "crabs", "sonar", "glass", "wine1", "wine2", "wine3")
@@ -315,3 +315,17 @@ def variances_for(name: str, settings: Settings = Settings(), X=None, y=None, li
                                 progress=progress)
     _remember(key, result)
     return result
+
+
+def result_csv(result: VarianceResult | None) -> str:
+    """``result`` as CSV: one row per held-out point (var_EP, var_QP, their ratio), then TE / NTLL /
+    fit seconds per method ("no fit yet" without a result)."""
+    r = result
+    if r is None:
+        return "no fit yet\n"
+    lines = [f"# {r.name}: fold 1 of {r.settings.n_folds} held out, seed {r.settings.seed}, "
+             f"optimise {r.settings.optimise}", "point,var_ep,var_qp,ratio"]
+    lines += [f"{i},{e!r},{q!r},{q / e!r}" for i, (e, q) in enumerate(zip(r.var_ep.tolist(), r.var_qp.tolist()))]
+    lines += ["", "method,test_error,ntll,seconds"]
+    lines += [f"{m},{r.scores[m]['test_error']!r},{r.scores[m]['ntll']!r},{r.seconds[m]!r}" for m in METHODS]
+    return "\n".join(lines) + "\n"

@@ -158,10 +158,10 @@ def test_page_draws_scatter_histogram_and_table_of_its_fit():
     page = _page(dataset="synthetic 2-D", seed=2)
     result = page.result
     assert result is not None and result.name == "synthetic 2-D" and not page.alert.visible
-    np.testing.assert_array_equal(page.scatter_source.data["var_ep"], result.var_ep)
-    np.testing.assert_array_equal(page.scatter_source.data["var_qp"], result.var_qp)
-    assert int(np.sum(page.histogram_source.data["count"])) == result.n_test
-    lo, hi = page.diagonal_source.data["x"]
+    np.testing.assert_array_equal(page.views.scatter_source.data["var_ep"], result.var_ep)
+    np.testing.assert_array_equal(page.views.scatter_source.data["var_qp"], result.var_qp)
+    assert int(np.sum(page.views.histogram_source.data["count"])) == result.n_test
+    lo, hi = page.views.diagonal_source.data["x"]
     assert lo < min(result.var_ep.min(), result.var_qp.min()) and hi > max(result.var_ep.max(), result.var_qp.max())
     for label in ("EP", "QP", "VB", "Laplace"):
         assert f"{label}</td>" in page.scores.object
@@ -190,7 +190,7 @@ def test_page_keeps_last_good_views_when_a_dataset_is_missing(monkeypatch, tmp_p
     assert page.result is good
     assert page.alert.visible and "sonar skipped" in shown(page.alert.object)
     assert (page.dataset, page.seed) == ("synthetic 1-D", 7)  # the controls show the views' fit again
-    np.testing.assert_array_equal(page.scatter_source.data["var_ep"], good.var_ep)
+    np.testing.assert_array_equal(page.views.scatter_source.data["var_ep"], good.var_ep)
 
 
 def test_page_cancel_keeps_last_good_views():

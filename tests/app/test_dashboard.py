@@ -11,6 +11,8 @@ import pytest
 
 import gp_1d
 import dashboard
+import pages as registry
+import server_memory
 import variance_effects
 from safe_text import shown
 
@@ -74,7 +76,7 @@ def test_a_closed_session_leaves_no_widget_in_panels_callback_registry():
     app.lazy_pages.built[1].model.cancel_job(quiet=True)
     mine = [obj for obj in app.select() if obj in Callback.registry]
     assert mine, "the test needs widgets with JS callbacks"
-    dashboard.forget_js_callbacks(app)
+    server_memory.forget_js_callbacks(app)
     assert not any(obj in Callback.registry for obj in app.select())
 
 
@@ -99,32 +101,32 @@ def test_a_rendered_explorer_page_is_freed_when_its_session_ends():
     alive = weakref.ref(page)
     _cleanup_doc(doc)
     pn.state._destroy_session(SimpleNamespace(id="closed", _document=doc))  # Panel's session-end hook
-    dashboard.forget_js_callbacks(app)
+    server_memory.forget_js_callbacks(app)
     del app, page, doc
     gc.collect()
     assert alive() is None
 
 
 def test_long_lived_objects_are_frozen_once_per_process(monkeypatch):
-    """dashboard.freeze_long_lived moves what is alive to the permanent generation the first time
+    """server_memory.freeze_long_lived moves what is alive to the permanent generation the first time
     only (app/main.py calls it for every session); later objects stay collectable."""
     import gc
 
-    monkeypatch.setattr(dashboard, "_frozen_once", False)
+    monkeypatch.setattr(server_memory, "_frozen_once", False)
     gc.unfreeze()
     try:
-        dashboard.freeze_long_lived()
+        server_memory.freeze_long_lived()
         frozen = gc.get_freeze_count()
         assert frozen > 0
         later = [[] for _ in range(100)]  # new objects after the first call
-        dashboard.freeze_long_lived()
+        server_memory.freeze_long_lived()
         assert gc.get_freeze_count() == frozen and later
     finally:
         gc.unfreeze()  # the rest of the test run keeps its usual collections
 
 
 def test_the_later_imports_are_frozen_once_and_a_session_frozen_with_them_is_collected_when_none_is_alive(monkeypatch):
-    """dashboard.freeze_imports (after the background import) freezes what is alive once; a
+    """server_memory.freeze_imports (after the background import) freezes what is alive once; a
     session alive then is not kept for ever: the first release with no session alive collects it."""
     import gc
     import weakref
@@ -132,25 +134,25 @@ def test_the_later_imports_are_frozen_once_and_a_session_frozen_with_them_is_col
     class SessionObject:
         pass
 
-    monkeypatch.setattr(dashboard, "_imports_frozen", False)
-    monkeypatch.setattr(dashboard, "_sessions_pinned", False)
-    monkeypatch.setattr(dashboard, "_live_sessions", 1)
+    monkeypatch.setattr(server_memory, "_imports_frozen", False)
+    monkeypatch.setattr(server_memory, "_sessions_pinned", False)
+    monkeypatch.setattr(server_memory, "_live_sessions", 1)
     gc.unfreeze()
     try:
         session = SessionObject()
         session.cycle = session  # only the cyclic collector frees it
         alive = weakref.ref(session)
-        dashboard.freeze_imports()
+        server_memory.freeze_imports()
         frozen = gc.get_freeze_count()
         assert frozen > 0
-        dashboard.freeze_imports()  # once per process (every session's preload calls it)
+        server_memory.freeze_imports()  # once per process (every session's preload calls it)
         assert gc.get_freeze_count() == frozen
         del session  # the session ends while another is alive: its objects stay frozen
-        dashboard.release_freed_memory()
+        server_memory.release_freed_memory()
         assert alive() is not None
-        monkeypatch.setattr(dashboard, "_live_sessions", 0)  # no session alive: collected, the rest frozen again
-        dashboard.release_freed_memory()
-        assert alive() is None and gc.get_freeze_count() > 0 and not dashboard._sessions_pinned
+        monkeypatch.setattr(server_memory, "_live_sessions", 0)  # no session alive: collected, the rest frozen again
+        server_memory.release_freed_memory()
+        assert alive() is None and gc.get_freeze_count() > 0 and not server_memory._sessions_pinned
     finally:
         gc.unfreeze()
 
@@ -226,13 +228,13 @@ def test_a_page_whose_kernels_are_not_ready_says_preparing_then_is_built(monkeyp
 
 
 def test_a_page_module_that_fails_to_import_raises_its_error_not_a_recursion(monkeypatch):
-    lazy = dashboard.LazyPage("no_such_qpviz_page", "Nowhere")
+    lazy = dashboard.LazyPage(registry.PageInfo("no_such_qpviz_page", "Nowhere"))
     with pytest.raises(ModuleNotFoundError):
         lazy.page  # an attribute of the page: the import's own error
     # a module without its TITLE (as a half-initialised one looks): an AttributeError, not a RecursionError
     monkeypatch.setitem(sys.modules, "half_qpviz_page", types.ModuleType("half_qpviz_page"))
     with pytest.raises(AttributeError):
-        dashboard.LazyPage("half_qpviz_page", "Half").page
+        dashboard.LazyPage(registry.PageInfo("half_qpviz_page", "Half")).page
 
 
 def test_the_background_preload_starts_once_per_process(monkeypatch):
@@ -251,3 +253,47 @@ def test_the_background_preload_starts_once_per_process(monkeypatch):
     for _ in range(3):  # every session's onload calls it
         dashboard.preload_later()
     assert started == [dashboard._preload]
+
+
+def test_the_registry_names_each_page_once_and_its_module_agrees():
+    """app/pages.py is where a page is named: its module's TITLE and builder's title are the
+    registration's, each page has URL keys, and a second registration of a module or slug fails."""
+    assert [page.__name__ for page in dashboard.PAGES] == [info.module for info in registry.PAGES]
+    assert len({info.slug for info in registry.PAGES}) == len(registry.PAGES) >= 8
+    for info in registry.PAGES:
+        module = info.load()
+        assert module.TITLE == info.title and registry.by_slug(info.slug) is info
+        assert callable(module.page) and dashboard.url_keys(module)
+    with pytest.raises(ValueError, match="has its module or slug"):
+        registry.register("gp_1d_again", "GP 1-D")
+    with pytest.raises(KeyError, match="not a registered page"):
+        registry.title("no_such_page")
+
+
+def test_starting_the_dashboard_imports_no_page_module():
+    """The registry is light: a server's start imports a page only when it is used."""
+    import subprocess  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    app = Path(registry.__file__).parent
+    code = ("import sys; import dashboard, pages; "
+            "print(sorted(p.module for p in pages.PAGES if p.module in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=app, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_no_page_module_imports_another_page():
+    """Pages share helper modules (layout, figures, number fields), never each other: a page's
+    imports, at module level or inside a function, name no other registered page."""
+    import ast  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    app = Path(registry.__file__).parent
+    names = {info.module for info in registry.PAGES}
+    for info in registry.PAGES:
+        tree = ast.parse((app / f"{info.module}.py").read_text(encoding="utf-8"))
+        imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                    for alias in node.names}
+        imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                     if isinstance(node, ast.ImportFrom) and node.module and node.level == 0}
+        assert not imported & (names - {info.module}), f"app/{info.module}.py imports {imported & names}"

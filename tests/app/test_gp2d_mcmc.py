@@ -1,5 +1,5 @@
 """The MCMC reference of the GP 2-D page: qpviz.gpdemo.twod.mcmc_grid and the page's long job
-(app/gp_2d.py with app/long_jobs.py), without a browser."""
+(qpviz/gpdemo/twod_model.py, drawn by app/gp_2d.py), without a browser."""
 from __future__ import annotations
 
 import time
@@ -10,7 +10,7 @@ from scipy.stats import norm
 
 import qpviz
 
-from qpviz.gpdemo import oned, twod
+from qpviz.gpdemo import oned, twod, twod_model
 from qpviz.inference.dense import DensePrior
 from qpviz.kernels import RBF
 
@@ -82,85 +82,85 @@ def test_mcmc_grid_stops_between_chains_when_cancelled(moons):
 def page(monkeypatch):
     import gp_2d
 
-    monkeypatch.setattr(gp_2d, "MCMC_SETTINGS", dict(SMALL))
-    gp_2d.MCMC_CACHE.clear()
+    monkeypatch.setattr(twod_model, "MCMC_SETTINGS", dict(SMALL))
+    twod_model.MCMC_CACHE.clear()
     page = gp_2d.GP2DPage(n=30)
     page._build_views()  # what drawing the tab does: the figures and the first fit
     yield page
-    page.cancel_job(quiet=True)
+    page.model.cancel_job(quiet=True)
 
 
 def test_mcmc_is_not_a_default_method_and_runs_off_the_caller(page):
-    assert "mcmc" not in page.methods and page._job is None and not page.job_running
+    assert "mcmc" not in page.model.methods and page.model._job is None and not page.model.job_running
     assert "Choose MCMC" in page.table.object
     start = time.monotonic()
-    page.methods = ["ep", "qp", "mcmc"]
+    page.model.methods = ["ep", "qp", "mcmc"]
     assert time.monotonic() - start < 2.0  # the job did not block the page
-    assert page.job_running and page.job_status.startswith("MCMC reference")
-    assert "mcmc" not in page.fit.proba and not page.method_rows["mcmc"].visible
+    assert page.model.job_running and page.model.job_status.startswith("MCMC reference")
+    assert "mcmc" not in page.model.fit.proba and not page.method_rows["mcmc"].visible
     assert "being computed" in page.table.object and not page.cancel_button.disabled and page.progress.visible
-    page.wait()
-    assert not page.job_running and "done" in page.job_status and page.cancel_button.disabled
-    assert "mcmc" in page.fit.proba and page.method_rows["mcmc"].visible
+    page.model.wait()
+    assert not page.model.job_running and "done" in page.model.job_status and page.cancel_button.disabled
+    assert "mcmc" in page.model.fit.proba and page.method_rows["mcmc"].visible
     assert page.figures["proba_mcmc"].figure.title.text.startswith("MCMC: p(y=+1|x),\nmoons N=30")
-    np.testing.assert_array_equal(page.figures["var_mcmc"].image.data["image"][0], page.fit.var["mcmc"])
-    distances = twod.distances_to_mcmc(page.fit)
+    np.testing.assert_array_equal(page.figures["var_mcmc"].image.data["image"][0], page.model.fit.var["mcmc"])
+    distances = twod.distances_to_mcmc(page.model.fit)
     assert set(distances) == {"ep", "qp"}
     assert f"{distances['qp'][0]:.4f}" in page.table.object and "Monte Carlo error" in page.table.object
 
 
 def test_the_reference_is_cached_so_flipping_back_is_instant(page):
-    page.methods = ["ep", "qp", "mcmc"]
-    page.wait()
-    reference = page.fit.proba["mcmc"]
-    page.lengthscale = 1.2  # new settings: a new job
-    assert page.job_running
-    page.wait()
-    page.lengthscale = 0.8  # back: the cached reference, no job
-    assert not page.job_running and page.fit.proba["mcmc"] is reference
-    page.methods = ["ep", "qp"]
-    page.methods = ["ep", "qp", "mcmc"]
-    assert not page.job_running and page.fit.proba["mcmc"] is reference
+    page.model.methods = ["ep", "qp", "mcmc"]
+    page.model.wait()
+    reference = page.model.fit.proba["mcmc"]
+    page.model.lengthscale = 1.2  # new settings: a new job
+    assert page.model.job_running
+    page.model.wait()
+    page.model.lengthscale = 0.8  # back: the cached reference, no job
+    assert not page.model.job_running and page.model.fit.proba["mcmc"] is reference
+    page.model.methods = ["ep", "qp"]
+    page.model.methods = ["ep", "qp", "mcmc"]
+    assert not page.model.job_running and page.model.fit.proba["mcmc"] is reference
 
 
 def test_cancel_stops_the_job_and_hiding_mcmc_cancels_it(page):
     import long_jobs
 
-    page.methods = ["ep", "qp", "mcmc"]
-    job = page._job
-    page.cancel_job()
-    assert not page.job_running and page.job_status == "MCMC reference cancelled" and job["cancel"].is_set()
-    assert job["key"] not in long_jobs.RUNNING and "mcmc" not in page.fit.proba
-    page.seed = 3  # any change asks for the reference again
-    assert page.job_running
-    page.methods = ["ep", "qp"]  # nobody waits for it: it stops
-    assert not page.job_running and page._job is None
+    page.model.methods = ["ep", "qp", "mcmc"]
+    job = page.model._job
+    page.model.cancel_job()
+    assert not page.model.job_running and page.model.job_status == "MCMC reference cancelled" and job["cancel"].is_set()
+    assert job["key"] not in long_jobs.RUNNING and "mcmc" not in page.model.fit.proba
+    page.model.seed = 3  # any change asks for the reference again
+    assert page.model.job_running
+    page.model.methods = ["ep", "qp"]  # nobody waits for it: it stops
+    assert not page.model.job_running and page.model._job is None
 
 
 def test_two_sessions_share_one_reference_and_one_cancel_leaves_the_other(page, monkeypatch):
     import gp_2d
     import long_jobs
 
-    monkeypatch.setattr(gp_2d, "MCMC_SETTINGS", dict(SLOWER))
+    monkeypatch.setattr(twod_model, "MCMC_SETTINGS", dict(SLOWER))
     other = gp_2d.GP2DPage(n=30)
     other._build_views()
-    page.methods = ["ep", "qp", "mcmc"]
-    other.methods = ["ep", "qp", "mcmc"]
-    job = page._job
-    assert other._job is job and job["users"] == 2 and long_jobs.RUNNING[job["key"]] is job
-    page.cancel_job()
+    page.model.methods = ["ep", "qp", "mcmc"]
+    other.model.methods = ["ep", "qp", "mcmc"]
+    job = page.model._job
+    assert other.model._job is job and job["users"] == 2 and long_jobs.RUNNING[job["key"]] is job
+    page.model.cancel_job()
     assert not job["cancel"].is_set()
-    other.wait()
-    assert "mcmc" in other.fit.proba
+    other.model.wait()
+    assert "mcmc" in other.model.fit.proba
 
 
 def test_bad_input_while_mcmc_is_shown_keeps_the_last_fit(page):
-    page.methods = ["ep", "qp", "mcmc"]
-    page.wait()
-    good = page.fit
-    page.lengthscale = 0.0
-    assert page.fit is good and page.message.startswith("lengthscale must be a number in [")
-    assert not page.job_running  # no reference is started for a refused input
+    page.model.methods = ["ep", "qp", "mcmc"]
+    page.model.wait()
+    good = page.model.fit
+    page.model.lengthscale = 0.0
+    assert page.model.fit is good and page.model.message.startswith("lengthscale must be a number in [")
+    assert not page.model.job_running  # no reference is started for a refused input
     np.testing.assert_array_equal(page.figures["proba_mcmc"].image.data["image"][0], good.proba["mcmc"])
     assert page.method_rows["mcmc"].visible
 
@@ -197,22 +197,22 @@ def test_the_page_maps_sd_ratios_once_mcmc_is_on_and_reads_them(page):
 
     assert "Turn MCMC on" in shown(page.sd_text.object)
     assert not any(pane.visible for pane in page.ratio_panes.values())
-    page.methods = ["ep", "qp", "mcmc"]
+    page.model.methods = ["ep", "qp", "mcmc"]
     assert "being computed" in shown(page.sd_text.object)
-    page.wait()
+    page.model.wait()
     assert [m for m, pane in page.ratio_panes.items() if pane.visible] == ["ep", "qp"]
-    comparison = twod.sd_comparison(page.fit, ["ep", "qp"])
+    comparison = twod.sd_comparison(page.model.fit, ["ep", "qp"])
     image = page.figures["ratio_ep"].image.data["image"][0]
     assert np.all(np.isfinite(image))
-    np.testing.assert_allclose(image, np.sqrt(page.fit.var["ep"] / page.fit.var["mcmc"]))
+    np.testing.assert_allclose(image, np.sqrt(page.model.fit.var["ep"] / page.model.fit.var["mcmc"]))
     mapper = page.figures["ratio_qp"].mapper
     assert (mapper.low + mapper.high) / 2 == pytest.approx(1.0) and mapper.high - 1.0 >= np.max(np.abs(image - 1.0)) - 1e-12
     text = shown(page.sd_text.object)
-    assert "EP's largest sd ratio to the reference is" in text and f"ESS {page.fit.mcmc_diagnostics['ess']:.0f}" in text
+    assert "EP's largest sd ratio to the reference is" in text and f"ESS {page.model.fit.mcmc_diagnostics['ess']:.0f}" in text
     assert text == " ".join(comparison.sentence.split())  # all of it, not shortened
     # the short test reference may not pass R-hat < 1.01 / ESS >= 400: then the sentence says so first
-    assert text.startswith("This comparison is unreliable") == (not page.fit.converged["mcmc"])
-    page.methods = ["qp", "mcmc"]  # without EP the largest over-estimate among the shown leads
+    assert text.startswith("This comparison is unreliable") == (not page.model.fit.converged["mcmc"])
+    page.model.methods = ["qp", "mcmc"]  # without EP the largest over-estimate among the shown leads
     assert [m for m, pane in page.ratio_panes.items() if pane.visible] == ["qp"]
     text = shown(page.sd_text.object)
     assert "QP's largest sd ratio" in text and "EP" not in text

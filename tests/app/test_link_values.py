@@ -126,9 +126,9 @@ def test_a_good_list_value_is_taken_whole(monkeypatch):
     monkeypatch.setattr(type(pn.state), "location", property(lambda self: location))
     _, page = gp_2d.page()
     try:
-        assert page.methods == ["ep", "qp", "mcmc"] and "g2_methods" not in page_text(page)
+        assert page.model.methods == ["ep", "qp", "mcmc"] and "g2_methods" not in page_text(page)
     finally:
-        page.cancel_job(quiet=True) if hasattr(page, "cancel_job") else None
+        page.model.cancel_job(quiet=True)
 
 
 @pytest.mark.filterwarnings("ignore:Widget.name is deprecated:PendingDeprecationWarning")

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import io
 import re
+import sys
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import matplotlib.image
 import numpy as np
@@ -18,21 +20,16 @@ import pytest
 from playwright.sync_api import Page, expect
 from test_explorer_page import console_errors  # noqa: F401  (fails a test on any console error)
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "app"))
+from pages import PAGES as REGISTERED  # noqa: E402
+
 pytestmark = pytest.mark.browser
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 LOAD_MS = 90_000
-#: page slug -> extra URL query (GP 1-D: EP and QP only, so no MCMC job runs)
-PAGES = {
-    "projection-explorer": "",
-    "gp-1-d": "&g1_methods=%5B%22ep%22%2C%22qp%22%5D",
-    "gp-2-d": "",
-    "sparse": "",
-    "vsgp": "",
-    "scalable": "",
-    "variance-effects": "",
-    "paper-results": "",
-}
+#: page slug -> extra URL query: every registered page, opened without a long job (GP 1-D: EP and QP
+#: only, so no MCMC job runs)
+PAGES = {info.slug: f"&{info.quiet_query}" if info.quiet_query else "" for info in REGISTERED}
 #: A pixel counts as drawn when a colour channel is below this (white is 1.0).
 WHITE_THRESHOLD = 0.9
 #: Smallest share of drawn pixels in a figure's region (axes, ticks and labels alone give more).

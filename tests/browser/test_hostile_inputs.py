@@ -25,6 +25,9 @@ from playwright.sync_api import Browser, Page, TimeoutError as PlaywrightTimeout
 
 from pagetools import TITLES_JS, VISIBLE_TEXT_JS
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "app"))
+import pages  # noqa: E402
+
 pytestmark = pytest.mark.browser
 
 TIMEOUT_MS = 60_000
@@ -32,7 +35,7 @@ TIMEOUT_MS = 60_000
 FIT_TIMEOUT_MS = 240_000
 #: How long a refused or blocked value is given to (wrongly) change the numbers.
 SETTLE_MS = 1_200
-NO_MCMC = "g1_methods=%5B%22ep%22%2C%22qp%22%5D"
+NO_MCMC = pages.info("gp_1d").quiet_query
 
 #: The plain text of the visible panes with CSS class ``cls`` (Panel sends Markdown/Alert panes
 #: as escaped HTML in the model's ``text``: unescape, then drop the tags).
@@ -380,13 +383,10 @@ def test_a_hostile_paper_link_keeps_its_good_values_and_names_the_replaced_one(p
 
 
 # -- typed-number boxes, generated from the pages' widgets ----------------------------------------
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "app"))
 from number_field import FIELDS as NUMBER_FIELDS, TYPED_CLASS  # noqa: E402
 
-import dashboard  # noqa: E402
-
-for _page in dashboard.PAGES:  # pages are imported lazily: import each, its NumberFields register by label
-    _page.module
+for _page in pages.PAGES:  # pages are imported lazily: import each, its NumberFields register by label
+    _page.load()
 
 #: Every typed-number box gets these; integer boxes also 1.5, the points box also 100000 (issue 21).
 HOSTILE = ("0", "-3", "1e308", "nan", "abc")
@@ -510,3 +510,10 @@ def test_every_visible_text_box_is_a_typed_box_or_allowed(view_page):
     untyped = [box for box in inputs if TYPED_CLASS not in box["classes"]
                and not set(box["classes"]) & set(UNTYPED_BOXES)]
     assert untyped == [], "a text box that is neither a typed-number box nor in UNTYPED_BOXES"
+
+
+def test_every_registered_page_has_a_view():
+    """A page registered in app/pages.py fails here until VIEWS opens it (so the guard above looks
+    at its text boxes)."""
+    opened = {view.query.split("&")[0].removeprefix("page=") for view in VIEWS.values()}
+    assert opened == {info.slug for info in pages.PAGES}

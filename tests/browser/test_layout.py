@@ -8,21 +8,27 @@ title measured with the title's own font), and no typeset formula runs past its 
 colour bars' tick labels grow in projector mode. Images and HTML tables (Paper results' tables)
 are checked too: none runs past the window unless it scrolls inside its own box.
 
-Add a page by appending its tab title to TABS (its figures are found through the Bokeh document).
+The pages come from the dashboard's registry (app/pages.py): a new page is checked without an edit
+here (its figures are found through the Bokeh document).
 """
 from __future__ import annotations
 
 import re
+import sys
 import time
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
 from test_explorer_page import console_errors  # noqa: F401  (fails a test on any console error)
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "app"))
+from pages import PAGES, tab_slug  # noqa: E402
+
 pytestmark = pytest.mark.browser
 
-#: Tab titles of the pages to check (app/dashboard.py's PAGES).
-TABS = ["Projection Explorer", "GP 1-D", "GP 2-D", "Sparse", "VSGP", "Scalable", "Variance effects", "Paper results"]
+#: Tab titles of the pages to check: every registered page.
+TABS = [info.title for info in PAGES]
 #: Pages without Bokeh figures: what shows that the page has been drawn.
 DRAWN_WITHOUT_FIGURES: dict[str, str] = {}  # (Paper results draws its Figure 1 with Bokeh now)
 #: The classroom's screens (1400 x 1050: where the projector cut plot (a)'s title before).
@@ -201,11 +207,6 @@ def wait_for_steady_layout(page: Page) -> None:
             return
         page.wait_for_timeout(100)
     raise AssertionError(f"the layout did not settle within {LOAD_MS / 1000:g} s")
-
-
-def tab_slug(title: str) -> str:
-    """app/dashboard.py's tab_slug: the tab's key in the URL ("GP 1-D" -> "gp-1-d")."""
-    return "-".join("".join(c if c.isalnum() else " " for c in title.lower()).split())
 
 
 def open_tab(page: Page, app_url: str, tab: str, projector: bool) -> None:

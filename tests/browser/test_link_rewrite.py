@@ -37,7 +37,8 @@ def link_value_cases():
         numbers = {**getattr(page, "TYPED", {}), **getattr(page, "RANGES", {})}
         key = next(key for name, key in page.URL_KEYS.items() if name in numbers)
         yield pytest.param(dashboard.tab_slug(page.TITLE), key, "qpviz-link-alert", id=f"{page.__name__}:{key}")
-    yield pytest.param("variance-effects", "ve_seed", "qpviz-ve-link", id="variance_effects:ve_seed")
+    yield pytest.param(dashboard.tab_slug(dashboard.VARIANCE_EFFECTS.TITLE), "ve_seed", "qpviz-ve-link",
+                       id="variance_effects:ve_seed")
 
 
 def url_value(url: str, key: str) -> str | None:

@@ -148,14 +148,14 @@ def _title(page, key: str) -> str:
 
 
 def test_page_fits_and_draws_the_shown_methods(gp2d_page):
-    assert gp2d_page.fit.methods == ("ep", "qp") and gp2d_page.message == ""
+    assert gp2d_page.model.fit.methods == ("ep", "qp") and gp2d_page.model.message == ""
     assert _title(gp2d_page, "proba_ep").startswith("EP: p(y=+1|x),\nmoons N=40, rbf")
     assert _title(gp2d_page, "diff").startswith("var_QP − var_EP in [-")
     image = gp2d_page.figures["proba_qp"].image.data["image"][0]
-    np.testing.assert_array_equal(image, gp2d_page.fit.proba["qp"])
+    np.testing.assert_array_equal(image, gp2d_page.model.fit.proba["qp"])
     mapper = gp2d_page.figures["diff"].mapper
     assert mapper.low == -mapper.high and mapper.high > 0  # the difference map's colours are centred at 0
-    gp2d_page.methods = ["ep", "qp", "laplace"]
+    gp2d_page.model.methods = ["ep", "qp", "laplace"]
     assert gp2d_page.method_rows["laplace"].visible and not gp2d_page.method_rows["vb"].visible
     assert _title(gp2d_page, "proba_laplace").startswith("Laplace: p(y=+1|x)")
 
@@ -163,59 +163,59 @@ def test_page_fits_and_draws_the_shown_methods(gp2d_page):
 @pytest.mark.parametrize("name, bad", [("variance", 0.0), ("variance", float("nan")), ("lengthscale", 0.0),
                                        ("lengthscale", -1.0), ("n", 1), ("n", 10**6), ("seed", -3)])
 def test_bad_input_keeps_the_last_good_fit_and_says_what_to_change(gp2d_page, name, bad):
-    good_fit, good_title = gp2d_page.fit, _title(gp2d_page, "proba_ep")
-    setattr(gp2d_page, name, bad)
-    assert gp2d_page.fit is good_fit
+    good_fit, good_title = gp2d_page.model.fit, _title(gp2d_page, "proba_ep")
+    setattr(gp2d_page.model, name, bad)
+    assert gp2d_page.model.fit is good_fit
     assert _title(gp2d_page, "proba_ep") == good_title
-    assert gp2d_page.message.startswith(f"{name} must be a number in [")
+    assert gp2d_page.model.message.startswith(f"{name} must be a number in [")
     assert gp2d_page.alert.visible and "keep the last good" in gp2d_page.alert.object
-    setattr(gp2d_page, name, gp2d_page.param[name].default if name != "n" else 40)
-    assert gp2d_page.message == "" and not gp2d_page.alert.visible
+    setattr(gp2d_page.model, name, gp2d_page.model.param[name].default if name != "n" else 40)
+    assert gp2d_page.model.message == "" and not gp2d_page.alert.visible
 
 
 def test_clicks_add_and_remove_points_and_one_class_is_reported(gp2d_page):
-    gp2d_page.n = 2  # one point per class
-    preset_X, preset_y = gp2d_page.X.copy(), gp2d_page.y.copy()
-    gp2d_page.click_class = "-1"
-    gp2d_page.toggle_point(0.0, 2.9)
-    np.testing.assert_array_equal(gp2d_page.y, [*preset_y, -1.0])
-    assert gp2d_page.added == [[0.0, 2.9, -1.0]] and "N=3," in _title(gp2d_page, "proba_ep")
-    kept = gp2d_page.fit
+    gp2d_page.model.n = 2  # one point per class
+    preset_X, preset_y = gp2d_page.model.X.copy(), gp2d_page.model.y.copy()
+    gp2d_page.model.click_class = "-1"
+    gp2d_page.model.toggle_point(0.0, 2.9)
+    np.testing.assert_array_equal(gp2d_page.model.y, [*preset_y, -1.0])
+    assert gp2d_page.model.added == [[0.0, 2.9, -1.0]] and "N=3," in _title(gp2d_page, "proba_ep")
+    kept = gp2d_page.model.fit
     positive = int(np.flatnonzero(preset_y > 0)[0])
-    gp2d_page.toggle_point(*(preset_X[positive] + 0.01))  # on the only point of class +1: it goes
-    assert gp2d_page.removed == [positive]
-    np.testing.assert_array_equal(gp2d_page.y, [-1.0, -1.0])
-    assert gp2d_page.fit is kept
-    assert "only one class is present: add a point of class +1" in gp2d_page.message
-    gp2d_page.click_class = "+1"
-    gp2d_page.toggle_point(2.0, -2.9)
-    assert gp2d_page.message == "" and "N=3," in _title(gp2d_page, "proba_ep")
-    gp2d_page.toggle_point(0.0, 2.9)  # a clicked point goes again when clicked
-    assert gp2d_page.added == [[2.0, -2.9, 1.0]]
-    gp2d_page.seed = 5  # new preset data start without the edits
-    assert gp2d_page.added == [] and gp2d_page.removed == [] and len(gp2d_page.y) == 2
+    gp2d_page.model.toggle_point(*(preset_X[positive] + 0.01))  # on the only point of class +1: it goes
+    assert gp2d_page.model.removed == [positive]
+    np.testing.assert_array_equal(gp2d_page.model.y, [-1.0, -1.0])
+    assert gp2d_page.model.fit is kept
+    assert "only one class is present: add a point of class +1" in gp2d_page.model.message
+    gp2d_page.model.click_class = "+1"
+    gp2d_page.model.toggle_point(2.0, -2.9)
+    assert gp2d_page.model.message == "" and "N=3," in _title(gp2d_page, "proba_ep")
+    gp2d_page.model.toggle_point(0.0, 2.9)  # a clicked point goes again when clicked
+    assert gp2d_page.model.added == [[2.0, -2.9, 1.0]]
+    gp2d_page.model.seed = 5  # new preset data start without the edits
+    assert gp2d_page.model.added == [] and gp2d_page.model.removed == [] and len(gp2d_page.model.y) == 2
 
 
 def test_edits_from_a_link_rebuild_the_same_data(gp2d_page):
-    gp2d_page.param.update(preset="xor", n=30, added=[[0.5, 0.5, -1.0]], removed=[0, 3])  # as the URL sync does
+    gp2d_page.model.param.update(preset="xor", n=30, added=[[0.5, 0.5, -1.0]], removed=[0, 3])  # as the URL sync does
     X, y = twod.make_preset("xor", 30, 0)
-    np.testing.assert_array_equal(gp2d_page.X, np.vstack([np.delete(X, [0, 3], axis=0), [[0.5, 0.5]]]))
-    np.testing.assert_array_equal(gp2d_page.y, [*np.delete(y, [0, 3]), -1.0])
-    kept = gp2d_page.fit
-    gp2d_page.added = [["a", 1, 1]]
-    assert "clicked points must be [x1, x2, label]" in gp2d_page.message and gp2d_page.fit is kept
+    np.testing.assert_array_equal(gp2d_page.model.X, np.vstack([np.delete(X, [0, 3], axis=0), [[0.5, 0.5]]]))
+    np.testing.assert_array_equal(gp2d_page.model.y, [*np.delete(y, [0, 3]), -1.0])
+    kept = gp2d_page.model.fit
+    gp2d_page.model.added = [["a", 1, 1]]
+    assert "clicked points must be [x1, x2, label]" in gp2d_page.model.message and gp2d_page.model.fit is kept
 
 
 def test_an_edit_reuses_cached_grids(gp2d_page):
-    first = gp2d_page.fit
-    gp2d_page.variance = 1.0
-    gp2d_page.variance = first.kernel.variance
-    assert gp2d_page.fit.proba["ep"] is first.proba["ep"]  # the cached grid, not a refit
+    first = gp2d_page.model.fit
+    gp2d_page.model.variance = 1.0
+    gp2d_page.model.variance = first.kernel.variance
+    assert gp2d_page.model.fit.proba["ep"] is first.proba["ep"]  # the cached grid, not a refit
 
 
 def test_csv_export_is_the_fitted_grid(gp2d_page):
     text = gp2d_page.download.callback().getvalue()
-    assert text == twod.grid_csv(gp2d_page.fit)
+    assert text == twod.grid_csv(gp2d_page.model.fit)
     assert text.splitlines()[0].startswith("x1,x2,p_ep,mean_ep,var_ep,p_qp")
 
 
@@ -224,10 +224,10 @@ def test_a_bad_typed_seed_is_named_with_its_range_and_the_box_shows_the_seed_in_
     """Issue 21: the seed's number box dropped letters and clamped -3 silently."""
     from safe_text import shown
 
-    box, fit = gp2d_page.widgets["seed"], gp2d_page.fit
+    box, fit = gp2d_page.widgets["seed"], gp2d_page.model.fit
     box.value = typed
-    assert gp2d_page.message == f"seed: {typed!r} was not applied; type a whole number from 0 to 10000; kept 0"
-    assert shown(gp2d_page.alert.object) == gp2d_page.message and gp2d_page.fit is fit and box.value == "0"
+    assert gp2d_page.model.message == f"seed: {typed!r} was not applied; type a whole number from 0 to 10000; kept 0"
+    assert shown(gp2d_page.alert.object) == gp2d_page.model.message and gp2d_page.model.fit is fit and box.value == "0"
     box.value = "4"
-    gp2d_page.ensure_fit()
-    assert gp2d_page.message == "" and gp2d_page.seed == 4 and gp2d_page.fit is not fit
+    gp2d_page.model.ensure_fit()
+    assert gp2d_page.model.message == "" and gp2d_page.model.seed == 4 and gp2d_page.model.fit is not fit

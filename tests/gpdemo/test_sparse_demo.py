@@ -1,10 +1,10 @@
-"""The Sparse page's computation (qpviz.gpdemo.sparse_demo) and its model (app/sparse_page.SparseModel)."""
+"""The Sparse page's computation (qpviz.gpdemo.sparse_demo) and its model (qpviz.gpdemo.sparse_model.SparseModel)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from qpviz.gpdemo import oned, sparse_demo
+from qpviz.gpdemo import jobs, oned, sparse_demo, sparse_model
 
 
 def regression(n=30, seed=1):
@@ -218,9 +218,7 @@ def test_an_alpha_step_after_two_starts_from_the_secant_in_one_sweep():
 # -- the page's model (no browser) ------------------------------------------------------------
 @pytest.fixture
 def model():
-    import sparse_page
-
-    return sparse_page.SparseModel(background=False)
+    return sparse_model.SparseModel(background=False)
 
 
 def test_model_keeps_the_last_good_fit_on_bad_input(model):
@@ -258,10 +256,7 @@ def test_model_new_pseudo_inputs_refit_and_m_follows(model):
 
 
 def test_model_warm_starts_on_an_alpha_step_and_not_after_a_preset_change(model, monkeypatch):
-    import long_jobs
-    import sparse_page
-
-    monkeypatch.setattr(sparse_page, "FIT_CACHE", long_jobs.LRUCache(512))  # every fit below is computed
+    monkeypatch.setattr(sparse_model, "FIT_CACHE", jobs.LRUCache(512))  # every fit below is computed
     starts = {}
     fit_sparse = sparse_demo.fit_sparse
 
@@ -305,11 +300,8 @@ def test_model_warm_starts_on_an_alpha_step_and_not_after_a_preset_change(model,
 
 
 def test_new_pseudo_inputs_stop_the_old_curve_before_fitting_and_a_failed_fit_restarts_it(monkeypatch):
-    import long_jobs
-    import sparse_page
-
-    monkeypatch.setattr(sparse_page, "CURVE_CACHE", long_jobs.LRUCache(64))  # the curve is computed
-    model = sparse_page.SparseModel(background=True)
+    monkeypatch.setattr(sparse_model, "CURVE_CACHE", jobs.LRUCache(64))  # the curve is computed
+    model = sparse_model.SparseModel(background=True)
     old = model._curve_job
     assert model.curve_pending and not old["cancel"].is_set()
     stopped_before_fitting = []
