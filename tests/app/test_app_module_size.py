@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-APP = Path(__file__).resolve().parent.parent / "app"
+APP = Path(__file__).resolve().parents[2] / "app"
 MAX_LINES = 500
 MODULES = sorted(APP.rglob("*.py"))
 
