@@ -176,8 +176,9 @@ def test_history_stop_and_option_errors():
         fit(projection="kl")
     with pytest.raises(ValueError, match="step_rule"):
         fit(step_rule="sgd")
-    with pytest.raises(TypeError, match="does not take option"):
-        fit(alpha=0.5)
+    for bad in (0.0, 1.5, -1.0, float("nan"), True):
+        with pytest.raises(ValueError, match=r"alpha must be .*\(0, 1\]"):
+            fit(alpha=bad)
     with pytest.raises(TypeError, match="does not take option"):
         fit(bounds=(0.1, 10.0))
     with pytest.raises(TypeError, match="client"):
