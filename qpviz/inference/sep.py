@@ -180,7 +180,10 @@ def _rebuild(kernel, Z, prec, lin, jitter, chol=None):
     cov += np.triu(cov, 1).T
     mean = cov @ lin
     norm_diff = -float(np.sum(np.log(np.diag(Lp)))) + 0.5 * float(lin @ mean)
-    return Broadcast(kernel, Z, L, cov, mean), norm_diff, jitter_used
+    # K^-1 Sigma = L^-T L^-1 L Lp^-T Lp^-1 L^T = L^-T Lp^-T B, and K^-1 mu = (K^-1 Sigma) b
+    kinv_cov = linalg.solve_triangular(L, linalg.solve_triangular(Lp, B, lower=True, trans="T", check_finite=False),
+                                       lower=True, trans="T", check_finite=False)
+    return Broadcast(kernel, Z, L, cov, mean, kinv_cov, kinv_cov @ lin), norm_diff, jitter_used
 
 
 def _prior_gradient_matrix(bc: Broadcast):
@@ -188,8 +191,7 @@ def _prior_gradient_matrix(bc: Broadcast):
     (supplement eqs. 34-35)."""
     Kinv = lapack.dpotri(bc.chol_kuu, lower=1)[0]
     Kinv = np.tril(Kinv) + np.tril(Kinv, -1).T
-    w = Kinv @ bc.mean_u
-    Mm = Kinv - Kinv @ bc.cov_u @ Kinv - np.outer(w, w)
+    Mm = Kinv - bc.kinv_cov @ Kinv - np.outer(bc.kinv_mean, bc.kinv_mean)  # K^-1 Sigma K^-1 = (K^-1 Sigma) K^-1
     return -0.5 * (0.5 * (Mm + Mm.T))
 
 
