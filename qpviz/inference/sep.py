@@ -95,7 +95,7 @@ import warnings
 
 import numpy as np
 from scipy import linalg
-from scipy.linalg import blas, lapack
+from scipy.linalg import blas
 
 from qpviz._blas import small_problem_threads
 from qpviz.inference import metrics
@@ -168,30 +168,30 @@ def _rebuild(kernel, Z, prec, lin, jitter, chol=None):
 
     Whitened, K_uu = L L^T: precision of v = L^-1 u is P = I + L^T Lambda L, Sigma = L P^-1 L^T,
     mu = Sigma b; Phi(q) - Phi(p) = -1/2 log|P| + 1/2 b^T mu. ``chol`` = (L, jitter used) of the
-    same kernel and Z skips K_uu and its factorisation. Triangular products (dtrmm) and one dsyrk:
-    half the flops of general products."""
+    same kernel and Z skips K_uu and its factorisation. Also K_uu^-1 Sigma and K_uu^-1 mu, which
+    the gradient uses."""
     L, jitter_used = cholesky_kuu(kernel(Z), jitter) if chol is None else chol
-    P = blas.dtrmm(1.0, L, blas.dtrmm(1.0, L, prec, side=0, lower=1, trans_a=1), side=1, lower=1)
+    Lf = np.asfortranarray(L)  # BLAS's layout: no copies in dtrmm / dpotri
+    # P = I + L^T Lambda L; Lambda is symmetric, so its transpose is the Fortran view of the same numbers
+    P = blas.dtrmm(1.0, Lf, blas.dtrmm(1.0, Lf, prec.T, side=0, lower=1, trans_a=1), side=1, lower=1)
     P = 0.5 * (P + P.T)
     P[np.diag_indices_from(P)] += 1.0
     Lp = linalg.cholesky(P, lower=True, check_finite=False)
     B = linalg.solve_triangular(Lp, L.T, lower=True, check_finite=False)  # Sigma = B^T B
-    cov = np.triu(blas.dsyrk(1.0, B, trans=1))  # the upper triangle of B^T B
-    cov += np.triu(cov, 1).T
+    cov = B.T @ B
     mean = cov @ lin
     norm_diff = -float(np.sum(np.log(np.diag(Lp)))) + 0.5 * float(lin @ mean)
     # K^-1 Sigma = L^-T L^-1 L Lp^-T Lp^-1 L^T = L^-T Lp^-T B, and K^-1 mu = (K^-1 Sigma) b
-    kinv_cov = linalg.solve_triangular(L, linalg.solve_triangular(Lp, B, lower=True, trans="T", check_finite=False),
+    kinv_cov = linalg.solve_triangular(Lf, linalg.solve_triangular(Lp, B, lower=True, trans="T", check_finite=False),
                                        lower=True, trans="T", check_finite=False)
-    return Broadcast(kernel, Z, L, cov, mean, kinv_cov, kinv_cov @ lin), norm_diff, jitter_used
+    return Broadcast(kernel, Z, L, cov, mean, prec, kinv_cov, kinv_cov @ lin), norm_diff, jitter_used
 
 
 def _prior_gradient_matrix(bc: Broadcast):
     """dL/dK_uu of Phi(q) - Phi(p) at fixed factors: -1/2 (K^-1 - K^-1 (Sigma + mu mu^T) K^-1)
-    (supplement eqs. 34-35)."""
-    Kinv = lapack.dpotri(bc.chol_kuu, lower=1)[0]
-    Kinv = np.tril(Kinv) + np.tril(Kinv, -1).T
-    Mm = Kinv - bc.kinv_cov @ Kinv - np.outer(bc.kinv_mean, bc.kinv_mean)  # K^-1 Sigma K^-1 = (K^-1 Sigma) K^-1
+    (supplement eqs. 34-35), with K^-1 - K^-1 Sigma K^-1 = K^-1 Sigma (Sigma^-1 - K^-1) = K^-1 Sigma Lambda:
+    one product, no inverse of K_uu."""
+    Mm = bc.kinv_cov @ bc.prec - np.outer(bc.kinv_mean, bc.kinv_mean)  # K^-1 Sigma K^-1 = (K^-1 Sigma) K^-1
     return -0.5 * (0.5 * (Mm + Mm.T))
 
 

@@ -33,13 +33,14 @@ SHARD_CHUNK = 2048
 @dataclasses.dataclass(frozen=True)
 class Broadcast:
     """The master's state a shard needs for one step: kernel, Z, chol(K_uu), q(u) = N(mean_u, cov_u),
-    and K_uu^-1 cov_u, K_uu^-1 mean_u (the gradient's u-space pieces by products, not solves)."""
+    the site sums' precision Lambda (``prec``), K_uu^-1 cov_u and K_uu^-1 mean_u (the gradient's u-space pieces by products, not solves)."""
 
     kernel: Kernel
     Z: np.ndarray
     chol_kuu: np.ndarray
     cov_u: np.ndarray
     mean_u: np.ndarray
+    prec: np.ndarray
     kinv_cov: np.ndarray
     kinv_mean: np.ndarray
 
@@ -52,6 +53,16 @@ def _columns(bc: Broadcast, X):
     return A, np.maximum(d, 0.0)
 
 
+def _live_product(matrix, A_old, live):
+    """matrix @ A_old on the columns of live sites, zeros elsewhere (no copies when all or none are live)."""
+    if live.all():
+        return matrix @ A_old
+    out = np.zeros_like(A_old)
+    if live.any():
+        out[:, live] = matrix @ A_old[:, live]
+    return out
+
+
 def _cavity(A, A_old, tau, nu, bc: Broadcast, alpha: float):
     """Cavities of q without alpha of each stored factor (tau, nu on its old direction a_old, columns
     of A_old), seen along the current directions (columns of A) (supplement eqs. 14-15 by
@@ -60,9 +71,7 @@ def _cavity(A, A_old, tau, nu, bc: Broadcast, alpha: float):
     tau_a, nu_a = alpha * tau, alpha * nu
     live = (tau != 0.0) | (nu != 0.0)
     S_new = bc.cov_u @ A
-    S_old = np.zeros_like(A)
-    if live.any():
-        S_old[:, live] = bc.cov_u @ A_old[:, live]  # Sigma a_old
+    S_old = _live_product(bc.cov_u, A_old, live)  # Sigma a_old
     v_oo = np.einsum("ij,ij->j", A_old, S_old)
     m_o = A_old.T @ bc.mean_u
     v_on = np.einsum("ij,ij->j", A, S_old)
@@ -103,9 +112,7 @@ def _gradient_terms(X, y, A, A_old, d, cav, likelihood, bc: Broadcast):
     # u-space cavity pieces: c = mu + shift s_o, S a = Sigma a + coef (a_old^T Sigma a) s_o, so
     # K^-1 c = K^-1 mu + shift K^-1 Sigma a_old and K^-1 S a = K^-1 Sigma a + coef v_on K^-1 Sigma a_old
     live = cav["live"]
-    K_so = np.zeros_like(A)
-    if live.any():
-        K_so[:, live] = bc.kinv_cov @ A_old[:, live]
+    K_so = _live_product(bc.kinv_cov, A_old, live)
     w = bc.kinv_mean[:, None] + K_so * cav["shift"][None, :]
     r = bc.kinv_cov @ A + K_so * (cav["coef"] * cav["v_on"])[None, :] - A
     G_uf = w * g_m[None, :] + 2.0 * r * g_V[None, :]
@@ -145,7 +152,7 @@ def refine_sites(X, y, tau, nu, A_old, rule: SiteRule, bc: Broadcast, gradient: 
     terms = np.where(cav["proper"], log_z + cav["log_norm_diff"], 0.0) / alpha
     change = float(np.max(np.abs(np.concatenate([tau_new - tau, nu_new - nu])), initial=0.0))
     live = cav["live"]
-    old = A_old[:, live]
+    old = A_old if live.all() else A_old[:, live]
     out = dict(tau=tau_new, nu=nu_new, A=A_new, status=status, new_prec=(A_new * tau_new) @ A_new.T,
                new_lin=A_new @ nu_new, old_prec=(old * tau[live]) @ old.T, old_lin=old @ nu[live],
                evidence=float(np.sum(terms)), n_points=int(np.size(tau)), change=change)
@@ -198,8 +205,8 @@ class SEPShard:
         and directions are stored, the sums returned."""
         total = None
         for part in self._chunks(idx):
-            out = refine_sites(self.X[part], self.y[part], self.tau[part], self.nu[part], self.At[part].T, self.rule,
-                               bc, gradient)
+            out = refine_sites(self.X[part], self.y[part], self.tau[part], self.nu[part],
+                               np.ascontiguousarray(self.At[part].T), self.rule, bc, gradient)
             self.tau[part], self.nu[part], self.At[part], self.status[part] = (out.pop("tau"), out.pop("nu"),
                                                                                 out.pop("A").T, out.pop("status"))
             total = _add(total, out)
