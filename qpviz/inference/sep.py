@@ -84,7 +84,8 @@ the same run in-process and on Dask (up to the order of floating-point sums).
 **Likelihoods.** Any likelihood the site rule handles (probit, logit, ...; EP or QP). ``alpha`` < 1:
 Power EP (tempered sites, :mod:`.sep_shard`): a cavity removes alpha of a factor, the tilted
 distribution is p(y|f)^alpha N(f | cavity), log Z_q = Phi(q) - Phi(p) + (1/alpha) sum_n [log Z~_n +
-Phi(cav_n) - Phi(q)] and the data part of the gradient carries 1/alpha (as :mod:`.sparse_prior`). Predictions use SEP's own q(u): f_* ~ N(a_*^T mu, k_** - k_*^T a_* + a_*^T Sigma a_*)
+Phi(cav_n) - Phi(q)] and the data part of the gradient carries 1/alpha (as :mod:`.sparse_prior`).
+Predictions use SEP's own q(u): f_* ~ N(a_*^T mu, k_** - k_*^T a_* + a_*^T Sigma a_*)
 (supplement eq. 36).
 """
 from __future__ import annotations
@@ -109,7 +110,8 @@ from qpviz.inference.sep_shard import SHARD_CHUNK, Broadcast, SEPShard, refine_s
 from qpviz.inference.sites import SiteRule
 from qpviz.inference.sparse_prior import check_alpha
 from qpviz.inference.step_rules import STEP_RULES, SignAdaptiveSteps
-from qpviz.inference.stochastic import TrainingRecord, check_positive_int, inducing_problem, minibatches, steps_per_epoch
+from qpviz.inference.stochastic import (TrainingRecord, check_positive_int, inducing_problem, minibatches,
+                                       steps_per_epoch)
 from qpviz.kernels import Kernel, as_inputs
 
 __all__ = ["SEPOptions", "fit_sep", "SEPState", "SEPModel", "SEPShard", "Broadcast", "refine_sites", "site_gradient",
@@ -392,7 +394,8 @@ def _train(executor, bounds, X, y, lik, kernel, Z, rule, minibatch, epochs, opti
         if stochastic:  # exact re-sum of Lambda and b once per epoch (module docstring)
             sums = executor.call("aggregates", [() for _ in bounds])
             prec, lin = sum(s[0] for s in sums), sum(s[1] for s in sums)
-            bc, norm_diff, state["jitter"] = _rebuild(bc.kernel, bc.Z, prec, lin, jitter, (bc.chol_kuu, state["jitter"]))
+            bc, norm_diff, state["jitter"] = _rebuild(bc.kernel, bc.Z, prec, lin, jitter,
+                                                      (bc.chol_kuu, state["jitter"]))
             state["bc"] = bc
     record.close()
     bc = state["bc"]

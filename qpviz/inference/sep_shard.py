@@ -33,7 +33,8 @@ SHARD_CHUNK = 2048
 @dataclasses.dataclass(frozen=True)
 class Broadcast:
     """The master's state a shard needs for one step: kernel, Z, chol(K_uu), q(u) = N(mean_u, cov_u),
-    the site sums' precision Lambda (``prec``), K_uu^-1 cov_u and K_uu^-1 mean_u (the gradient's u-space pieces by products, not solves)."""
+    the site sums' precision Lambda (``prec``), K_uu^-1 cov_u and K_uu^-1 mean_u (the gradient's
+    u-space pieces by products, not solves)."""
 
     kernel: Kernel
     Z: np.ndarray
