@@ -350,7 +350,9 @@ def _train(executor, bounds, X, y, lik, kernel, Z, rule, minibatch, epochs, opti
                                 hyperparameters=dict(bc.kernel.params)))
 
     def evaluate(X_val, y_val):
-        with small_problem_threads(max(len(y_val), M)):
+        # with BLAS threads as the steps (as SVI): threads woken for a large validation set kept
+        # spinning into the next steps (measured: 5.6 ms per step instead of 1.7 at M = 100)
+        with small_problem_threads(M):
             return metrics.evaluate(posterior(), X_val, y_val)
 
     step, converged, go_on = 0, False, True
