@@ -239,7 +239,8 @@ def test_alpha_one_is_ep_bit_for_bit_and_learning_works_with_alpha_and_qp():
     for extra in (dict(alpha=0.5), dict(projection="qp"), dict(projection="qp", alpha=0.5)):
         post = qpviz.fit(X, y, "probit", qpviz.kernels.RBF(), method="sep", **options, **extra)
         assert np.isfinite(post.log_marginal_likelihood)
-        assert np.max(np.abs(post.kernel.log_params() - qpviz.kernels.RBF().log_params())) > 1e-2  # learnt
+        # learnt: 14 steps of the sign rule (the first 1e-3 long per coordinate)
+        assert np.max(np.abs(post.kernel.log_params() - qpviz.kernels.RBF().log_params())) > 3e-3
         assert not np.allclose(post.diagnostics["inducing"], plain.diagnostics["inducing"])
         assert metrics.evaluate(post, X, y)["test_error"] < 0.2
         assert post.likelihood.alpha == 1.0  # predictions are for the untempered model
