@@ -67,11 +67,19 @@ d theta_prior (the paper: "very small and can be ignored"). A step is one pass o
 minibatch (:func:`qpviz.inference.sep_shard.refine_sites`): the kernel columns and cavities of
 its points are computed once, and give both the refined sites and this gradient at the state the
 step starts from (the same state whose evidence estimate the step records); then q's sums take
-the new sites, one step of the paper's sign-adaptive rates (:class:`SignAdaptiveSteps`; by default,
-with minibatches too) or of Adadelta (rho 0.9, eps 1e-5; ``step_rule="adadelta"``) moves (log theta, Z), and q is rebuilt once, at
-the new hyper-parameters. (Until issue 24 the gradient was taken after a first rebuild, at the
-refined q: a second pass over the minibatch and a second rebuild per step, 2.1x an SVI step at
-N = 2e4, M = 200; ``benchmarks/bench_sep_step.py``.)
+the new sites, one step of the paper's sign-adaptive rates (:class:`SignAdaptiveSteps`; by
+default, with minibatches too) or of Adadelta (rho 0.9, eps 1e-5; ``step_rule="adadelta"``) moves
+(log theta, Z), and q is rebuilt once, at the new hyper-parameters; no step is taken from
+q = p(u) (no site set yet: log Z_q is then flat for probit). Until issue 24 the gradient was
+taken after a first rebuild, at the refined q: a second pass over the minibatch and a second
+rebuild per step (2.1x an SVI step at N = 2e4, M = 200; ``benchmarks/bench_sep_step.py``), and on
+200,000 points of a sharp-boundary problem SEP ended at 7.1% test error against 5.9% now
+(``benchmarks/bench_sep_accuracy.py``). A likely reason, not proven: after refining, the
+minibatch's own sites are matched to q while the others are not, so the N/B-scaled estimate
+describes a converged data set and the left-out (eta^_n - eta) terms bias it; before refining,
+the minibatch is a fair sample of the sites as they are. The sign rule's small, self-halving
+steps let the sites follow the hyper-parameters (with Adadelta, or with damping 0.5, SEP's signal
+variance drifted up: sites lagging behind the hyper-parameters bias the fixed-factor gradient).
 
 **Execution.** The per-step data work is :func:`refine_sites` / :func:`site_gradient` (pure
 functions of a shard's data and sites and the broadcast :class:`Broadcast`), run by
