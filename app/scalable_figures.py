@@ -35,7 +35,8 @@ EXPLANATIONS = {
     ),
     "ntll": (
         "Negative test log-likelihood of the probit predictive: lower is better, and it also rewards honest "
-        "uncertainty. SEP and SVI take one Adadelta step per minibatch; GFITC one L-BFGS-B step on all N points.",
+        "uncertainty. SEP takes one step of the paper's sign-adaptive rates per minibatch, SVI one Adadelta step; "
+        "GFITC one L-BFGS-B step on all N points.",
         r"$$\mathrm{NTLL}=-\frac1T\sum_{t=1}^T\log\Phi\Big(\frac{y_t m_t}{\sqrt{1+v_t}}\Big),\quad "
         r"q(f(x_t))=\mathcal N(m_t,v_t)$$",
     ),

@@ -49,9 +49,10 @@ def test_minibatch_sep_without_learning_reaches_the_same_fixed_point():
     np.testing.assert_allclose(post.predict_f(X)[0], ref.predict_f(X)[0], atol=1e-8)
 
 
-def _converged_shard(X, y, kernel, Z):
+def _converged_shard(X, y, kernel, Z, alpha=1.0):
     M = Z.shape[0]
-    executor = sep.LocalExecutor([sep.SEPShard(X, y, M, SiteRule.build("ep", qpviz.likelihood("probit"), 0.5))])
+    rule = SiteRule.build("ep", qpviz.likelihood("probit").tempered(alpha), 0.5)
+    executor = sep.LocalExecutor([sep.SEPShard(X, y, M, rule)])
     idx = np.arange(len(y))
     prec, lin = np.zeros((M, M)), np.zeros(M)
     bc, _, _ = sep._rebuild(kernel, Z, prec, lin, None)
@@ -65,11 +66,12 @@ def _converged_shard(X, y, kernel, Z):
     return executor, idx, prec, lin, bc
 
 
-def test_gradient_matches_finite_differences_of_log_zq_at_fixed_sites():
+@pytest.mark.parametrize("alpha", [1.0, 0.5])
+def test_gradient_matches_finite_differences_of_log_zq_at_fixed_sites(alpha):
     X, y = _data(150, seed=2)
     Z = X[:8].copy()
     kernel = qpviz.kernels.RBF(1.3, [1.0, 0.7])
-    executor, idx, prec, lin, bc = _converged_shard(X, y, kernel, Z)
+    executor, idx, prec, lin, bc = _converged_shard(X, y, kernel, Z, alpha)
     g_theta, g_Z = sep.sep_gradient(executor, [idx], bc, 1.0)
     analytic = np.concatenate([g_theta, g_Z.ravel()])
     theta = np.concatenate([kernel.log_params(), Z.ravel()])
@@ -176,8 +178,9 @@ def test_history_stop_and_option_errors():
         fit(projection="kl")
     with pytest.raises(ValueError, match="step_rule"):
         fit(step_rule="sgd")
-    with pytest.raises(TypeError, match="does not take option"):
-        fit(alpha=0.5)
+    for bad in (0.0, 1.5, -1.0, float("nan"), True):
+        with pytest.raises(ValueError, match=r"alpha must be .*\(0, 1\]"):
+            fit(alpha=bad)
     with pytest.raises(TypeError, match="does not take option"):
         fit(bounds=(0.1, 10.0))
     with pytest.raises(TypeError, match="client"):
@@ -202,3 +205,42 @@ def test_a_scheduler_address_string_connects_like_a_remote_cluster():
         remote = qpviz.fit(X, y, "probit", qpviz.kernels.RBF(), method="sep", client=address, **options)
         assert list(cluster.scheduler.clients) == ["fire-and-forget"]  # the fit closed its own Client
     assert remote.log_marginal_likelihood == pytest.approx(local.log_marginal_likelihood, abs=1e-8)
+
+
+@pytest.mark.parametrize("projection", ["ep", "qp"])
+def test_batch_sep_with_alpha_is_the_sparse_power_ep_fixed_point(projection):
+    # an independent implementation: Power EP on the sparse prior (qpviz.inference.sparse_prior)
+    X, y = _data(150, seed=9)
+    Z = X[:10].copy()
+    kernel = qpviz.kernels.RBF(1.2, [1.0, 0.8])
+    ref = qpviz.fit(X, y, "probit", kernel, method=projection, inducing=Z, alpha=0.5, tol=1e-11, max_sweeps=3000)
+    post = qpviz.fit(X, y, "probit", kernel, method="sep", inducing=Z, minibatch=len(y), epochs=3000,
+                     optimise=False, tol=1e-11, projection=projection, alpha=0.5)
+    assert post.converged and post.diagnostics["alpha"] == 0.5
+    assert post.log_marginal_likelihood == pytest.approx(ref.log_marginal_likelihood, abs=1e-6)
+    np.testing.assert_allclose(post.site_precision, ref.site_precision, atol=1e-6)
+    X_new, _ = _data(30, seed=10)
+    for a, b in zip(post.predict_f(X_new), ref.predict_f(X_new)):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+    # and alpha matters: EP's fixed point is elsewhere
+    ep = qpviz.fit(X, y, "probit", kernel, method="sep", inducing=Z, minibatch=len(y), epochs=3000,
+                   optimise=False, tol=1e-11, projection=projection)
+    assert abs(ep.log_marginal_likelihood - post.log_marginal_likelihood) > 1e-2
+
+
+def test_alpha_one_is_ep_bit_for_bit_and_learning_works_with_alpha_and_qp():
+    X, y = _data(300, seed=11)
+    options = dict(inducing=8, minibatch=60, epochs=3, optimise=True, seed=2)
+    plain = qpviz.fit(X, y, "probit", qpviz.kernels.RBF(), method="sep", **options)
+    one = qpviz.fit(X, y, "probit", qpviz.kernels.RBF(), method="sep", alpha=1.0, **options)
+    assert one.log_marginal_likelihood == plain.log_marginal_likelihood
+    np.testing.assert_array_equal(one.site_precision, plain.site_precision)
+    np.testing.assert_array_equal(one.kernel.log_params(), plain.kernel.log_params())
+    for extra in (dict(alpha=0.5), dict(projection="qp"), dict(projection="qp", alpha=0.5)):
+        post = qpviz.fit(X, y, "probit", qpviz.kernels.RBF(), method="sep", **options, **extra)
+        assert np.isfinite(post.log_marginal_likelihood)
+        # learnt: 14 steps of the sign rule (the first 1e-3 long per coordinate)
+        assert np.max(np.abs(post.kernel.log_params() - qpviz.kernels.RBF().log_params())) > 3e-3
+        assert not np.allclose(post.diagnostics["inducing"], plain.diagnostics["inducing"])
+        assert metrics.evaluate(post, X, y)["test_error"] < 0.2
+        assert post.likelihood.alpha == 1.0  # predictions are for the untempered model

@@ -1,0 +1,265 @@
+"""SEP's per-point work (:mod:`.sep`, whose docstring has the model and the formulas): the cavities of
+a shard's points, their site refinement, their part of the evidence and of the gradient, and
+:class:`SEPShard`, the object an executor (:mod:`.distributed`) holds per shard of the data.
+
+All of it is a pure function of a shard's points, their sites (tau_n, nu_n) with the directions
+a_n^old they were fitted on, and the master's :class:`Broadcast`. Power EP (``alpha`` < 1,
+:mod:`.sites` steps 1'-4'): a cavity removes alpha of a stored factor, the likelihood is the
+tempered one (the rule's), and the evidence and gradient terms of a point carry 1/alpha; alpha = 1
+multiplies and divides by 1.0 exactly (EP, bit for bit).
+
+One pass (:func:`refine_sites` with ``gradient=True``) computes the kernel columns and the cavities
+once and returns both the refined sites and the gradient terms at the cavities it started from.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from scipy import linalg
+
+from qpviz._blas import small_problem_threads, syrk_update_lower
+from qpviz.inference.distributed import prepare_worker
+from qpviz.inference.inducing import covariance_vjp
+from qpviz.inference.sites import CLIPPED, OK, SKIPPED_CAVITY, SKIPPED_PROJECTION, SiteRule, gaussian_power
+from qpviz.inference.sites import power_gaussian_moments_numpy
+from qpviz.kernels import Kernel, as_inputs
+
+__all__ = ["Broadcast", "refine_sites", "site_gradient", "SEPShard", "SHARD_CHUNK"]
+
+#: points per piece of a shard's work (:meth:`SEPShard.refine`, :meth:`SEPShard.gradient`, :meth:`SEPShard.evidence`)
+SHARD_CHUNK = 2048
+
+
+@dataclasses.dataclass(frozen=True)
+class Broadcast:
+    """The master's state a shard needs for one step: kernel, Z, chol(K_uu), q(u) = N(mean_u, cov_u),
+    the site sums' precision Lambda (``prec``), K_uu^-1 cov_u and K_uu^-1 mean_u (the gradient's
+    u-space pieces by products, not solves)."""
+
+    kernel: Kernel
+    Z: np.ndarray
+    chol_kuu: np.ndarray
+    cov_u: np.ndarray
+    mean_u: np.ndarray
+    prec: np.ndarray
+    kinv_cov: np.ndarray
+    kinv_mean: np.ndarray
+
+
+def _columns(bc: Broadcast, X):
+    """(a = K_uu^-1 K_uX (M, B), d = diag K_XX - diag K_Xu K_uu^-1 K_uX clipped at 0)."""
+    half = linalg.solve_triangular(bc.chol_kuu, bc.kernel(bc.Z, X), lower=True, check_finite=False)
+    d = bc.kernel.diag(X) - np.einsum("ij,ij->j", half, half)
+    A = linalg.solve_triangular(bc.chol_kuu, half, lower=True, trans="T", check_finite=False)
+    return A, np.maximum(d, 0.0)
+
+
+def _live_product(matrix, A_old, live):
+    """matrix @ A_old on the columns of live sites, zeros elsewhere (no copies when all or none are live)."""
+    if live.all():
+        return matrix @ A_old
+    out = np.zeros_like(A_old)
+    if live.any():
+        out[:, live] = matrix @ A_old[:, live]
+    return out
+
+
+def _cavity(A, A_old, tau, nu, bc: Broadcast, alpha: float):
+    """Cavities of q without alpha of each stored factor (tau, nu on its old direction a_old, columns
+    of A_old), seen along the current directions (columns of A) (supplement eqs. 14-15 by
+    Sherman-Morrison). Sites that carry nothing (tau = nu = 0: not visited yet) need no product
+    with their old direction. Returns a dict of the 1-D quantities and u-space pieces."""
+    tau_a, nu_a = alpha * tau, alpha * nu
+    live = (tau != 0.0) | (nu != 0.0)
+    S_new = bc.cov_u @ A
+    S_old = _live_product(bc.cov_u, A_old, live)  # Sigma a_old
+    v_oo = np.einsum("ij,ij->j", A_old, S_old)
+    m_o = A_old.T @ bc.mean_u
+    v_on = np.einsum("ij,ij->j", A, S_old)
+    v_nn = np.einsum("ij,ij->j", A, S_new)
+    m_n = A.T @ bc.mean_u
+    denom = 1.0 - tau_a * v_oo
+    proper = denom > 0.0
+    safe = np.where(proper, denom, 1.0)
+    coef = tau_a / safe  # Sigma^\n = Sigma + coef s_o s_o^T
+    shift = (tau_a * m_o - nu_a) / safe  # mu^\n = mu + shift s_o
+    var_c = v_nn + coef * v_on * v_on
+    mean_c = m_n + shift * v_on
+    proper &= var_c > 0.0
+    # Phi(cav) - Phi(q) along a_old (module docstring of .sep), without dividing by v_oo
+    log_norm_diff = -0.5 * np.log(safe) + 0.5 * (tau_a * m_o ** 2 - 2.0 * nu_a * m_o + nu_a ** 2 * v_oo) / safe
+    return dict(mean=mean_c, var=np.where(proper, var_c, 1.0), proper=proper, S_old=S_old, S_new=S_new, live=live,
+                coef=coef, shift=shift, v_on=v_on, log_norm_diff=log_norm_diff)
+
+
+def _tilted(likelihood, y, mean, var):
+    """(log Z~, mean, var) of the (tempered) tilted distribution p(y|f)^alpha N(f | mean, var)."""
+    if gaussian_power(likelihood):
+        return power_gaussian_moments_numpy(likelihood, y, mean, var)
+    moments = likelihood.tilted_moments(y, mean, var)
+    return moments.log_z, moments.mean, moments.var
+
+
+def _gradient_terms(X, y, A, A_old, d, cav, likelihood, bc: Broadcast):
+    """The data part of eq. 4 at fixed cavities (module docstring of .sep): (d/d log theta,
+    d/dZ (M, D), dL/dK_uu contribution (M, M, symmetric)), sums over the points."""
+    alpha = likelihood.alpha
+    ok = cav["proper"]
+    V = cav["var"] + d
+    _, mean_f, var_f = _tilted(likelihood, np.asarray(y, float), cav["mean"], V)
+    resid = (mean_f - cav["mean"]) / V
+    g_m = np.where(ok, resid, 0.0) / alpha
+    g_V = np.where(ok, 0.5 * (resid ** 2 + (var_f - V) / V ** 2), 0.0) / alpha
+    # u-space cavity pieces: c = mu + shift s_o, S a = Sigma a + coef (a_old^T Sigma a) s_o, so
+    # K^-1 c = K^-1 mu + shift K^-1 Sigma a_old and K^-1 S a = K^-1 Sigma a + coef v_on K^-1 Sigma a_old
+    live = cav["live"]
+    K_so = _live_product(bc.kinv_cov, A_old, live)
+    w = bc.kinv_mean[:, None] + K_so * cav["shift"][None, :]
+    r = bc.kinv_cov @ A + K_so * (cav["coef"] * cav["v_on"])[None, :] - A
+    G_uf = w * g_m[None, :] + 2.0 * r * g_V[None, :]
+    # -(A g_m) w^T - (A g_V) (2 r + A)^T in one product
+    G_uu = -A @ (w * g_m[None, :] + (2.0 * r + A) * g_V[None, :]).T
+    G_uu = 0.5 * (G_uu + G_uu.T)
+    M = bc.Z.shape[0]
+    g_theta, g_Z, _ = covariance_vjp(bc.kernel, X, bc.Z, None, G_uf, np.zeros((M, M)), g_V)
+    return g_theta, g_Z, G_uu
+
+
+def refine_sites(X, y, tau, nu, A_old, rule: SiteRule, bc: Broadcast, gradient: bool = False):
+    """Refine the sites of points (X, y) in parallel against q (module docstring of .sep); pure.
+
+    Returns a dict: new ``tau``, ``nu``, directions ``A`` (M, B), ``status``; the rank-one
+    sums ``new_prec`` = A T_new A^T, ``new_lin`` = A nu_new and ``old_prec``, ``old_lin`` of
+    the replaced factors; ``evidence`` = sum of log Z~_n at the state before refining; the
+    largest site change ``change``; with ``gradient``, ``gradient`` = :func:`site_gradient`'s
+    terms at the cavities of the state before refining (the same columns and cavities).
+    """
+    alpha = rule.power
+    A, d = _columns(bc, X)
+    cav = _cavity(A, A_old, tau, nu, bc, alpha)
+    # the rule removes alpha (tau, nu) from the marginal it is given: give it cavity x alpha site on a_n
+    post_var = 1.0 / (1.0 / cav["var"] + alpha * tau)
+    post_mean = post_var * (cav["mean"] / cav["var"] + alpha * nu)
+    tau_new, nu_new, log_z, status = dataclasses.replace(rule, cond_var=d).update_all(
+        np.ascontiguousarray(y, dtype=np.float64), post_mean, post_var, tau, nu)
+    improper = ~cav["proper"]
+    keep = improper | (status == SKIPPED_CAVITY) | (status == SKIPPED_PROJECTION)
+    tau_new = np.where(improper, tau, tau_new)
+    nu_new = np.where(improper, nu, nu_new)
+    status = np.where(improper, SKIPPED_CAVITY, status)
+    A_new = np.where(keep[None, :], A_old, A)  # an unchanged site keeps its direction
+    # a point without a proper cavity (its stored factor outweighs q along a_old) adds no term
+    # to the estimate; the final log Z_q counts such points (diagnostics "n_improper_cavities")
+    terms = np.where(cav["proper"], log_z + cav["log_norm_diff"], 0.0) / alpha
+    change = float(np.max(np.abs(np.concatenate([tau_new - tau, nu_new - nu])), initial=0.0))
+    live = cav["live"]
+    old = A_old if live.all() else A_old[:, live]
+    out = dict(tau=tau_new, nu=nu_new, A=A_new, status=status, new_prec=(A_new * tau_new) @ A_new.T,
+               new_lin=A_new @ nu_new, old_prec=(old * tau[live]) @ old.T, old_lin=old @ nu[live],
+               evidence=float(np.sum(terms)), n_points=int(np.size(tau)), change=change)
+    if gradient:
+        out["gradient"] = _gradient_terms(X, y, A, A_old, d, cav, rule.likelihood, bc)
+    return out
+
+
+def site_gradient(X, y, tau, nu, A_old, likelihood, bc: Broadcast):
+    """The data part of eq. 4 for points (X, y) at fixed cavities (module docstring of .sep); pure.
+
+    Returns (d/d log theta (the kernel's, K_uf and diag K_ff parts), d/dZ (M, D) (K_uf part),
+    dL/dK_uu contribution (M, M, symmetric)), all sums over the points (not scaled by N/B)."""
+    A, d = _columns(bc, X)
+    return _gradient_terms(X, y, A, A_old, d, _cavity(A, A_old, tau, nu, bc, likelihood.alpha), likelihood, bc)
+
+
+def _add(total, out):
+    """Sum two of :meth:`SEPShard.refine`'s dicts (``change``: the larger)."""
+    if total is None:
+        return out
+    for key, value in out.items():
+        if key == "change":
+            total[key] = max(total[key], value)
+        elif key == "gradient":
+            total[key] = tuple(a + b for a, b in zip(total[key], value))
+        else:
+            total[key] = total[key] + value
+    return total
+
+
+class SEPShard:
+    """The points [start, start + n) of the data with their sites (tau, nu) and stored directions
+    (module docstring of .sep); lives in the master (in-process) or on a Dask worker (an actor)."""
+
+    def __init__(self, X, y, M: int, rule: SiteRule, master_pid: int | None = None):
+        self._limits = prepare_worker(master_pid)
+        self.X = as_inputs(X)
+        self.y = np.ascontiguousarray(y, dtype=np.float64)
+        n = self.X.shape[0]
+        self.rule = rule
+        self.tau = np.zeros(n)
+        self.nu = np.zeros(n)
+        # row j: the direction a_j site j was last fitted on (rows: a minibatch's gather is contiguous)
+        self.At = np.zeros((n, M))
+        self.status = np.full(n, OK, dtype=np.int64)
+
+    def refine(self, idx, bc: Broadcast, gradient: bool = False) -> dict:
+        """:func:`refine_sites` on the shard's points ``idx`` (local indices), in chunks; the sites
+        and directions are stored, the sums returned."""
+        total = None
+        for part in self._chunks(idx):
+            out = refine_sites(self.X[part], self.y[part], self.tau[part], self.nu[part],
+                               np.ascontiguousarray(self.At[part].T), self.rule, bc, gradient)
+            self.tau[part], self.nu[part], self.At[part], self.status[part] = (out.pop("tau"), out.pop("nu"),
+                                                                                out.pop("A").T, out.pop("status"))
+            total = _add(total, out)
+        return total
+
+    def gradient(self, idx, bc: Broadcast):
+        """:func:`site_gradient` summed over the shard's points ``idx``, in chunks."""
+        total = None
+        for part in self._chunks(idx):
+            out = site_gradient(self.X[part], self.y[part], self.tau[part], self.nu[part], self.At[part].T,
+                                self.rule.likelihood, bc)
+            total = out if total is None else tuple(a + b for a, b in zip(total, out))
+        return total
+
+    @staticmethod
+    def _chunks(idx):
+        # chunks of SHARD_CHUNK points keep the (M, chunk) work arrays small: large fresh arrays per
+        # call cost page faults (Dask's workers trim freed memory), and at 300,000 points two
+        # workers were no faster than one without chunks (measured)
+        idx = np.asarray(idx, dtype=np.int64)
+        return [idx[start:start + SHARD_CHUNK] for start in range(0, idx.size, SHARD_CHUNK)]
+
+    def aggregates(self):
+        """(sum tau_j a_j a_j^T, sum nu_j a_j) over the shard: the exact re-sum of Lambda and b (one
+        BLAS thread: O(N M^2) in chunks, by dsyrk on sqrt(tau_j) a_j, since the site rule keeps tau >= 0)."""
+        M = self.At.shape[1]
+        prec, lin = np.zeros((M, M)), np.zeros(M)
+        with small_problem_threads(M):
+            for start in range(0, self.At.shape[0], SHARD_CHUNK):  # no second (N, M) array
+                rows, tau = self.At[start:start + SHARD_CHUNK], self.tau[start:start + SHARD_CHUNK]
+                if np.all(tau >= 0.0):
+                    syrk_update_lower(prec, np.ascontiguousarray(rows * np.sqrt(tau)[:, None]), 1.0)
+                else:  # (a rule without the non-negative precision clip)
+                    prec += np.tril(rows.T @ (rows * tau[:, None]))
+                lin += rows.T @ self.nu[start:start + SHARD_CHUNK]
+        return np.tril(prec) + np.tril(prec, -1).T, lin
+
+    def evidence(self, bc: Broadcast) -> tuple[float, int]:
+        """(sum_j log Z~_j over the shard's points with a proper cavity at q (no refinement), the
+        number of points without one)."""
+        total, improper = 0.0, 0
+        likelihood = self.rule.likelihood
+        alpha = likelihood.alpha
+        for start in range(0, self.X.shape[0], SHARD_CHUNK):
+            sl = slice(start, start + SHARD_CHUNK)
+            A, d = _columns(bc, self.X[sl])
+            cav = _cavity(A, self.At[sl].T, self.tau[sl], self.nu[sl], bc, alpha)
+            log_z = _tilted(likelihood, self.y[sl], cav["mean"], cav["var"] + d)[0]
+            total += float(np.sum(np.where(cav["proper"], log_z + cav["log_norm_diff"], 0.0))) / alpha
+            improper += int(np.count_nonzero(~cav["proper"]))
+        return total, improper
+
+    def sites(self):
+        return self.tau.copy(), self.nu.copy(), int(np.count_nonzero(self.status == CLIPPED))
