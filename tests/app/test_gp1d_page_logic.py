@@ -1,4 +1,4 @@
-"""The GP 1-D page's logic (app/gp_1d_model.py) and page object (app/gp_1d.py), without a browser."""
+"""The GP 1-D page's logic (qpviz/gpdemo/oned_model.py) and page object (app/gp_1d.py), without a browser."""
 from __future__ import annotations
 
 import base64
@@ -9,23 +9,23 @@ import panel as pn
 import pytest
 
 import gp_1d
-import gp_1d_model
-from gp_1d_model import GP1DModel, parse_csv
-from qpviz.gpdemo import presets
+from qpviz.gpdemo import jobs, oned_model, presets
+from qpviz.gpdemo.oned_data import parse_csv
+from qpviz.gpdemo.oned_model import GP1DModel
 from safe_text import shown
 
 
 @pytest.fixture
 def model():
     """A model without the MCMC reference (its job is tested on its own)."""
-    gp_1d_model.FIT_CACHE.clear()
+    oned_model.FIT_CACHE.clear()
     m = GP1DModel(methods=["ep", "qp"])
     assert m.message == "" and set(m.fits) == {"ep", "qp"}
     return m
 
 
 def test_opens_on_a_preset_where_ep_and_qp_differ(model):
-    assert model.preset == gp_1d_model.DEFAULT_PRESET and model.likelihood == "step"
+    assert model.preset == oned_model.DEFAULT_PRESET and model.likelihood == "step"
     ep, qp = model.fits["ep"], model.fits["qp"]
     assert np.min(qp.train_var / ep.train_var) < 0.97
 
@@ -132,7 +132,7 @@ def test_export_csv_has_one_column_triple_per_method(model):
 
 
 def test_mcmc_runs_off_the_caller_and_fills_the_w2_column():
-    gp_1d_model.FIT_CACHE.clear()
+    oned_model.FIT_CACHE.clear()
     m = GP1DModel(methods=["ep", "mcmc"], n_points=20)
     start = time.monotonic()
     m.load_preset()
@@ -156,7 +156,7 @@ def test_mcmc_runs_off_the_caller_and_fills_the_w2_column():
 def test_a_seed_change_during_the_mcmc_run_draws_the_new_data_reference():
     """Issue 21: the stale reference of the old seed must not be drawn for the new data; the job
     of the new data replaces the old one and its table cell carries the diagnostics."""
-    gp_1d_model.FIT_CACHE.clear()
+    oned_model.FIT_CACHE.clear()
     m = GP1DModel(methods=["ep", "mcmc"])  # the default preset: step likelihood, eps = 0
     assert m.job_running
     old_job = m._job
@@ -172,7 +172,7 @@ def test_a_seed_change_during_the_mcmc_run_draws_the_new_data_reference():
 
 
 def test_optimise_streams_evidence_and_sets_the_fitted_hyperparameters():
-    gp_1d_model.FIT_CACHE.clear()
+    oned_model.FIT_CACHE.clear()
     m = GP1DModel(preset="noisy boundary", methods=["ep"])
     m.param.update(likelihood="probit", lengthscale=4.0)
     assert m.optimise() and m.job_running and not m.optimisation_done
@@ -184,7 +184,7 @@ def test_optimise_streams_evidence_and_sets_the_fitted_hyperparameters():
 
 
 def test_page_builds_and_its_widgets_drive_the_model():
-    gp_1d_model.FIT_CACHE.clear()
+    oned_model.FIT_CACHE.clear()
     title, page = gp_1d.page()
     assert title == "GP 1-D"
     page.model.cancel_job()
@@ -206,7 +206,7 @@ def test_a_refit_patches_the_fits_in_place_and_sends_nothing_for_empty_views():
     from bokeh.document import Document
     from bokeh.document.events import ColumnDataChangedEvent, ColumnsPatchedEvent
 
-    gp_1d_model.FIT_CACHE.clear()
+    oned_model.FIT_CACHE.clear()
     _, page = gp_1d.page()
     page.model.param.update(methods=["ep", "qp"])
     page.model.cancel_job()
@@ -245,7 +245,7 @@ def test_edited_data_travel_in_the_link_and_a_preset_clears_them(model):
 
 
 def test_projector_mode_enlarges_figures_and_hostile_counts_are_refused_with_the_range():
-    gp_1d_model.FIT_CACHE.clear()
+    oned_model.FIT_CACHE.clear()
     _, page = gp_1d.page()
     page.model.cancel_job()
     latent = page.views.figures["latent"]
@@ -262,19 +262,19 @@ def test_projector_mode_enlarges_figures_and_hostile_counts_are_refused_with_the
 
 
 def test_two_sessions_share_one_mcmc_run_and_one_cancel_does_not_stop_the_other():
-    gp_1d_model.FIT_CACHE.clear()
+    oned_model.FIT_CACHE.clear()
     first = GP1DModel(methods=["ep", "mcmc"], n_points=15)
     second = GP1DModel(methods=["ep", "mcmc"], n_points=15)
     job = first._job
-    assert job is second._job and job["users"] == 2 and gp_1d_model.RUNNING[job["key"]] is job
+    assert job is second._job and job["users"] == 2 and jobs.RUNNING[job["key"]] is job
     first.cancel_job()
     assert not second._job["cancel"].is_set()
     second.wait()
-    assert "mcmc" in second.fits and job["key"] not in gp_1d_model.RUNNING
+    assert "mcmc" in second.fits and job["key"] not in jobs.RUNNING
 
 
 def test_page_streams_the_optimisation_into_its_figure():
-    gp_1d_model.FIT_CACHE.clear()
+    oned_model.FIT_CACHE.clear()
     _, page = gp_1d.page()
     page.model.methods = ["ep"]
     page.optimise_button.clicks += 1
@@ -300,7 +300,7 @@ def test_hostile_seed_and_huge_hyperparameters_keep_the_fit_and_name_the_input(m
 
 
 def test_the_likelihood_menu_switches_to_the_new_likelihoods_own_parameters():
-    gp_1d_model.FIT_CACHE.clear()
+    oned_model.FIT_CACHE.clear()
     _, page = gp_1d.page()
     page.model.cancel_job()
     page.methods.value = ["ep", "qp"]
@@ -313,7 +313,7 @@ def test_the_likelihood_menu_switches_to_the_new_likelihoods_own_parameters():
 
 
 def test_an_upload_too_large_for_the_browser_or_empty_says_so_every_time():
-    gp_1d_model.FIT_CACHE.clear()
+    oned_model.FIT_CACHE.clear()
     _, page = gp_1d.page()
     page.model.cancel_job()
     page.methods.value = ["ep", "qp"]
@@ -341,7 +341,7 @@ def test_a_typed_value_out_of_range_is_named_the_box_shows_the_last_good_value_a
     _, page = gp_1d.page()
     page.model.cancel_job()
     page.methods.value = ["ep", "qp"]
-    box, field = getattr(page, name), gp_1d_model.TYPED[name]
+    box, field = getattr(page, name), oned_model.TYPED[name]
     kept, good = getattr(page.model, name), page.model.fits
     text_box = isinstance(box, pn.widgets.TextInput)  # else an editable slider's number box
     box.value = typed if text_box else float(typed)
@@ -397,7 +397,7 @@ def test_a_site_step_shows_the_posterior_before_and_after_and_says_how_the_site_
 
 def test_sd_ratios_to_mcmc_are_drawn_and_read_once_the_reference_is_in():
     """Issue 21: where EP over-estimates the variance and whether QP fixes it."""
-    gp_1d_model.FIT_CACHE.clear()
+    oned_model.FIT_CACHE.clear()
     title, page = gp_1d.page()  # EP, QP and the MCMC reference
     assert "running" in shown(page.sd_text.object)
     assert len(page.views.ratio_sources["ep"].data["x"]) == 0
