@@ -1,6 +1,6 @@
 """GP 1-D page: every method's fit of a 1-D GP side by side, with a site-by-site step-through.
 
-A thin Panel view over ``gp_1d_model.GP1DModel`` (state, validation, fits, long jobs) and
+A thin Panel view over ``qpviz.gpdemo.oned_model.GP1DModel`` (state, validation, fits, long jobs) and
 ``gp_1d_figures.GP1DFigures`` (Bokeh figures patched from the model). The widgets only forward
 values to the model; the model's ``version`` tells the figures to redraw. A periodic callback
 (every JOB_POLL_MS while a job runs) takes MCMC / optimisation progress and results from the
@@ -19,15 +19,16 @@ from gp_1d_figures import EXPLANATIONS, GP1DFigures, table_html
 from explorer_figures import NumbersPane
 from explorer_widgets import PromptEditableFloatSlider
 from csv_upload import CsvUpload
-from gp_1d_model import MAX_UPLOAD_BYTES, TYPED, GP1DModel, decode_data
 from long_jobs import GuardedModelCalls, JobPoller, cancel_when_session_ends
 from figure_export import export_buttons
 from layout import HandOff, enlarge, explained, set_projector, view_grid
-from number_field import TYPED_CLASS, LinkValues, link_banner
+from number_field import TYPED_CLASS, LinkValues, link_banner, typed_box
 import pages
 import safe_text
 from qpviz import explorer
 from qpviz.gpdemo import oned, presets
+from qpviz.gpdemo.oned_data import MAX_UPLOAD_BYTES, decode_data
+from qpviz.gpdemo.oned_model import TYPED, GP1DModel
 
 __all__ = ["TITLE", "GP1DPage", "page", "URL_KEYS"]
 
@@ -81,8 +82,8 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
         m = self.model
         self.preset = pn.widgets.Select(label="data preset", options=list(presets.PRESETS), value=m.preset)
         self.description = pn.pane.Markdown("", sizing_mode="stretch_width", css_classes=["qpviz-gp1d-description"])
-        self.n_points = TYPED["n_points"].widget(m.n_points, "qpviz-gp1d-n")
-        self.seed = TYPED["seed"].widget(m.seed, "qpviz-gp1d-seed")
+        self.n_points = typed_box(TYPED["n_points"], m.n_points, "qpviz-gp1d-n")
+        self.seed = typed_box(TYPED["seed"], m.seed, "qpviz-gp1d-seed")
         self.likelihood = pn.widgets.Select(label="likelihood", options=explorer.likelihood_names(), value=m.likelihood)
         self.lik_params = pn.widgets.TextInput(label="likelihood parameters (label=value, ...)", value="",
                                                css_classes=["qpviz-gp1d-lik-params"])
@@ -323,7 +324,7 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
 
 
 def _data_text(value) -> str:
-    """A link's data text, if :func:`gp_1d_model.decode_data` reads it."""
+    """A link's data text, if :func:`qpviz.gpdemo.oned_data.decode_data` reads it."""
     if value == "":
         return ""  # the page's own data
     try:

@@ -1,94 +1,48 @@
-"""Typed numbers of every page: one spec per field, one parser, one message wording (issue 21).
+"""Typed numbers of every page, their widget side: the text box of a field and its binding (issue 21).
 
-A :class:`NumberField` is a field's label and accepted range. :meth:`NumberField.parse` turns what
-a user typed or a link carried into the number, or raises ValueError with a message that names the
-field, the value (shortened) and the accepted range. The pages' models call it, so the rules are
-tested without a browser; :meth:`NumberField.widget` makes the page's text box, whose label shows
-the range. A text box (not Bokeh's number box) is used on purpose: a number box silently drops the
-keystrokes it does not like ("1.5" in an integer box became 15), a text box hands every value to
-:meth:`parse`, which answers every bad one with a message.
+A field's rules (:class:`qpviz.number_rules.NumberField`: its label and accepted range, the parser
+and its message) live in :mod:`qpviz.number_rules`, without Panel, so the pages' models use them;
+:class:`NumberField` here is the same field with :meth:`NumberField.widget` (the page's text box,
+whose label shows the range) and :meth:`NumberField.bind`; :func:`typed_box` makes the box of a
+model's field. A text box (not Bokeh's number box) is used on purpose: a number box silently drops
+the keystrokes it does not like ("1.5" in an integer box became 15), a text box hands every value
+to the field's ``parse``, which answers every bad one with a message.
 
 The app's one behaviour for a refused typed value: the page keeps its last good state, the box
 shows the last good value again, and a message says what was typed, that it was not applied, and
 what the field accepts; the next valid value clears the message.
 
-Every field made here is registered in :data:`FIELDS` by its label: the browser tests find the
-typed boxes of each page in the browser and look their rules up there, so a new field is covered
-without a test edit.
+Every field is registered in :data:`FIELDS` by its label (:mod:`qpviz.number_rules`, re-exported
+here): the browser tests find the typed boxes of each page in the browser and look their rules up
+there, so a new field is covered without a test edit.
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
+from qpviz import number_rules
 from qpviz.checks import refusal, shorten
+from qpviz.number_rules import FIELDS, number_check, range_checks
 
-__all__ = ["NumberField", "FIELDS", "TYPED_CLASS", "LinkValues", "link_banner", "number_check", "range_checks", "refusal"]
+__all__ = ["NumberField", "FIELDS", "TYPED_CLASS", "LinkValues", "link_banner", "number_check", "range_checks", "refusal",
+           "typed_box"]
 
 #: CSS class of every typed-number box (the browser tests find the boxes by it).
 TYPED_CLASS = "qpviz-typed"
-#: label -> field, of every field made so far (module constants register at import).
-FIELDS: dict[str, "NumberField"] = {}
 
 
-@dataclass(frozen=True)
-class NumberField:
-    """A typed number: ``name`` (as the message says it), accepted range [low, high] (``low`` itself
-    refused if ``low_open``), whole numbers only if ``integer``."""
+def typed_box(field: number_rules.NumberField, value, css_class: str, **params):
+    """A text box for ``field``, showing ``value``, with the range in its label."""
+    import panel as pn  # noqa: PLC0415 - imported where a page is drawn
 
-    name: str
-    low: float
-    high: float
-    integer: bool = False
-    low_open: bool = False
+    return pn.widgets.TextInput(label=field.label, value=field.show(value),
+                                css_classes=[css_class, TYPED_CLASS], **params)
 
-    def __post_init__(self):
-        FIELDS[self.label] = self
 
-    @property
-    def accepted(self) -> str:
-        """The accepted values in words: "a whole number from 5 to 1000", "a number > 0 and <= 200"."""
-        if self.integer:
-            return f"a whole number from {self.low:g} to {self.high:g}"
-        if self.low_open:
-            return f"a number > {self.low:g} and <= {self.high:g}"
-        return f"a number from {self.low:g} to {self.high:g}"
-
-    @property
-    def label(self) -> str:
-        return f"{self.name} ({self.accepted})"
-
-    def parse(self, value) -> float | int:
-        """``value`` (typed text, a link's text or a number) as the field's number; ValueError naming
-        the field, the value and the accepted range for anything else."""
-        refused = ValueError(f"{self.name}: {shorten(repr(value) if isinstance(value, str) else value, 40)} "
-                             f"was not applied; type {self.accepted}")
-        if isinstance(value, bool):
-            raise refused
-        try:
-            number = float(value.strip() if isinstance(value, str) else value)
-        except (TypeError, ValueError):
-            raise refused from None
-        if not math.isfinite(number) or number < self.low or number > self.high:
-            raise refused
-        if self.low_open and number == self.low:
-            raise refused
-        if self.integer:
-            if number != int(number):
-                raise refused
-            return int(number)
-        return number
-
-    def show(self, value) -> str:
-        """The text the box shows for a good ``value``."""
-        return f"{int(value)}" if self.integer else f"{float(value):g}"
+class NumberField(number_rules.NumberField):
+    """A typed number's rules (:class:`qpviz.number_rules.NumberField`) with its text box and binding."""
 
     def widget(self, value, css_class: str, **params):
-        """A text box for this field, showing ``value``, with the range in its label."""
-        import panel as pn  # noqa: PLC0415 - the rules above are used without Panel
-
-        return pn.widgets.TextInput(label=self.label, value=self.show(value),
-                                    css_classes=[css_class, TYPED_CLASS], **params)
+        """A text box for this field, showing ``value``, with the range in its label (:func:`typed_box`)."""
+        return typed_box(self, value, css_class, **params)
 
     def bind(self, owner, name: str, css_class: str, say, box=None, apply=None, **params):
         """A text box (:meth:`widget`) for the number ``owner.name`` (a parameter): a valid typed value
@@ -248,28 +202,3 @@ def link_banner():
     return pn.pane.Markdown("", visible=False, css_classes=["qpviz-link-alert"], sizing_mode="stretch_width",
                             styles={"background": "#fff3cd", "border": "2px solid #E69F00", "border-radius": "4px",
                                     "padding": "0 12px"})
-
-
-def range_checks(owner, ranges: dict, keys: dict) -> dict:
-    """:class:`LinkValues` checks of a page's numbers: key -> a number inside ``ranges[name]`` (whole
-    for an integer parameter of ``owner``), for each ``name`` of ``ranges`` that has a link key."""
-    import param  # noqa: PLC0415
-
-    return {keys[name]: number_check(low, high, isinstance(owner.param[name], param.Integer))
-            for name, (low, high) in ranges.items() if name in keys}
-
-
-def number_check(low, high, integer):
-    """``check(value)``: a finite number inside [low, high] (None: open), whole if ``integer``."""
-    def check(value):
-        words = ("a whole number" if integer else "a finite number") + (
-            f" from {low:g} to {high:g}" if low is not None and high is not None else "")
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            raise ValueError(words) from None
-        if (isinstance(value, bool) or not math.isfinite(number) or (low is not None and number < low)
-                or (high is not None and number > high) or (integer and number != int(number))):
-            raise ValueError(words)
-        return int(number) if integer else number
-    return check

@@ -1,4 +1,5 @@
-"""The shared typed-number rules (app/number_field.py): every bad value is named with the range."""
+"""The shared typed-number rules (qpviz/number_rules.py, their text boxes app/number_field.py): every bad value is
+named with the range."""
 from __future__ import annotations
 
 import sys
@@ -38,6 +39,18 @@ def test_the_label_names_the_range_and_registers_the_field():
     box = POINTS.widget(60, "my-box")
     assert box.value == "60" and box.label == POINTS.label and "qpviz-typed" in box.css_classes
 
+
+
+def test_a_rule_made_without_panel_is_registered_and_gets_the_same_text_box():
+    from number_field import typed_box  # noqa: PLC0415
+
+    from qpviz import number_rules  # noqa: PLC0415
+
+    rule = number_rules.NumberField("rule only", 1, 3, integer=True)  # as a page's model makes it
+    assert FIELDS is number_rules.FIELDS and FIELDS[rule.label] is rule and not hasattr(rule, "widget")
+    assert isinstance(POINTS, number_rules.NumberField) and POINTS.parse("7") == 7
+    box = typed_box(rule, 2, "my-box")
+    assert box.value == "2" and box.label == "rule only (a whole number from 1 to 3)" and "qpviz-typed" in box.css_classes
 
 def test_link_values_takes_good_values_names_bad_ones_rewrites_the_link_and_clears_on_a_page_change():
     import panel as pn  # noqa: PLC0415

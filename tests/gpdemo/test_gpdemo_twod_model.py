@@ -19,7 +19,8 @@ def model():
     model.cancel_job(quiet=True)
 
 
-@pytest.mark.parametrize("module", ["qpviz.gpdemo.twod_model", "qpviz.gpdemo.sparse_model", "qpviz.gpdemo.jobs"])
+@pytest.mark.parametrize("module", ["qpviz.gpdemo.twod_model", "qpviz.gpdemo.sparse_model", "qpviz.gpdemo.jobs",
+                                    "qpviz.gpdemo.oned_model", "qpviz.gpdemo.oned_data", "qpviz.number_rules"])
 def test_the_page_models_import_no_panel_or_bokeh(module):
     code = f"import sys, {module}; print(sorted({{'panel', 'bokeh'}} & set(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -1,13 +1,16 @@
-"""The GP 1-D page's state and logic, without widgets (tests drive it directly).
+"""The GP 1-D page's state and logic, without widgets (tests drive it directly; the page,
+app/gp_1d.py, binds widgets to it and app/gp_1d_figures.py draws it).
 
 :class:`GP1DModel` holds the page's inputs as parameters, the data (a preset's, or edited by
-clicks and CSV uploads) and the last good fits. Every change goes through :meth:`GP1DModel.refit`,
-which validates and computes: bad input leaves the fits as they were and sets ``message`` to
-what to change. EP, QP, VB and Laplace run inline (about 50-250 ms at N = 200); MCMC and the
-evidence optimisation run in the thread pool of :mod:`long_jobs` (numba releases the GIL), report
-progress through :meth:`GP1DModel.poll` and can be cancelled; sessions asking for the same job
-share one run (:data:`long_jobs.RUNNING`). Every fit is cached by (data,
-likelihood, kernel, method) in :data:`FIT_CACHE`, so flipping back to earlier settings is instant.
+clicks, CSV uploads and links: :mod:`qpviz.gpdemo.oned_data`) and the last good fits. Every change
+goes through :meth:`GP1DModel.refit`, which validates and computes: bad input leaves the fits as
+they were and sets ``message`` to what to change; a typed number is checked by its rule in
+:data:`TYPED` (:mod:`qpviz.number_rules`). EP, QP, VB and Laplace run inline (about 50-250 ms at
+N = 200); MCMC and the evidence optimisation run in the thread pool of :mod:`qpviz.gpdemo.jobs`
+(numba releases the GIL), report progress through :meth:`GP1DModel.poll` and can be cancelled;
+sessions asking for the same job share one run (:data:`qpviz.gpdemo.jobs.RUNNING`). Every fit is
+cached by (data, likelihood, kernel, method) in :data:`FIT_CACHE`, so flipping back to earlier
+settings is instant.
 """
 from __future__ import annotations
 
@@ -18,25 +21,19 @@ import math
 import numpy as np
 import param
 
-import long_jobs
-from long_jobs import EXECUTOR, RUNNING
-from number_field import NumberField
 from qpviz import explorer
-from qpviz.gpdemo import oned, presets, sd_ratio
+from qpviz.gpdemo import jobs, oned, presets, sd_ratio
+from qpviz.gpdemo.oned_data import MAX_UPLOAD_BYTES, decode_data, encode_data, parse_csv, too_large_message
+from qpviz.number_rules import NumberField
 
-__all__ = ["GP1DModel", "FIT_CACHE", "EXECUTOR", "RUNNING", "DEFAULT_PRESET", "MAX_UPLOAD_BYTES", "INLINE_METHODS",
-           "parse_csv", "too_large_message"]
+__all__ = ["GP1DModel", "FIT_CACHE", "TYPED", "DEFAULT_PRESET", "INLINE_METHODS", "MCMC_SETTINGS", "CACHE_SIZE"]
 
 #: The page opens on a preset where EP and QP visibly differ.
 DEFAULT_PRESET = "step likelihood, eps = 0 (EP vs QP differ)"
 #: Methods computed inline on every change; MCMC runs in the pool.
 INLINE_METHODS = ("ep", "qp", "vb", "laplace")
-#: Largest CSV upload accepted.
-MAX_UPLOAD_BYTES = 5 * 1024 * 1024
 #: Fits kept in :data:`FIT_CACHE` (shared by every session: equal keys are equal fits).
 CACHE_SIZE = 256
-#: Most points a link carries (the URL stays below ~8 kB).
-MAX_LINK_POINTS = 300
 #: MCMC reference settings: chains x samples (each chain after its burn-in).
 MCMC_SETTINGS = dict(oned.MCMC_DEFAULTS)
 
@@ -47,67 +44,7 @@ TYPED = {"n_points": NumberField("number of points", presets.MIN_POINTS, presets
          "lengthscale": NumberField("lengthscale", 0, 10_000, low_open=True)}
 
 #: (method, data, likelihood, kernel) -> oned.MethodFit; ("optimise", ...) -> (variance, lengthscale, steps).
-FIT_CACHE = long_jobs.LRUCache(CACHE_SIZE)
-
-
-def too_large_message(n_bytes: int) -> str:
-    """What to change about a file of ``n_bytes`` above MAX_UPLOAD_BYTES."""
-    limit = MAX_UPLOAD_BYTES // (1024 * 1024)
-    return f"the file has {n_bytes / 1e6:.1f} MB; the limit is {limit} MB: upload at most {presets.MAX_POINTS} rows x, y"
-
-
-def parse_csv(content: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """(X (n, 1), y) from a CSV file with two numeric columns x, y (an optional header line).
-
-    Raises ValueError saying what is wrong: empty, larger than 5 MB, not two columns, not
-    numbers, more than :data:`qpviz.gpdemo.presets.MAX_POINTS` rows.
-    """
-    if content is None or len(content) == 0:
-        raise ValueError("the file is empty; upload a CSV with two columns x, y")
-    if len(content) > MAX_UPLOAD_BYTES:
-        raise ValueError(too_large_message(len(content)))
-    try:
-        text = content.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise ValueError("the file is not text (UTF-8); upload a CSV with two columns x, y") from None
-    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
-    if not lines:
-        raise ValueError("the file has no rows; upload a CSV with two columns x, y")
-    rows = [line.replace(";", ",").split(",") for line in lines]
-    if any(len(row) != 2 for row in rows):
-        bad = next(i for i, row in enumerate(rows) if len(row) != 2)
-        raise ValueError(f"every row needs exactly two columns x, y; row {bad + 1} has {len(rows[bad])}")
-    try:
-        float(rows[0][0]), float(rows[0][1])
-    except ValueError:
-        rows = rows[1:]  # a header line
-    if len(rows) > presets.MAX_POINTS:
-        raise ValueError(f"the file has {len(rows)} rows; at most {presets.MAX_POINTS} points are allowed")
-    try:
-        values = np.array([[float(a), float(b)] for a, b in rows])
-    except ValueError:
-        raise ValueError("every x and y must be a number (e.g. 1.5,-1); found text in the data rows") from None
-    if values.shape[0] < 2:
-        raise ValueError("the file needs at least 2 data rows")
-    if not np.all(np.isfinite(values)):
-        raise ValueError("every x and y must be finite (no NaN or inf)")
-    return values[:, :1], values[:, 1]
-
-
-def encode_data(X, y) -> str:
-    """'x:y;x:y;...' with 6 significant digits ('' beyond MAX_LINK_POINTS points)."""
-    if y.size > MAX_LINK_POINTS:
-        return ""
-    return ";".join(f"{a:.6g}:{b:.6g}" for a, b in zip(np.ravel(X), y))
-
-
-def decode_data(text: str) -> tuple[np.ndarray, np.ndarray]:
-    """The inverse of :func:`encode_data` (ValueError for text that is not 'x:y;...' numbers)."""
-    pairs = [item.split(":") for item in text.split(";") if item]
-    if not pairs or any(len(p) != 2 for p in pairs) or len(pairs) > presets.MAX_POINTS:
-        raise ValueError("expected 'x:y;x:y;...' with 1 to 1000 points")
-    values = np.array([[explorer.parse_number(a, "x"), explorer.parse_number(b, "y")] for a, b in pairs])
-    return values[:, :1], values[:, 1]
+FIT_CACHE = jobs.LRUCache(CACHE_SIZE)
 
 
 class GP1DModel(param.Parameterized):
@@ -280,9 +217,9 @@ class GP1DModel(param.Parameterized):
     # -- long jobs ---------------------------------------------------------------------------
     def _submit(self, kind: str, key, start) -> None:
         """Start a long job (one per page: a new one cancels the old), or join the same job of
-        another session (:func:`long_jobs.start_or_join`)."""
+        another session (:func:`qpviz.gpdemo.jobs.start_or_join`)."""
         self.cancel_job(quiet=True)
-        self._job = long_jobs.start_or_join(kind, key, start, progress=(0, MCMC_SETTINGS["chains"]))
+        self._job = jobs.start_or_join(kind, key, start, progress=(0, MCMC_SETTINGS["chains"]))
         self.param.update(job_running=True, job_status=f"{kind}: started")
 
     def _start_mcmc(self, X, y, lik, kernel, grid, keys) -> None:
@@ -293,7 +230,7 @@ class GP1DModel(param.Parameterized):
             def progress(done, total):
                 job["progress"] = (done, total)
 
-            return EXECUTOR.submit(oned.mcmc_reference, X, y, lik, kernel, grid, on_progress=progress,
+            return jobs.EXECUTOR.submit(oned.mcmc_reference, X, y, lik, kernel, grid, on_progress=progress,
                                    cancel=job["cancel"], **MCMC_SETTINGS)
 
         self._submit("MCMC reference", ("mcmc", *keys), start)
@@ -314,7 +251,7 @@ class GP1DModel(param.Parameterized):
             self.param.update(variance=cached[0], lengthscale=cached[1])
             return True
         self.param.update(optimisation=[], optimisation_done=False)
-        self._submit("optimisation", key, lambda job: EXECUTOR.submit(
+        self._submit("optimisation", key, lambda job: jobs.EXECUTOR.submit(
             oned.optimise_evidence, X, y, lik, kernel, on_step=job["steps"].append, cancel=job["cancel"]))
         return True
 
@@ -323,7 +260,7 @@ class GP1DModel(param.Parameterized):
         job, self._job = self._job, None
         if job is None:
             return
-        long_jobs.release(job)
+        jobs.release(job)
         self.param.update(job_running=False, job_status="" if quiet else f"{job['kind']} cancelled")
 
     def poll(self) -> None:
@@ -333,14 +270,14 @@ class GP1DModel(param.Parameterized):
             return
         if job["kind"] == "optimisation" and len(job["steps"]) != len(self.optimisation):
             self.optimisation = list(job["steps"])
-        state, result = long_jobs.outcome(job, cancelled=oned.Cancelled)
+        state, result = jobs.outcome(job, cancelled=oned.Cancelled)
         if state == "running":
             if job["kind"] == "optimisation":
                 last = f", log Z_EP = {self.optimisation[-1].evidence:.4f}" if self.optimisation else ""
                 self.job_status = (f"optimisation: {len(self.optimisation)} iterate(s){last} "
-                                   f"({long_jobs.elapsed(job):.0f} s)")
+                                   f"({jobs.elapsed(job):.0f} s)")
             else:
-                self.job_status = long_jobs.chain_status(job)
+                self.job_status = jobs.chain_status(job)
             return
         self._job = None
         self.job_running = False
@@ -351,7 +288,7 @@ class GP1DModel(param.Parameterized):
             self.job_status = ""
             self.message = f"{job['kind']} failed: {result}"
             return
-        seconds = long_jobs.elapsed(job)
+        seconds = jobs.elapsed(job)
         if job["kind"] == "optimisation":
             kernel, steps = result
             FIT_CACHE.put(job["key"], (kernel.params["variance"], kernel.params["lengthscale"], steps))
@@ -366,7 +303,7 @@ class GP1DModel(param.Parameterized):
 
     def wait(self, timeout: float = 120.0) -> None:
         """Block until the running job has finished and was taken (tests)."""
-        long_jobs.wait_until(lambda: self._job is None, self.poll, timeout)
+        jobs.wait_until(lambda: self._job is None, self.poll, timeout)
 
     # -- editing the data --------------------------------------------------------------------
     def click(self, x: float, y_value: float, remove_within: float = 0.02) -> bool:
