@@ -536,7 +536,7 @@ def run_sep_digits(*, workers=(1, 2), methods=("sep", "svi"), n_inducing: int = 
                              "iterations": iterations})
         finally:
             close()
-    lines = [",".join(DIGITS_COLUMNS)] + [",".join(f"{r[c]:.6g}" if isinstance(r[c], float) else str(r[c])
+    lines = [",".join(DIGITS_COLUMNS)] + [",".join(f"{r[c]:.10g}" if isinstance(r[c], float) else str(r[c])
                                                    for c in DIGITS_COLUMNS) for r in rows]
     paths = {"digits.csv": out_dir / "digits.csv", "digits.md": out_dir / "digits.md"}
     atomic_write_text(paths["digits.csv"], "\n".join(lines) + "\n")
@@ -562,3 +562,51 @@ def digits_markdown(rows) -> str:
                      + (f"; the paper (MNIST, 60,000 training points): {100 * paper['test_error']:.1f}% and "
                         f"{paper['ntll']:.4f}, the same for any number of nodes." if paper else "."))
     return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# The committed results, for the Paper results page
+# --------------------------------------------------------------------------------------------
+
+#: the files of ``benchmarks/results/sep_paper/`` the page reads
+RESULT_FILES = {"table1": "sep_table1.csv", "figure2": "figure2.png", "digits": "digits.csv"}
+
+
+def read_digits(path) -> list[dict]:
+    """The rows of a ``digits.csv`` (a method other than SEP / SVI is refused)."""
+    lines = Path(path).read_text().splitlines()
+    if not lines or tuple(lines[0].split(",")) != DIGITS_COLUMNS:
+        raise ValueError(f"{path}: expected the columns {','.join(DIGITS_COLUMNS)}")
+    rows = []
+    for line in lines[1:]:
+        row = dict(zip(DIGITS_COLUMNS, line.split(",")))
+        if row["method"] not in ("sep", "svi"):
+            raise ValueError(f"{path}: unknown method in row {line[:40]!r}")
+        rows.append({c: (row[c] if c == "method" else float(row[c]) if c in ("seconds", "test_error", "ntll")
+                         else int(row[c])) for c in DIGITS_COLUMNS})
+    return rows
+
+
+def results_markdown(results_dir) -> str:
+    """Markdown of the committed Table 1 (ours beside the paper's) and the digits run, or, for a
+    file that is missing or unreadable, the command that makes it. Every word is this module's and
+    every number is formatted here: nothing of a file's text is passed through."""
+    results_dir = Path(results_dir)
+    parts = []
+    try:
+        rows = read_summary(results_dir / RESULT_FILES["table1"])
+        if not rows:
+            raise ValueError("no rows")
+        parts.append(sep_markdown(rows))
+    except (OSError, ValueError, KeyError, IndexError):
+        parts.append(f"No readable committed Table 1 yet ({RESULT_FILES['table1']} in "
+                     "benchmarks/results/sep_paper): run `python -m qpviz.reproduce sep-table1 --out sep-table1-out` "
+                     "and copy its sep_table1.csv and sep_table1.md there.")
+    try:
+        digits = read_digits(results_dir / RESULT_FILES["digits"])
+        parts.append("Distributed training (paper 003 sec. 4.4) on scikit-learn's digits, odd vs even:\n\n"
+                     + digits_markdown(digits))
+    except (OSError, ValueError, KeyError, IndexError):
+        parts.append("No readable digits run yet: run `python -m qpviz.reproduce sep-digits --out sep-digits-out` "
+                     "and copy its digits.csv to benchmarks/results/sep_paper.")
+    return "\n\n".join(parts)
