@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -153,3 +154,28 @@ def test_sep_digits_same_test_error_on_one_and_two_dask_workers(tmp_path):
     assert rows[0]["test_error"] == rows[1]["test_error"]
     assert float(rows[0]["ntll"]) == pytest.approx(float(rows[1]["ntll"]), abs=1e-8)
     assert "| SEP | 2 |" in (tmp_path / "digits.md").read_text()
+
+
+PAPER_003 = Path("/work/shared/papers/003_e1426393d1439e16.txt")
+
+
+def test_paper_003s_table1_is_transcribed_as_printed():
+    """Every NTLL cell and the time row, read from the paper's text (mean ±plus-or-minus std)."""
+    if not PAPER_003.is_file():
+        pytest.skip(f"the paper's text is not on this machine ({PAPER_003})")
+    lines = PAPER_003.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Table 1: Average negative test log"))
+    fractions = [f for f in sp.FRACTIONS for _ in sp.SEP_METHODS]
+    methods = [m for _ in sp.FRACTIONS for m in sp.SEP_METHODS]
+    seen = set()
+    for line in lines[start:start + 12]:
+        name = line.split(" ")[0]
+        cells = [(float(a), float(b)) for a, b in re.findall(r"(\d*\.?\d+) ±plus-or-minus\\pm (\d*\.?\d+)", line)]
+        if name in sp.PAPER_SEP_TABLE1:
+            assert [sp.PAPER_SEP_TABLE1[name][f][m] for f, m in zip(fractions, methods)] == cells, name
+            seen.add(name)
+        elif line.startswith("Avg. Time"):
+            assert [sp.PAPER_SEP_TIME[f][m] for f, m in zip(fractions, methods)] == cells
+            seen.add("time")
+    assert seen == {*sp.PAPER_SEP_TABLE1, "time"}
+    assert set(sp.PAPER_NAMES.values()) | set(sp.UNAVAILABLE) == set(sp.PAPER_SEP_TABLE1)
