@@ -425,7 +425,7 @@ def test_paper_003s_table_is_shown_below_the_qp_papers(tmp_path):
                                         "sep,2,7.5,0.03,0.09,1617,180,200,100\n")
     view = paper_results.PaperResults(results_dir=tmp_path, sep_results_dir=sep_dir)
     text = shown(view.sep_table.object)
-    assert "Crabs ours 0.06 ± 0.01" in " ".join(text.replace("|", " ").split())
+    assert "Crabs ours 0.06 ± 0.01 [2]" in " ".join(text.replace("|", " ").split())
     assert "Australian" in text and "not available offline" in text
     assert "SEP 2 7.5 3.00" in " ".join(text.replace("|", " ").split())
     layout = view.__panel__().objects

@@ -61,7 +61,7 @@ def test_summary_means_stds_and_the_time_row_over_complete_repetitions():
     time = rows[("time", "sep")]  # only repetition 0 is complete: mean of crabs' 1 s and sonar's 5 s
     assert time["reps"] == 1 and time["seconds_mean"] == pytest.approx(3.0)
     table = sp.sep_markdown(sp.summarise_sep(records))
-    assert "| Crabs | ours | - | 0.20 ± 0.14 |" in table
+    assert "| Crabs | ours | - | 0.20 ± 0.14 [2] | - |" in table and "| Sonar | ours | - | 0.50 ± 0.00 [1] |" in table
     assert "| Crabs |  | paper |" not in table and "|  | paper | 0.07 ± 0.07 | 0.06 ± 0.06 |" in table
     assert "Australian" in table and "Heart" in table and "not available offline" in table
 

@@ -273,9 +273,21 @@ def _cell(mean: float, std: float, digits: int = 2) -> str:
     return f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 
+def _ours(row, measure: str, digits: int = 2) -> str:
+    """Our cell: mean ± std and, in brackets, over how many repetitions."""
+    if row is None:
+        return "-"
+    return f"{_cell(row[measure + '_mean'], row[measure + '_std'], digits)} [{row['reps']}]"
+
+
+def _span(reps) -> str:
+    return "-" if not reps else str(reps[0]) if reps[0] == reps[-1] else f"{reps[0]}-{reps[-1]}"
+
+
 def sep_markdown(rows) -> str:
-    """Ours beside the paper's: NTLL per dataset (mean ± std over the repetitions; the number of
-    repetitions in the last column), the average time row, and the paper's rows we cannot run."""
+    """Ours beside the paper's: NTLL per dataset (mean ± std over the repetitions, their number in
+    brackets: a run stopped early may have fewer for some methods), the average time row, and the
+    paper's rows we cannot run."""
     by = {(r["dataset"], r["fraction"], r["method"]): r for r in rows}
     fractions = sorted({r["fraction"] for r in rows})
     head = ["Problem", "source"] + [f"{m.upper()} M={round(f * 100)}%" for f in fractions for m in SEP_METHODS] + ["reps"]
@@ -286,7 +298,7 @@ def sep_markdown(rows) -> str:
         ours = [by.get((name, f, m)) for f in fractions for m in SEP_METHODS]
         reps = sorted({r["reps"] for r in ours if r})
         lines.append(f"| {PAPER_NAMES[name]} | ours | " + " | ".join(
-            _cell(r["ntll_mean"], r["ntll_std"]) if r else "-" for r in ours) + f" | {'/'.join(map(str, reps))} |")
+            _ours(r, "ntll") for r in ours) + f" | {_span(reps)} |")
         lines.append("|  | paper | " + " | ".join(
             _cell(*paper[f][m]) if f in paper else "-" for f in fractions for m in SEP_METHODS) + " | 20 |")
     for name in UNAVAILABLE:
@@ -296,11 +308,12 @@ def sep_markdown(rows) -> str:
     times = [by.get(("time", f, m)) for f in fractions for m in SEP_METHODS]
     reps = sorted({r["reps"] for r in times if r})
     lines.append("| Avg. time (s) | ours | " + " | ".join(
-        _cell(r["seconds_mean"], r["seconds_std"], 1) if r else "-" for r in times) + f" | {'/'.join(map(str, reps))} |")
+        _ours(r, "seconds", 1) for r in times) + f" | {_span(reps)} |")
     lines.append("|  | paper | " + " | ".join(
         _cell(*PAPER_SEP_TIME[f][m], 0) if f in PAPER_SEP_TIME else "-" for f in fractions for m in SEP_METHODS)
         + " | 20 |")
-    te = ["", "Test error (ours, %, mean ± std):", "",
+    te = ["", "Ours: mean ± std over the random 90/10 splits [how many]; the paper: 20 splits.", "",
+          "Test error (ours, %, mean ± std):", "",
           "| Problem | " + " | ".join(head[2:-1]) + " |", "|---|" + "---|" * (len(head) - 3)]
     for name in datasets:
         te.append(f"| {PAPER_NAMES[name]} | " + " | ".join(
