@@ -30,13 +30,14 @@ import pages
 import safe_text
 from qpviz.checks import quoted
 from qpviz.reproduce import live as live_runs
+from qpviz.reproduce import sep_paper
 from qpviz.reproduce.datasets import DATASETS, PREPROCESSINGS
 from qpviz.reproduce.paper_table import COUNT_DATASETS, PAPER_NAMES, PAPER_TABLE1, compare, compare_stars, te_unit
 from qpviz.reproduce.protocol import METHODS
 from qpviz.reproduce.report import STAR_FRACTION, read_csv
 from colours import METHOD_COLOURS
 
-__all__ = ["TITLE", "RESULTS_DIR", "RESULT_FILES", "FIGURE_FILES", "FIGURE_DATA", "METHOD_COLOURS", "OUTSIDE_COLOUR", "POLL_MS",
+__all__ = ["TITLE", "RESULTS_DIR", "SEP_RESULTS_DIR", "RESULT_FILES", "FIGURE_FILES", "FIGURE_DATA", "METHOD_COLOURS", "OUTSIDE_COLOUR", "POLL_MS",
            "LIVE_OPTIONS_ENV", "PaperResults", "comparison_html", "legend_html", "live_options_from_env", "load_rows",
            "missing_message", "page", "URL_KEYS"]
 
@@ -45,6 +46,8 @@ TITLE = pages.title(__name__)  # registered in app/pages.py
 #: where the lead commits the full runs (the page reads them; tests point it elsewhere)
 RESULTS_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "paper"
 RESULT_FILES = {"paper": "table1.csv", "clean": "table1_clean.csv"}
+#: paper 003's committed results (``python -m qpviz.reproduce sep-table1 / sep-figure2 / sep-digits``)
+SEP_RESULTS_DIR = RESULTS_DIR.parent / "sep_paper"
 #: the static Figure 1 of each run (``python -m qpviz.reproduce`` writes it for papers; the page draws its own)
 FIGURE_FILES = {"paper": "figure1.png", "clean": "figure1_clean.png"}
 #: the per-fold records holding Figure 1's points (the page's Figure 1 is drawn from these)
@@ -73,6 +76,12 @@ table.qpviz-t1 th { background: #f2f2f2; }
 table.qpviz-t1 td.qpviz-name, table.qpviz-t1 th.qpviz-name { text-align: left; }
 table.qpviz-t1 tr.qpviz-first td { border-top: 2px solid #888; }
 """
+
+SEP_HEADING = ("### Paper 003 (scalable EP, Hernandez-Lobato & Hernandez-Lobato 2016): ours beside the paper's\n"
+               "Table 1: negative test log-likelihood (mean ± std over random 90/10 splits; *reps*: how many) of "
+               "GFITC, SEP and SVI with M = 15/25/50% of N, and the average training time. "
+               "benchmarks/results/sep_paper/README.md explains each difference. Below it, Figure 2: the "
+               "inducing inputs each method learns on a banana-shaped problem (rows SEP, SVI, GFITC).")
 
 FIGURE_EXPLANATION = (
     "Each dot is one test point of one fold: (a) QP's predictive latent variance against EP's (log axes, one colour "
@@ -205,9 +214,10 @@ class PaperResults(pn.viewable.Viewer):
     live_rounds = param.Selector(default=1, objects=list(range(1, live_runs.MAX_ROUNDS + 1)),
                                  doc="Rounds of 10-fold cross-validation of the live rerun.")
 
-    def __init__(self, results_dir=None, live_options: dict | None = None, **params):
+    def __init__(self, results_dir=None, live_options: dict | None = None, sep_results_dir=None, **params):
         super().__init__(**params)
         self.results_dir = Path(results_dir) if results_dir is not None else RESULTS_DIR
+        self.sep_results_dir = Path(sep_results_dir) if sep_results_dir is not None else SEP_RESULTS_DIR
         self.live_options = dict(live_options or {})  # extra LiveRun arguments (tests: n_folds, max_opt_iter)
         self.live: live_runs.LiveRun | None = None
         self._poller = None
@@ -453,7 +463,19 @@ class PaperResults(pn.viewable.Viewer):
                     pn.pane.Markdown("### Figure 1: predictive latent variances, QP against EP")]
         self._texts += headings
         return pn.Column(self.link_note, headings[0], controls, table, headings[1], figure, live,
-                         sizing_mode="stretch_width")
+                         *self._sep_section(), sizing_mode="stretch_width")
+
+    def _sep_section(self) -> list:
+        """Paper 003's Table 1, Figure 2 and digits run, as committed (:func:`sep_paper.results_markdown`:
+        its own words and formatted numbers only)."""
+        self.sep_table = pn.pane.Markdown(sep_paper.results_markdown(self.sep_results_dir),
+                                          css_classes=["qpviz-sep-table"], sizing_mode="stretch_width",
+                                          styles=dict(TABLE_BOX_STYLES))
+        heading = pn.pane.Markdown(SEP_HEADING)
+        self._texts += [heading, self.sep_table]
+        figure = self.sep_results_dir / sep_paper.RESULT_FILES["figure2"]
+        shown = [pn.pane.PNG(str(figure), sizing_mode="scale_width", max_width=1100)] if figure.is_file() else []
+        return [heading, self.sep_table, *shown]
 
     @param.depends("projector", watch=True)
     def _apply_projector_mode(self) -> None:

@@ -8,7 +8,9 @@
   ``--data-dir DIR`` reads the files from DIR instead);
 * :mod:`.protocol`: folds, standardisation on the training folds, one fold's EP / QP / VB fit;
 * :mod:`.report`: aggregation, ``table1.csv``, the Markdown table, per-fold JSON lines;
-* :mod:`.runner`: the per-fold cache (resumable), the process pool, progress and the estimate.
+* :mod:`.runner`: the per-fold cache (resumable), the process pool, progress and the estimate;
+* :mod:`.sep_paper`: paper 003's experiments (``sep-table1``, ``sep-figure2``, ``sep-digits``: SEP,
+  SVI and GFITC on five UCI datasets, the banana problem and the digits on Dask workers).
 
 Importing this package loads nothing heavy.
 """

@@ -86,11 +86,11 @@ def summarise(records) -> list[dict]:
     return rows
 
 
-def write_csv(rows, path) -> None:
-    """``table1.csv`` with :data:`CSV_COLUMNS` (written atomically)."""
-    lines = [",".join(CSV_COLUMNS)]
+def write_csv(rows, path, columns=CSV_COLUMNS) -> None:
+    """``table1.csv`` with :data:`CSV_COLUMNS` (or ``columns``; written atomically)."""
+    lines = [",".join(columns)]
     for row in rows:
-        lines.append(",".join(f"{row[c]:.6g}" if isinstance(row[c], float) else str(row[c]) for c in CSV_COLUMNS))
+        lines.append(",".join(f"{row[c]:.6g}" if isinstance(row[c], float) else str(row[c]) for c in columns))
     atomic_write_text(path, "\n".join(lines) + "\n")
 
 

@@ -13,14 +13,14 @@ import signal
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 
 from qpviz.reproduce import datasets as ds
 from qpviz.reproduce.protocol import Task, run_fold, tasks_for
 from qpviz.reproduce.report import atomic_write_text, write_outputs
 
-__all__ = ["SECONDS_PER_FOLD", "estimate_seconds", "cached_record", "run_table1"]
+__all__ = ["SECONDS_PER_FOLD", "estimate_seconds", "cached_record", "execute", "run_cached", "run_table1"]
 
 #: Measured seconds of one fold (round 0, fold 0 of 10, paper preprocessing, isotropic kernel,
 #: max_opt_iter=1000: EP with hyper-parameter optimisation, then QP and VB with its own bound; warm
@@ -59,7 +59,7 @@ def _load(name, preprocessing, data_dir):
     return ds.load(name, preprocessing, data_dir)
 
 
-def _compute(task: Task, data_dir, out_dir) -> dict:
+def _compute(task: Task, *, data_dir, out_dir) -> dict:
     """Worker: run one fold and cache its record before returning it."""
     record = run_fold(task, _load(task.dataset, task.preprocessing, data_dir))
     atomic_write_text(cache_path(out_dir, task), json.dumps(record, sort_keys=True))
@@ -84,11 +84,69 @@ def _failure(task: Task, err: Exception) -> str:
     return f"{task.key}: {type(err).__name__}: {err}"
 
 
-def _remove_partial_writes(out_dir: Path) -> None:
-    """Delete the temporary files of atomic writes a stopped process left behind (the finished
-    folds' files are complete: they appear only by rename)."""
-    for stale in (Path(out_dir) / "folds").glob(".*.tmp"):
+def _remove_partial_writes(out_dir: Path, cache: str = "folds") -> None:
+    """Delete the temporary files of atomic writes a stopped process left behind in ``out_dir /
+    cache`` (the finished tasks' files are complete: they appear only by rename)."""
+    for stale in (Path(out_dir) / cache).glob(".*.tmp"):
         stale.unlink(missing_ok=True)
+
+
+def run_cached(todo, compute, records: dict, workers: int, progress: bool, cache_dir: Path, total: int,
+               unit: str = "fold") -> dict:
+    """:func:`execute` for tasks that cache their records in ``cache_dir``: on Ctrl-C, removes
+    partial writes, says how many are cached and re-raises; reports the failed ones (returned)."""
+    n_before = len(records)
+    try:
+        failed = execute(todo, compute, records, workers, progress, unit=unit)
+    except KeyboardInterrupt:
+        _remove_partial_writes(cache_dir.parent, cache_dir.name)  # a worker stopped in its atomic write
+        _say(f"interrupted: {len(records) - n_before} new {unit}(s) cached in {cache_dir} ({len(records)} of "
+             f"{total}); rerun the same command to compute the rest")
+        raise
+    if failed:
+        _say(f"{len(failed)} {unit}(s) failed (not cached; a rerun retries them):\n  " + "\n  ".join(failed.values()))
+    return failed
+
+
+def execute(todo, compute, records: dict, workers: int, progress: bool, unit: str = "fold") -> dict:
+    """Run ``compute(task)`` for every task of ``todo`` (in-process with one worker, else on a
+    process pool), put each result in ``records[task.key]`` as it arrives and show a progress bar.
+
+    A task that raises is left out and reported in the returned {key: message} (a long run goes
+    on); Ctrl-C ends the workers at once and propagates (the results so far stay in ``records``).
+    ``compute`` must be picklable (a module-level function or a ``functools.partial`` of one).
+    """
+    from tqdm import tqdm  # noqa: PLC0415
+
+    failed: dict[str, str] = {}
+    bar = tqdm(total=len(todo), unit=unit, disable=not progress or not todo, file=sys.stderr)
+    try:
+        if workers == 1 or len(todo) <= 1:
+            for task in todo:
+                try:
+                    records[task.key] = compute(task)
+                except Exception as err:  # noqa: BLE001 - one failed task must not end a long run
+                    failed[task.key] = _failure(task, err)
+                bar.update()
+        elif todo:
+            with ProcessPoolExecutor(max_workers=min(workers, len(todo)), initializer=_ignore_sigint) as pool:
+                pending = {pool.submit(compute, t): t for t in todo}
+                try:
+                    while pending:
+                        done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                        for future in done:
+                            task = pending.pop(future)
+                            try:
+                                records[task.key] = future.result()
+                            except Exception as err:  # noqa: BLE001 - see above
+                                failed[task.key] = _failure(task, err)
+                            bar.update()
+                except BaseException:
+                    _stop(pool)
+                    raise
+    finally:
+        bar.close()
+    return failed
 
 
 def _say(message: str) -> None:
@@ -112,8 +170,6 @@ def run_table1(datasets, *, rounds: int = 10, n_folds: int = 10, preprocessing: 
     Returns {"computed": n, "cached": n, "skipped": {dataset: reason}, "failed": {key: message},
     "paths": {...}, "records": [...]}.
     """
-    from tqdm import tqdm  # noqa: PLC0415
-
     out_dir = Path(out_dir)
     data_dir = None if data_dir is None else str(data_dir)
     workers = workers or os.cpu_count() or 1
@@ -133,42 +189,8 @@ def run_table1(datasets, *, rounds: int = 10, n_folds: int = 10, preprocessing: 
     n_cached = len(records)
     _say(f"{len(tasks)} folds: {n_cached} cached in {out_dir}, {len(todo)} to compute on {min(workers, max(len(todo), 1))} "
          f"process(es); estimated {_format_duration(estimate_seconds(todo, workers))}")
-    failed: dict[str, str] = {}
-    bar = tqdm(total=len(todo), unit="fold", disable=not progress or not todo, file=sys.stderr)
-    try:
-        if workers == 1 or len(todo) <= 1:
-            for task in todo:
-                try:
-                    records[task.key] = _compute(task, data_dir, str(out_dir))
-                except Exception as err:  # noqa: BLE001 - one failed fold must not end a long run
-                    failed[task.key] = _failure(task, err)
-                bar.update()
-        elif todo:
-            with ProcessPoolExecutor(max_workers=min(workers, len(todo)), initializer=_ignore_sigint) as pool:
-                pending = {pool.submit(_compute, t, data_dir, str(out_dir)): t for t in todo}
-                try:
-                    while pending:
-                        done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                        for future in done:
-                            task = pending.pop(future)
-                            try:
-                                records[task.key] = future.result()
-                            except Exception as err:  # noqa: BLE001 - see above
-                                failed[task.key] = _failure(task, err)
-                            bar.update()
-                except BaseException:
-                    _stop(pool)
-                    raise
-    except KeyboardInterrupt:
-        _remove_partial_writes(out_dir)  # a worker stopped in the middle of its atomic write
-        bar.close()
-        done_now = len(records) - n_cached
-        _say(f"interrupted: {done_now} new fold(s) cached in {out_dir / 'folds'} ({len(records)} of {len(tasks)}); "
-             "rerun the same command to compute the rest")
-        raise
-    bar.close()
-    if failed:
-        _say(f"{len(failed)} fold(s) failed (not cached; a rerun retries them):\n  " + "\n  ".join(failed.values()))
+    failed = run_cached(todo, partial(_compute, data_dir=data_dir, out_dir=str(out_dir)), records, workers, progress,
+                        out_dir / "folds", len(tasks), unit="fold")
     ordered = [records[t.key] for t in tasks if t.key in records]
     paths = write_outputs(ordered, out_dir, sizes) if ordered else {}
     return {"computed": len(todo) - len(failed), "cached": n_cached, "skipped": skipped, "failed": failed,

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import panel as pn
 import pytest
 from bokeh.models import BoxZoomTool, HoverTool, LogScale, PanTool, WheelZoomTool
 
@@ -401,3 +402,44 @@ def test_reruns_still_running_at_exit_are_ended_and_their_folders_deleted():
     live._close_all()  # what atexit runs when the server shuts down
     assert run.status == "cancelled" and not folder.exists() and live.active_runs() == 0
     _wait(run, lambda: run.process.poll(), lambda code: code is not None, timeout=5)
+
+
+# -- paper 003 (scalable EP) beside the QP paper's table ---------------------------------------------
+def test_paper_003s_table_is_shown_below_the_qp_papers(tmp_path):
+    """The committed sep_table1.csv / digits.csv / figure2.png of python -m qpviz.reproduce sep-*
+    appear in their own section after Table 1 of the QP paper; without them the section says what to run."""
+    from qpviz.reproduce import sep_paper
+
+    empty = paper_results.PaperResults(results_dir=tmp_path, sep_results_dir=tmp_path / "none")
+    text = shown(empty.sep_table.object)
+    assert "python -m qpviz.reproduce sep-table1" in text and "python -m qpviz.reproduce sep-digits" in text
+    sep_dir = tmp_path / "sep"
+    records = []
+    for rep in (0, 1):
+        for method in sep_paper.SEP_METHODS:
+            task = sep_paper.SepTask("crabs", rep, 0.15, method)
+            records.append({"task": task.as_dict(), "key": task.key, "ntll": 0.05 + 0.01 * rep, "test_error": 0.02,
+                            "seconds": 2.0 + rep, "warnings": []})
+    write_csv(sep_paper.summarise_sep(records), sep_dir / "sep_table1.csv", sep_paper.SUMMARY_COLUMNS)
+    (sep_dir / "digits.csv").write_text(",".join(sep_paper.DIGITS_COLUMNS) + "\nsep,1,12.5,0.03,0.09,1617,180,200,100\n"
+                                        "sep,2,7.5,0.03,0.09,1617,180,200,100\n")
+    view = paper_results.PaperResults(results_dir=tmp_path, sep_results_dir=sep_dir)
+    text = shown(view.sep_table.object)
+    assert "Crabs ours 0.06 ± 0.01 [2]" in " ".join(text.replace("|", " ").split())
+    assert "Australian" in text and "not available offline" in text
+    assert "SEP 2 7.5 3.00" in " ".join(text.replace("|", " ").split())
+    layout = view.__panel__().objects
+    qp_table = next(i for i, item in enumerate(layout) if view.table in getattr(item, "select", lambda t: [])(pn.pane.HTML))
+    assert layout.index(view.sep_table) > qp_table
+
+
+def test_the_committed_paper_003_results_are_on_the_page():
+    """benchmarks/results/sep_paper/ holds the runs the README describes; the page shows them."""
+    committed = paper_results.SEP_RESULTS_DIR / "sep_table1.csv"
+    assert committed.is_file(), committed
+    view = paper_results.PaperResults()
+    text = " ".join(shown(view.sep_table.object).replace("|", " ").split())
+    for name in ("Breast", "Crabs", "Ionosphere", "Pima", "Sonar"):
+        assert f"{name} ours" in text and f"{name} paper" not in text  # the paper's row follows, unlabelled
+    assert "No readable" not in text
+
