@@ -17,7 +17,7 @@ from qpviz.reproduce import datasets as ds
 from qpviz.reproduce import sep_paper as sp
 from qpviz.reproduce.__main__ import main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_split_is_seeded_90_10_and_inducing_inputs_are_training_points():
