@@ -14,8 +14,6 @@ The table is HTML built by :func:`comparison_html` (a plain function, tested wit
 from __future__ import annotations
 
 import html
-import json
-import os
 from pathlib import Path
 
 import panel as pn
@@ -30,6 +28,7 @@ import pages
 import safe_text
 from qpviz.checks import quoted
 from qpviz.reproduce import live as live_runs
+from qpviz.reproduce.live import LIVE_OPTIONS_ENV, live_options_from_env  # noqa: F401 - re-exported
 from qpviz.reproduce import sep_paper
 from qpviz.reproduce.datasets import DATASETS, PREPROCESSINGS
 from qpviz.reproduce.paper_table import COUNT_DATASETS, PAPER_NAMES, PAPER_TABLE1, compare, compare_stars, te_unit
@@ -60,10 +59,6 @@ OUTSIDE_COLOUR = "#F5D9A3"
 OUTSIDE_MARK = "†"
 #: the live rerun's progress is read this often
 POLL_MS = 500
-#: environment variable with JSON of shorter live reruns, e.g. {"n_folds": 2, "max_opt_iter": 3} (the
-#: browser tests set it before they serve the app; the CLI's hidden --folds / --max-opt-iter)
-LIVE_OPTIONS_ENV = "QPVIZ_LIVE_OPTIONS"
-_LIVE_OPTION_KEYS = ("n_folds", "max_opt_iter")
 
 #: a row of controls wraps onto the next line instead of widening the page
 WRAPPING_ROW = {"flex-wrap": "wrap"}
@@ -486,15 +481,6 @@ class PaperResults(pn.viewable.Viewer):
 
     def __panel__(self):
         return self._layout
-
-
-def live_options_from_env(environ=os.environ) -> dict:
-    """The :data:`LIVE_OPTIONS_ENV` options (only n_folds and max_opt_iter, as ints; {} if unset or bad)."""
-    try:
-        given = json.loads(environ.get(LIVE_OPTIONS_ENV) or "{}")
-        return {key: int(given[key]) for key in _LIVE_OPTION_KEYS if key in given}
-    except (ValueError, TypeError, AttributeError):
-        return {}
 
 
 def page() -> tuple[str, pn.viewable.Viewable]:

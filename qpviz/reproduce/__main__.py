@@ -88,7 +88,7 @@ def _sep_parsers(sub) -> None:
 
 
 def _run_sep_figure2(args) -> int:
-    from qpviz.reproduce.sep_paper import run_sep_figure2  # noqa: PLC0415
+    from qpviz.reproduce.sep_experiments import run_sep_figure2  # noqa: PLC0415
 
     if min(args.sizes) < 1 or args.points < max(args.sizes) or args.workers < 1 or args.iterations < 1:
         print("--sizes must be >= 1 and at most --points; --workers and --iterations must be >= 1", file=sys.stderr)
@@ -104,7 +104,7 @@ def _run_sep_figure2(args) -> int:
 
 
 def _run_sep_digits(args) -> int:
-    from qpviz.reproduce.sep_paper import run_sep_digits  # noqa: PLC0415
+    from qpviz.reproduce.sep_experiments import run_sep_digits  # noqa: PLC0415
 
     if min(args.workers) < 1 or args.inducing < 1 or args.iterations < 1:
         print("--workers, --inducing and --iterations must be >= 1", file=sys.stderr)

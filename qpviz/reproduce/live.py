@@ -11,6 +11,7 @@ periodically.
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import signal
@@ -26,7 +27,22 @@ from qpviz.reproduce.datasets import DATASETS, PREPROCESSINGS
 from qpviz.reproduce.protocol import tasks_for
 from qpviz.reproduce.report import read_csv
 
-__all__ = ["LiveRun", "MAX_ROUNDS", "MAX_ACTIVE_RUNS", "STDERR_TAIL_LINES", "active_runs"]
+__all__ = ["LiveRun", "MAX_ROUNDS", "MAX_ACTIVE_RUNS", "STDERR_TAIL_LINES", "active_runs", "LIVE_OPTIONS_ENV",
+           "live_options_from_env"]
+
+#: environment variable with JSON of shorter live reruns, e.g. {"n_folds": 2, "max_opt_iter": 3} (the
+#: browser tests set it before they serve the app; the CLI's hidden --folds / --max-opt-iter)
+LIVE_OPTIONS_ENV = "QPVIZ_LIVE_OPTIONS"
+_LIVE_OPTION_KEYS = ("n_folds", "max_opt_iter")
+
+
+def live_options_from_env(environ=os.environ) -> dict:
+    """The :data:`LIVE_OPTIONS_ENV` options (only n_folds and max_opt_iter, as ints; {} if unset or bad)."""
+    try:
+        given = json.loads(environ.get(LIVE_OPTIONS_ENV) or "{}")
+        return {key: int(given[key]) for key in _LIVE_OPTION_KEYS if key in given}
+    except (ValueError, TypeError, AttributeError):
+        return {}
 
 #: rounds a live rerun may ask for (a round of 10 folds takes ~5-50 s on one CPU)
 MAX_ROUNDS = 3

@@ -84,7 +84,7 @@ def _failure(task: Task, err: Exception) -> str:
     return f"{task.key}: {type(err).__name__}: {err}"
 
 
-def _remove_partial_writes(out_dir: Path, cache: str = "folds") -> None:
+def remove_partial_writes(out_dir: Path, cache: str = "folds") -> None:
     """Delete the temporary files of atomic writes a stopped process left behind in ``out_dir /
     cache`` (the finished tasks' files are complete: they appear only by rename)."""
     for stale in (Path(out_dir) / cache).glob(".*.tmp"):
@@ -99,7 +99,7 @@ def run_cached(todo, compute, records: dict, workers: int, progress: bool, cache
     try:
         failed = execute(todo, compute, records, workers, progress, unit=unit)
     except KeyboardInterrupt:
-        _remove_partial_writes(cache_dir.parent, cache_dir.name)  # a worker stopped in its atomic write
+        remove_partial_writes(cache_dir.parent, cache_dir.name)  # a worker stopped in its atomic write
         _say(f"interrupted: {len(records) - n_before} new {unit}(s) cached in {cache_dir} ({len(records)} of "
              f"{total}); rerun the same command to compute the rest")
         raise
@@ -183,7 +183,7 @@ def run_table1(datasets, *, rounds: int = 10, n_folds: int = 10, preprocessing: 
             continue
         sizes[name] = data.shape
         tasks += tasks_for(name, preprocessing, rounds, n_folds, max_opt_iter, kernel)
-    _remove_partial_writes(out_dir)
+    remove_partial_writes(out_dir)
     records = {t.key: rec for t in tasks if (rec := cached_record(out_dir, t)) is not None}
     todo = [t for t in tasks if t.key not in records]
     n_cached = len(records)

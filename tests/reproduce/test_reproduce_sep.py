@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from qpviz.reproduce import datasets as ds
+from qpviz.reproduce import sep_experiments as sx
 from qpviz.reproduce import sep_paper as sp
 from qpviz.reproduce.__main__ import main
 
@@ -113,31 +114,31 @@ def test_easy_dataset_is_learnt_by_every_method(tmp_path):
 
 
 def test_figure2_writes_the_figure_and_the_learnt_inducing_inputs(tmp_path):
-    result = sp.run_sep_figure2(sizes=(4, 6), methods=("sep", "svi"), out_dir=tmp_path, iterations=3,
+    result = sx.run_sep_figure2(sizes=(4, 6), methods=("sep", "svi"), out_dir=tmp_path, iterations=3,
                                 n_points=60, progress=False)
     assert not result["failed"] and result["computed"] == 4
     for name in ("figure2.png", "figure2.svg"):
         assert (tmp_path / name).stat().st_size > 1000
     lines = (tmp_path / "figure2_inducing.csv").read_text().splitlines()
-    assert lines[0] == ",".join(sp.FIGURE2_COLUMNS)
+    assert lines[0] == ",".join(sx.FIGURE2_COLUMNS)
     assert len(lines) == 1 + 2 * (4 + 6)
     values = np.array([[float(v) for v in line.split(",")[3:]] for line in lines[1:]])
     assert np.all(np.isfinite(values))
     assert np.any(values[:, :2] != values[:, 2:])  # learnt, not the starting points
-    again = sp.run_sep_figure2(sizes=(4, 6), methods=("sep", "svi"), out_dir=tmp_path, iterations=3, n_points=60,
+    again = sx.run_sep_figure2(sizes=(4, 6), methods=("sep", "svi"), out_dir=tmp_path, iterations=3, n_points=60,
                                progress=False)
     assert again["computed"] == 0 and again["cached"] == 4
 
 
 def test_banana_is_deterministic_and_balanced():
-    X, y = sp.banana(200)
-    X2, y2 = sp.banana(200)
+    X, y = sx.banana(200)
+    X2, y2 = sx.banana(200)
     np.testing.assert_array_equal(X, X2)
     assert X.shape == (200, 2) and set(np.unique(y)) == {-1.0, 1.0} and (y > 0).sum() == 100
 
 
 def test_digits_split_is_odd_against_even():
-    X_tr, y_tr, X_te, y_te = sp.digits_split()
+    X_tr, y_tr, X_te, y_te = sx.digits_split()
     assert X_tr.shape == (1617, 64) and len(y_te) == 180
     assert 0.4 < np.mean(y_tr > 0) < 0.6
 
