@@ -45,7 +45,7 @@ def _sep_parsers(sub) -> None:
 
     t1 = sub.add_parser("sep-table1", help="paper 003's Table 1: GFITC, SEP and SVI (batch) on five UCI datasets",
                         description="Each repetition: a 90/10 split; GFITC, SEP and SVI, batch, learn the kernel "
-                                    "and the inducing inputs (M = 15/25/50%% of N) for 250 iterations; NTLL, "
+                                    "and the inducing inputs (M = 15/25/50% of N) for 250 iterations; NTLL, "
                                     "test error and training time. Australian and Heart are not available offline.")
     t1.add_argument("--datasets", nargs="+", default=list(SEP_DATASETS), choices=SEP_DATASETS, metavar="NAME",
                     help=f"datasets to run (default all: {' '.join(SEP_DATASETS)})")
