@@ -27,6 +27,7 @@ paper 003 sec. 4.5) on all parameters, one step per minibatch.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -391,6 +392,10 @@ def fit_svi(X, y, likelihood, kernel: Kernel, *, optimise: bool = True, inducing
                         history=record.history, diagnostics=diagnostics, stopped=record.stopped, jitter=jitter)
 
 
+#: restarts of L-BFGS-B from its best point after it refused an overflowed trial point
+MAX_RESTARTS = 5
+
+
 class _Stopped(Exception):
     """Raised inside L-BFGS-B's callback to end a batch run on a stop request."""
 
@@ -400,11 +405,27 @@ def _train_batch(X, y, likelihood, whiten, jitter, shard_size, packing, x0, box,
     """L-BFGS-B on -bound over all packed parameters; one history entry per iteration."""
     def loss(x):
         params = packing.unpack(x)
-        bound, grads = svi_bound(X, y, params, likelihood, whiten, jitter=jitter, shard_size=shard_size,
-                                 wrt_kernel=packing.wrt_kernel, executor=executor)
-        return -bound, -packing.pack_gradient(params, grads.d_m, grads.d_L, grads.d_theta, grads.d_Z)
+        first = state["evaluations"] == 0
+        state["evaluations"] += 1
+        try:
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                bound, grads = svi_bound(X, y, params, likelihood, whiten, jitter=jitter, shard_size=shard_size,
+                                         wrt_kernel=packing.wrt_kernel, executor=executor)
+                gradient = -packing.pack_gradient(params, grads.d_m, grads.d_L, grads.d_theta, grads.d_Z)
+        except (ValueError, np.linalg.LinAlgError):
+            if first:  # the starting point itself: a problem with the input, not a step too far
+                raise
+            bound, gradient = np.nan, None
+        if not first and (not np.isfinite(bound) or not np.all(np.isfinite(gradient))):
+            # a line-search trial where q(u) or the kernel overflowed (e.g. Sonar, 60 length scales): an
+            # infinite loss makes L-BFGS-B shorten the step instead of the fit failing on NaNs
+            state["rejected"] += 1
+            return np.inf, np.zeros_like(x)
+        if -bound < state["best"][0]:
+            state["best"] = (-bound, x.copy())
+        return -bound, gradient
 
-    state = {"steps": 0, "x": x0.copy(), "bound": np.nan}
+    state = {"steps": 0, "x": x0.copy(), "bound": np.nan, "evaluations": 0, "rejected": 0, "best": (np.inf, x0)}
 
     def after_iteration(intermediate_result):  # scipy passes the OptimizeResult to a parameter of this name
         x = intermediate_result.x.copy()  # scipy may reuse its array; the live view keeps this one
@@ -414,16 +435,32 @@ def _train_batch(X, y, likelihood, whiten, jitter, shard_size, packing, x0, box,
         if not record.step(state["steps"], 1, state["bound"], evaluate(x), live={"inducing": packing.inducing(x)}):
             raise _Stopped
 
+    settings = {"maxfun": 2 * int(max_iter) + 20, "ftol": 1e-12, "gtol": 1e-8}
+    start, iterations = x0, 0
     try:
-        out = optimize.minimize(loss, x0, jac=True, method="L-BFGS-B", bounds=box, callback=after_iteration,
-                                options={"maxiter": int(max_iter), "maxfun": 2 * int(max_iter) + 20,
-                                         "ftol": 1e-12, "gtol": 1e-8})
+        for restart in range(MAX_RESTARTS + 1):
+            refused = state["rejected"]
+            out = optimize.minimize(loss, start, jac=True, method="L-BFGS-B", bounds=box, callback=after_iteration,
+                                    options={"maxiter": int(max_iter) - iterations, **settings})
+            iterations += int(out.nit)
+            if not np.isfinite(out.fun):  # it ended on a refused point: the best point it evaluated instead
+                out.fun, out.x = state["best"]
+            if state["rejected"] == refused or iterations >= max_iter:
+                break
+            # L-BFGS-B gives up after refusing a point: go on from the best point with a fresh memory
+            start = state["best"][1]
     except _Stopped:
         return state["x"], state["bound"], False, state["steps"], "stopped on request"
-    if not state["steps"] or state["steps"] != out.nit:
+    finally:
+        if state["rejected"]:
+            warnings.warn(f"SVI: {state['rejected']} of L-BFGS-B's {state['evaluations']} trial points overflowed "
+                          "(non-finite bound or gradient) and were refused: it took shorter steps and went on from "
+                          "its best point; if the fit is poor, standardise the inputs or bound the hyper-parameters "
+                          "(bounds=...)", RuntimeWarning, stacklevel=4)
+    if not state["steps"] or state["steps"] != iterations:
         record.step(max(state["steps"], 1), 1, -float(out.fun), evaluate(out.x), last=True,
                     live={"inducing": packing.inducing(out.x)})
-    return out.x, -float(out.fun), bool(out.success), int(out.nit), str(out.message)
+    return out.x, -float(out.fun), bool(out.success), iterations, str(out.message)
 
 
 def _train_stochastic(X, y, likelihood, whiten, jitter, packing, x0, theta_bounds, minibatch, epochs, seed, record,

@@ -239,3 +239,37 @@ def test_fit_svi_takes_a_likelihood_name_and_refuses_more_inducing_points_than_d
     assert post.likelihood.name == "probit"
     with pytest.raises(ValueError, match="30 inducing points for 20 data points"):
         fit_svi(X, y, "probit", RBF(), inducing=np.zeros((30, 2)), minibatch=20)
+
+
+def test_a_trial_point_that_overflows_is_refused_and_reported_not_a_crash(monkeypatch):
+    # Sonar's SVI fits (60 length scales) failed with "array must not contain infs or NaNs" when
+    # L-BFGS-B's line search tried a point where q(u) overflowed: such a point is now refused
+    X, y = _classification(80)
+    real = svi.svi_bound
+    calls = {"n": 0}
+
+    def overflowing_on_the_third(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise ValueError("array must not contain infs or NaNs")
+        if calls["n"] == 4:
+            bound, grads = real(*args, **kwargs)
+            return np.nan, grads
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(svi, "svi_bound", overflowing_on_the_third)
+    refused = r"SVI: 2 of L-BFGS-B.s \d+ trial points overflowed .* went on from its best"
+    with pytest.warns(RuntimeWarning, match=refused):
+        post = qpviz.fit(X, y, "probit", RBF(variance=1.0, lengthscale=2.0), method="svi", inducing=8, minibatch=80,
+                         optimise=True, max_opt_iter=30)
+    mean, var = post.predict_f(X)
+    assert np.all(np.isfinite(mean)) and np.all(var > 0) and np.isfinite(post.log_marginal_likelihood)
+    assert calls["n"] > 10 and len(post.history) >= 10  # it went on after the refused points
+
+
+def test_a_starting_point_that_overflows_is_an_error(monkeypatch):
+    X, y = _classification(40)
+    monkeypatch.setattr(svi, "svi_bound", lambda *a, **k: (_ for _ in ()).throw(ValueError("array must not contain "
+                                                                                           "infs or NaNs")))
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        qpviz.fit(X, y, "probit", RBF(), method="svi", inducing=4, minibatch=40, optimise=True, max_opt_iter=5)
