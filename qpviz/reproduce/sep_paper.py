@@ -289,43 +289,47 @@ def _span(reps) -> str:
 
 
 def sep_markdown(rows) -> str:
-    """Ours beside the paper's: NTLL per dataset (mean ± std over the repetitions, their number in
-    brackets: a run stopped early may have fewer for some methods), the average time row, and the
-    paper's rows we cannot run."""
+    """Ours beside the paper's, one table per M (so that each fits a projector's width): NTLL per
+    dataset (mean ± std over the repetitions, their number in brackets: a run stopped early may
+    have fewer for some methods), the average time row and the paper's rows we cannot run; then
+    our test errors."""
     by = {(r["dataset"], r["fraction"], r["method"]): r for r in rows}
     fractions = sorted({r["fraction"] for r in rows})
-    head = ["Problem", "source"] + [f"{m.upper()} M={round(f * 100)}%" for f in fractions for m in SEP_METHODS] + ["reps"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     datasets = [d for d in SEP_DATASETS if any(k[0] == d for k in by)]
+    methods = [m.upper() for m in SEP_METHODS]
+    lines = []
+    for f in fractions:
+        paper_time = PAPER_SEP_TIME.get(f)
+        lines += [f"NTLL with M = {round(f * 100)}% of N:", "",
+                  "| Problem | source | " + " | ".join(methods) + " | reps |", "|" + "---|" * (len(methods) + 3)]
+        for name in datasets:
+            paper = PAPER_SEP_TABLE1[PAPER_NAMES[name]]
+            ours = [by.get((name, f, m)) for m in SEP_METHODS]
+            lines.append(f"| {PAPER_NAMES[name]} | ours | " + " | ".join(_ours(r, "ntll") for r in ours)
+                         + f" | {_span(sorted({r['reps'] for r in ours if r}))} |")
+            lines.append("|  | paper | " + " | ".join(_cell(*paper[f][m]) if f in paper else "-"
+                                                      for m in SEP_METHODS) + " | 20 |")
+        for name in UNAVAILABLE:
+            paper = PAPER_SEP_TABLE1[name]
+            lines.append(f"| {name} | paper | " + " | ".join(_cell(*paper[f][m]) if f in paper else "-"
+                                                            for m in SEP_METHODS) + " | 20 |")
+        times = [by.get(("time", f, m)) for m in SEP_METHODS]
+        lines.append("| Avg. time (s) | ours | " + " | ".join(_ours(r, "seconds", 1) for r in times)
+                     + f" | {_span(sorted({r['reps'] for r in times if r}))} |")
+        lines.append("|  | paper | " + " | ".join(_cell(*paper_time[m], 0) if paper_time else "-"
+                                                  for m in SEP_METHODS) + " | 20 |")
+        lines.append("")
+    lines += ["Ours: mean ± std over the random 90/10 splits [how many]; the paper: 20 splits.", "",
+              "Test error (ours, %, mean ± std):", "",
+              "| Problem | M | " + " | ".join(methods) + " |", "|" + "---|" * (len(methods) + 2)]
     for name in datasets:
-        paper = PAPER_SEP_TABLE1[PAPER_NAMES[name]]
-        ours = [by.get((name, f, m)) for f in fractions for m in SEP_METHODS]
-        reps = sorted({r["reps"] for r in ours if r})
-        lines.append(f"| {PAPER_NAMES[name]} | ours | " + " | ".join(
-            _ours(r, "ntll") for r in ours) + f" | {_span(reps)} |")
-        lines.append("|  | paper | " + " | ".join(
-            _cell(*paper[f][m]) if f in paper else "-" for f in fractions for m in SEP_METHODS) + " | 20 |")
-    for name in UNAVAILABLE:
-        paper = PAPER_SEP_TABLE1[name]
-        lines.append(f"| {name} | paper | " + " | ".join(
-            _cell(*paper[f][m]) if f in paper else "-" for f in fractions for m in SEP_METHODS) + " | 20 |")
-    times = [by.get(("time", f, m)) for f in fractions for m in SEP_METHODS]
-    reps = sorted({r["reps"] for r in times if r})
-    lines.append("| Avg. time (s) | ours | " + " | ".join(
-        _ours(r, "seconds", 1) for r in times) + f" | {_span(reps)} |")
-    lines.append("|  | paper | " + " | ".join(
-        _cell(*PAPER_SEP_TIME[f][m], 0) if f in PAPER_SEP_TIME else "-" for f in fractions for m in SEP_METHODS)
-        + " | 20 |")
-    te = ["", "Ours: mean ± std over the random 90/10 splits [how many]; the paper: 20 splits.", "",
-          "Test error (ours, %, mean ± std):", "",
-          "| Problem | " + " | ".join(head[2:-1]) + " |", "|---|" + "---|" * (len(head) - 3)]
-    for name in datasets:
-        te.append(f"| {PAPER_NAMES[name]} | " + " | ".join(
-            _cell(100 * r["te_mean"], 100 * r["te_std"], 1) if (r := by.get((name, f, m))) else "-"
-            for f in fractions for m in SEP_METHODS) + " |")
+        for f in fractions:
+            lines.append(f"| {PAPER_NAMES[name]} | {round(f * 100)}% | " + " | ".join(
+                _cell(100 * r["te_mean"], 100 * r["te_std"], 1) if (r := by.get((name, f, m))) else "-"
+                for m in SEP_METHODS) + " |")
     missing = ["", "Not run (not available offline): "
                + "; ".join(f"{name}: {why}" for name, why in UNAVAILABLE.items()) + "."]
-    return "\n".join(lines + te + missing) + "\n"
+    return "\n".join(lines + missing) + "\n"
 
 
 def run_sep_table1(datasets=SEP_DATASETS, *, repetitions: int = 20, out_dir="sep-table1-out", workers: int = 1,
