@@ -29,6 +29,10 @@ __all__ = ["Broadcast", "refine_sites", "site_gradient", "SEPShard", "SHARD_CHUN
 
 #: points per piece of a shard's work (:meth:`SEPShard.refine`, :meth:`SEPShard.gradient`, :meth:`SEPShard.evidence`)
 SHARD_CHUNK = 2048
+#: The smallest cavity variance along a_n handed to the site rule (which takes 1 / var): below it
+#: 1 / var overflows. Flooring there changes neither the f-cavity's variance var + d_n (d_n >> 1e-284)
+#: nor the site's effect on q (a_n tau_n a_n^T with |a_n|^2 of the order of var).
+TINY_VAR = 1e-300
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,11 +69,15 @@ def _live_product(matrix, A_old, live):
     return out
 
 
-def _cavity(A, A_old, tau, nu, bc: Broadcast, alpha: float):
+def _cavity(A, A_old, tau, nu, bc: Broadcast, alpha: float, d):
     """Cavities of q without alpha of each stored factor (tau, nu on its old direction a_old, columns
     of A_old), seen along the current directions (columns of A) (supplement eqs. 14-15 by
     Sherman-Morrison). Sites that carry nothing (tau = nu = 0: not visited yet) need no product
-    with their old direction. Returns a dict of the 1-D quantities and u-space pieces."""
+    with their old direction. Returns a dict of the 1-D quantities and u-space pieces.
+
+    A cavity is proper when its variance along a_n is >= 0 and the f-cavity's, var + d_n, is > 0: a
+    point far from every inducing input has a_n ~ 0 and var ~ 0 (it underflows on the 64-D digits),
+    yet its f-cavity N(mean, d_n) is a proper distribution whose log Z~_n belongs to log Z_q."""
     tau_a, nu_a = alpha * tau, alpha * nu
     live = (tau != 0.0) | (nu != 0.0)
     S_new = bc.cov_u @ A
@@ -86,7 +94,7 @@ def _cavity(A, A_old, tau, nu, bc: Broadcast, alpha: float):
     shift = (tau_a * m_o - nu_a) / safe  # mu^\n = mu + shift s_o
     var_c = v_nn + coef * v_on * v_on
     mean_c = m_n + shift * v_on
-    proper &= var_c > 0.0
+    proper &= (var_c >= 0.0) & (var_c + d > 0.0)
     # Phi(cav) - Phi(q) along a_old (module docstring of .sep), without dividing by v_oo
     log_norm_diff = -0.5 * np.log(safe) + 0.5 * (tau_a * m_o ** 2 - 2.0 * nu_a * m_o + nu_a ** 2 * v_oo) / safe
     return dict(mean=mean_c, var=np.where(proper, var_c, 1.0), proper=proper, S_old=S_old, S_new=S_new, live=live,
@@ -137,10 +145,12 @@ def refine_sites(X, y, tau, nu, A_old, rule: SiteRule, bc: Broadcast, gradient: 
     """
     alpha = rule.power
     A, d = _columns(bc, X)
-    cav = _cavity(A, A_old, tau, nu, bc, alpha)
-    # the rule removes alpha (tau, nu) from the marginal it is given: give it cavity x alpha site on a_n
-    post_var = 1.0 / (1.0 / cav["var"] + alpha * tau)
-    post_mean = post_var * (cav["mean"] / cav["var"] + alpha * nu)
+    cav = _cavity(A, A_old, tau, nu, bc, alpha, d)
+    # the rule removes alpha (tau, nu) from the marginal it is given: give it cavity x alpha site on a_n.
+    # It works in precisions (1 / var), so var is floored where 1 / var would overflow (see TINY_VAR)
+    cav_var = np.maximum(cav["var"], TINY_VAR)
+    post_var = 1.0 / (1.0 / cav_var + alpha * tau)
+    post_mean = post_var * (cav["mean"] / cav_var + alpha * nu)
     tau_new, nu_new, log_z, status = dataclasses.replace(rule, cond_var=d).update_all(
         np.ascontiguousarray(y, dtype=np.float64), post_mean, post_var, tau, nu)
     improper = ~cav["proper"]
@@ -169,7 +179,7 @@ def site_gradient(X, y, tau, nu, A_old, likelihood, bc: Broadcast):
     Returns (d/d log theta (the kernel's, K_uf and diag K_ff parts), d/dZ (M, D) (K_uf part),
     dL/dK_uu contribution (M, M, symmetric)), all sums over the points (not scaled by N/B)."""
     A, d = _columns(bc, X)
-    return _gradient_terms(X, y, A, A_old, d, _cavity(A, A_old, tau, nu, bc, likelihood.alpha), likelihood, bc)
+    return _gradient_terms(X, y, A, A_old, d, _cavity(A, A_old, tau, nu, bc, likelihood.alpha, d), likelihood, bc)
 
 
 def _add(total, out):
@@ -255,7 +265,7 @@ class SEPShard:
         for start in range(0, self.X.shape[0], SHARD_CHUNK):
             sl = slice(start, start + SHARD_CHUNK)
             A, d = _columns(bc, self.X[sl])
-            cav = _cavity(A, self.At[sl].T, self.tau[sl], self.nu[sl], bc, alpha)
+            cav = _cavity(A, self.At[sl].T, self.tau[sl], self.nu[sl], bc, alpha, d)
             log_z = _tilted(likelihood, self.y[sl], cav["mean"], cav["var"] + d)[0]
             total += float(np.sum(np.where(cav["proper"], log_z + cav["log_norm_diff"], 0.0))) / alpha
             improper += int(np.count_nonzero(~cav["proper"]))

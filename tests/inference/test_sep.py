@@ -1,6 +1,7 @@
 """Scalable EP (qpviz.inference.sep, paper 003): batch fixed point = GFITC's EP, analytic gradient,
 Dask = in-process, accuracy on a 2,000-point problem, history / stop / option errors."""
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -244,3 +245,27 @@ def test_alpha_one_is_ep_bit_for_bit_and_learning_works_with_alpha_and_qp():
         assert not np.allclose(post.diagnostics["inducing"], plain.diagnostics["inducing"])
         assert metrics.evaluate(post, X, y)["test_error"] < 0.2
         assert post.likelihood.alpha == 1.0  # predictions are for the untempered model
+
+
+@pytest.mark.parametrize("far", [40.0, 1e3])
+def test_a_point_far_from_every_inducing_input_is_exact_and_silent(far):
+    # Far from every Z, a_n = K_uu^-1 k_u(x_n) underflows (x = 40: |a_n|^2 ~ 1e-300, denormal cavity
+    # variances, as on the 64-D digits; x = 1e3: exactly 0). The point is then independent of u: q(u) is
+    # the fit without it, and its term of log Z_q is log int Phi(y f) N(f | 0, k(x, x)) df = log 1/2.
+    # It used to warn "overflow encountered in divide" (or divide by zero) and leave its term out.
+    X, y = _data(150)
+    Z = X[:10].copy()
+    kernel = qpviz.kernels.RBF(1.5, [1.0, 0.8])
+    X_far, y_far = np.vstack([X, [[far, far]]]), np.append(y, 1.0)
+    options = dict(method="sep", inducing=Z, minibatch=len(y) + 1, epochs=300, optimise=False, tol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with np.errstate(over="raise", divide="raise", invalid="raise"):  # underflow is expected here
+            post = qpviz.fit(X_far, y_far, "probit", kernel, **options)
+    options["minibatch"] = len(y)
+    ref = qpviz.fit(X, y, "probit", kernel, **options)
+    assert post.converged and ref.converged and post.diagnostics["n_improper_cavities"] == 0
+    X_new, _ = _data(30, seed=3)
+    for a, b in zip(post.predict_f(X_new), ref.predict_f(X_new)):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+    assert post.log_marginal_likelihood - ref.log_marginal_likelihood == pytest.approx(np.log(0.5), abs=1e-9)
