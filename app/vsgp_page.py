@@ -77,7 +77,7 @@ class VSGPPage(pn.viewable.Viewer):
 
     def _on_centres_moved(self, attr, old, new) -> None:
         """The point-draw tool moved (or deleted) a centre; the page's own redraw is no move."""
-        self.model.move_centres(new["x"], new["y"])
+        self.model.move_centres(new.get("x", []), new.get("y", []))
 
     def _explained(self, view, key: str, css: str) -> pn.Column:
         return explained(view, EXPLANATIONS[key], self._texts, css)
