@@ -18,7 +18,7 @@ percentile and max per case, with the machine's load average, and after each cas
 minimal page: R``: its median over that of a minimal Panel page timed the same way in the same run
 (bench_explorer_latency.minimal_page_floor).
 
-``--server``: the same three changes made in-process on the page object (refit + patching the
+``--server``: the same three changes made in-process on the page's model (refit + patching the
 figures' sources, no browser, no websocket): the server's share of the latency.
 
 Usage: .venv/bin/python benchmarks/bench_vsgp_latency.py [--presses 15]
@@ -113,7 +113,7 @@ def measure_cases(page, url: str, presses: int, floor_ms: float | None = None) -
 
 
 def server_side(presses: int) -> None:
-    """The three changes on the page object in-process (refit and draw into the figures' sources)."""
+    """The three changes on the page's model in-process (refit and draw into the figures' sources)."""
     import time  # noqa: PLC0415
 
     sys.path[:0] = [str(ROOT), str(ROOT / "app")]  # this checkout's qpviz and app, not an installed one
@@ -121,17 +121,18 @@ def server_side(presses: int) -> None:
 
     page = vsgp_page.VSGPPage(preset="circle", n=500, m=20, blur=0.5, shape="full")
     page._build_views()
+    model = page.model
 
     def step_blur(k):
-        page.blur = round(0.5 + 0.1 * (k + 1), 1)
+        model.blur = round(0.5 + 0.1 * (k + 1), 1)
 
     def step_lengthscale(k):
-        page.lengthscale = round(0.8 + 0.05 * (k + 1), 2)
+        model.lengthscale = round(0.8 + 0.05 * (k + 1), 2)
 
     def drag(k):
-        Z = page.shown[2].copy()
+        Z = model.shown[2].copy()
         Z[(7 * k) % len(Z)] += [0.05, 0.03]
-        page.move_centres(Z[:, 0], Z[:, 1])
+        model.move_centres(Z[:, 0], Z[:, 1])
 
     for name, change in (("blur step (VSGP refit)", step_blur), ("length-scale step (both)", step_lengthscale),
                          ("centre moved (both)", drag)):
@@ -140,7 +141,7 @@ def server_side(presses: int) -> None:
             start = time.perf_counter()
             change(k)
             times.append(1000 * (time.perf_counter() - start))
-        assert page.message == "", page.message
+        assert model.message == "", model.message
         print(f"server only, circle N=500 M=20, {name:30s} median {percentile(times, 50):6.0f} ms  "
               f"p90 {percentile(times, 90):6.0f} ms  max {max(times):6.0f} ms  (n={len(times)}, "
               f"load {os.getloadavg()[0]:.2f})", flush=True)

@@ -27,14 +27,14 @@ the K-means clusters when the centres are K-means centres) has the sample covari
   "two_gaussians" (sec. 5), and "moons" (from :mod:`qpviz.gpdemo.twod`);
   :func:`held_out_set`: a fixed test set of the same preset (seeded).
 * :func:`fit_sparse_grid`: one fit (VSGP or FITC), its maps on the grid and its test error,
-  NTLL and log evidence; :class:`FitCache` keeps fits by (data, kernel, centres, C, method).
+  NTLL and log evidence; :func:`fit_key` is its cache key (the page's model keeps fits in a
+  :class:`qpviz.gpdemo.jobs.LRUCache`).
 * :func:`ellipses`: each C_j as a 2-standard-deviation ellipse (width, height, angle) to draw.
 """
 from __future__ import annotations
 
 import time
 import warnings
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -49,7 +49,7 @@ from qpviz.kernels import RBF
 
 __all__ = ["PRESETS", "SHAPES", "N_TEST", "TEST_SEED", "ELLIPSE_SD", "make_preset", "held_out_set",
            "kmeans_centres", "cluster_covariances", "local_covariances", "ellipses", "SparseGridFit",
-           "fit_sparse_grid", "FitCache"]
+           "fit_sparse_grid", "fit_key"]
 
 #: Covariance shapes of the basis points' blurs.
 SHAPES = ("spherical", "full")
@@ -201,32 +201,10 @@ def fit_sparse_grid(X, y, kernel: RBF, centres, covariances, method: str, grid, 
         notes=[f"{method.upper()}: {w.message}" for w in caught])
 
 
-class FitCache:
-    """The last ``size`` fits, by (data, kernel, centres, C, method, grid): a drag back, a slider
-    step back or the FITC map beside a new blur costs no fit."""
-
-    def __init__(self, size: int = 64):
-        self.size = size
-        self._items: OrderedDict = OrderedDict()
-        self.hits = self.misses = 0
-
-    @staticmethod
-    def key(X, y, kernel, centres, covariances, method, grid) -> tuple:
-        C = None if covariances is None else np.asarray(covariances, float).tobytes()
-        x1, x2, _ = grid
-        return (np.asarray(X, float).tobytes(), np.asarray(y, float).tobytes(), repr(kernel),
-                np.asarray(centres, float).tobytes(), C, method, x1.tobytes(), x2.tobytes())
-
-    def fit(self, X, y, kernel, centres, covariances, method, grid, X_test, y_test) -> SparseGridFit:
-        """:func:`fit_sparse_grid`, from the cache when these inputs (and test set) were fitted before."""
-        key = self.key(X, y, kernel, centres, covariances, method, grid) + (np.asarray(X_test).tobytes(),)
-        if key in self._items:
-            self.hits += 1
-            self._items.move_to_end(key)
-            return self._items[key]
-        self.misses += 1
-        result = fit_sparse_grid(X, y, kernel, centres, covariances, method, grid, X_test, y_test)
-        self._items[key] = result
-        while len(self._items) > self.size:
-            self._items.popitem(last=False)
-        return result
+def fit_key(X, y, kernel, centres, covariances, method, grid, X_test) -> tuple:
+    """The cache key of a :func:`fit_sparse_grid` call (its inputs as bytes; the test labels follow
+    from the test inputs' preset): equal keys are equal fits."""
+    C = None if covariances is None else np.asarray(covariances, float).tobytes()
+    x1, x2, _ = grid
+    return (np.asarray(X, float).tobytes(), np.asarray(y, float).tobytes(), repr(kernel),
+            np.asarray(centres, float).tobytes(), C, method, x1.tobytes(), x2.tobytes(), np.asarray(X_test).tobytes())

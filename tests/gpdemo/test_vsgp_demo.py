@@ -1,4 +1,4 @@
-"""The VSGP page's computation (qpviz.gpdemo.vsgp_demo) and its page logic without a browser."""
+"""The VSGP page's computation (qpviz.gpdemo.vsgp_demo); its state and logic: test_vsgp_model.py."""
 from __future__ import annotations
 
 import numpy as np
@@ -115,61 +115,24 @@ def test_ellipses_follow_the_eigenvectors_at_two_standard_deviations():
     assert np.allclose([circles["width"], circles["height"]], 2.0)
 
 
-def test_fit_cache_reuses_a_fit_and_tells_inputs_apart():
+def test_fit_key_is_equal_for_equal_inputs_and_tells_each_input_apart():
     X, y = vsgp_demo.make_preset("two_gaussians", 80, 0)
-    X_test, y_test = vsgp_demo.held_out_set("two_gaussians")
+    X_test, _ = vsgp_demo.held_out_set("two_gaussians")
     Z = vsgp_demo.kmeans_centres(X, 4)
     grid = twod.make_grid(X, 8)
-    cache = vsgp_demo.FitCache(size=2)
-    first = cache.fit(X, y, KERNEL, Z, None, "ep", grid, X_test, y_test)
-    assert cache.fit(X, y, KERNEL, Z, None, "ep", grid, X_test, y_test) is first
+    args = {"X": X, "y": y, "kernel": KERNEL, "centres": Z, "covariances": None, "method": "ep", "grid": grid,
+            "X_test": X_test}
+    key = vsgp_demo.fit_key(**args)
+    assert vsgp_demo.fit_key(**{**args, "X": X.copy(), "centres": Z.copy()}) == key  # equal values, other arrays
     moved = Z.copy()
     moved[0] += 0.5
-    assert cache.fit(X, y, KERNEL, moved, None, "ep", grid, X_test, y_test) is not first
-    assert cache.fit(X, y, KERNEL, Z, np.full(4, 0.1), "ep", grid, X_test, y_test) is not first
-    assert (cache.hits, cache.misses) == (1, 3)
-    assert cache.fit(X, y, KERNEL, Z, None, "ep", grid, X_test, y_test) is not first  # evicted (size 2)
-
-
-# -- the page without a browser ---------------------------------------------------------------
-@pytest.fixture
-def vsgp_page():
-    import vsgp_page as module
-
-    page = module.VSGPPage(n=120, m=5)
-    page._build_views()
-    assert page.message == "" and page.fits is not None
-    return page
-
-
-def test_page_blur_step_refits_vsgp_and_takes_fitc_from_the_cache(vsgp_page):
-    fitc, vsgp = vsgp_page.fits["fitc"], vsgp_page.fits["vsgp"]
-    vsgp_page.blur = 0.5
-    assert vsgp_page.fits["fitc"] is fitc and vsgp_page.fits["vsgp"] is not vsgp
-    assert "blur=0.5 full" in vsgp_page.description
-
-
-def test_page_drag_moves_a_centre_and_a_bad_input_keeps_the_last_fit(vsgp_page):
-    Z = vsgp_page.shown[2].copy()
-    xs, ys = Z[:, 0].copy(), Z[:, 1].copy()
-    xs[0] += 0.4
-    vsgp_page.move_centres(xs, ys)
-    assert np.allclose(vsgp_page.shown[2][0], [round(xs[0], 3), round(ys[0], 3)])
-    assert len(vsgp_page.centres) == 5
-    fits = vsgp_page.fits
-    vsgp_page.lengthscale = 0.0
-    assert vsgp_page.fits is fits and "lengthscale must be a number in [0.1, 5]" in vsgp_page.message
-    vsgp_page.lengthscale = 0.8
-    vsgp_page.m = 4  # back to K-means centres
-    assert vsgp_page.centres == [] and len(vsgp_page.shown[2]) == 4 and vsgp_page.message == ""
-
-
-@pytest.mark.parametrize("typed", ["-3", "1.5", "abc", "10001"])
-def test_a_bad_typed_seed_is_named_with_its_range_and_the_box_shows_the_seed_in_use(vsgp_page, typed):
-    """Issue 21: the seed's number box dropped letters silently."""
-    box, fits = vsgp_page.widgets["seed"], vsgp_page.fits
-    box.value = typed
-    assert vsgp_page.message == f"seed: {typed!r} was not applied; type a whole number from 0 to 10000; kept 0"
-    assert vsgp_page.fits is fits and box.value == "0"
-    box.value = "2"
-    assert vsgp_page.message == "" and vsgp_page.seed == 2 and vsgp_page.fits is not fits
+    flipped = y.copy()
+    flipped[0] = -flipped[0]
+    changes = {"y": flipped, "kernel": RBF(variance=4.0, lengthscale=0.9), "centres": moved,
+               "covariances": np.full(4, 0.1), "method": "qp", "grid": twod.make_grid(X, 9), "X_test": X_test[:-1]}
+    for name, value in changes.items():
+        assert vsgp_demo.fit_key(**{**args, name: value}) != key, name
+    # spherical and full covariances of the same blur are different fits
+    full = vsgp_demo.local_covariances(X, Z, 1.0, "full")
+    spherical = vsgp_demo.local_covariances(X, Z, 1.0, "spherical")
+    assert vsgp_demo.fit_key(**{**args, "covariances": full}) != vsgp_demo.fit_key(**{**args, "covariances": spherical})
