@@ -16,7 +16,7 @@ from bokeh.plotting import figure
 
 from qpviz import explorer
 
-__all__ = ["COLOURS", "DASHES", "LABELS", "CURVES", "ExplorerFigures", "NumbersPane", "numbers_html", "set_data", "show_columns",
+__all__ = ["COLOURS", "DASHES", "LABELS", "CURVES", "ExplorerFigures", "NumbersPane", "numbers_html", "html_table", "set_data", "show_columns",
            "style_figure", "legend_below", "EmptyExtent"]
 
 #: Okabe-Ito colours (colour-blind safe); curves also differ by dash pattern.
@@ -42,7 +42,8 @@ def _fmt(value: float) -> str:
     return f"{value:.6g}"
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
+def html_table(header: list[str], rows: list[list[str]]) -> str:
+    """An HTML table of already escaped cells (the callers put user text through safe_text.html_text)."""
     cells = lambda tag, row: "".join(f"<{tag}>{cell}</{tag}>" for cell in row)  # noqa: E731
     body = "".join(f"<tr>{cells('td', row)}</tr>" for row in rows)
     return f"<table><thead><tr>{cells('th', header)}</tr></thead><tbody>{body}</tbody></table>"
@@ -56,7 +57,7 @@ def numbers_html(summary: dict, show_ep: bool, show_qp: bool) -> str:
         ("mean (EP = QP)", summary["mean"]),
         ("var_QP / var_EP", summary["ratio"]),
     ]
-    tables = [_table(["quantity", "value"], [[name, _fmt(value)] for name, value in rows])]
+    tables = [html_table(["quantity", "value"], [[name, _fmt(value)] for name, value in rows])]
     methods = [(m, label) for m, label, shown in (("ep", "EP", show_ep), ("qp", "QP", show_qp)) if shown]
     if methods:
         method_rows = [
@@ -71,7 +72,7 @@ def numbers_html(summary: dict, show_ep: bool, show_qp: bool) -> str:
         ]
         positive = [("yes" if summary[f"site_positive_{m}"] else "<strong>no</strong>") for m, _ in methods]
         method_rows.append(["site precision &gt; 0", *positive])
-        tables.append(_table(["", *(label for _, label in methods)], method_rows))
+        tables.append(html_table(["", *(label for _, label in methods)], method_rows))
     return "\n".join(tables)
 
 

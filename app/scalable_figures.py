@@ -9,7 +9,7 @@ from bokeh.models import ColumnDataSource
 from bokeh.plotting import figure
 
 from colours import METHOD_COLOURS
-from explorer_figures import _table as html_table
+from explorer_figures import html_table
 from explorer_figures import EmptyExtent, legend_below, style_figure
 import safe_text
 from qpviz.gpdemo.scalable_demo import LABELS, METHODS

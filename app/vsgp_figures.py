@@ -9,7 +9,7 @@ import numpy as np
 from bokeh.models import ColumnDataSource, PointDrawTool
 
 from colours import METHOD_COLOURS
-from explorer_figures import _table as html_table, legend_below
+from explorer_figures import html_table, legend_below
 from gp_2d_figures import PROBA_PALETTE, GridFigure
 from qpviz.gpdemo.vsgp_model import KINDS
 
