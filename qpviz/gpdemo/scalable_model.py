@@ -205,7 +205,8 @@ class ScalableModel(param.Parameterized):
 
     def dashboard_lines(self) -> list[tuple[str, str | None, str]]:
         """(method's label, its Dask dashboard's address or None once closed, its state) per run with one."""
-        return [(sd.LABELS[m], link if self.runs[m]["state"] in ("running", "stopping") else None, self.runs[m]["state"])
+        states = {m: self.runs[m]["state"] for m in self.dashboards}
+        return [(sd.LABELS[m], link if states[m] in ("running", "stopping") else None, states[m])
                 for m, link in self.dashboards.items()]
 
 

@@ -141,9 +141,12 @@ class ReportingJob:
 def test_no_nan_point_or_inducing_input_reaches_the_news():
     entry = {"kind": "entry", "step": 1, "epoch": 0, "wall_time": 0.5, "objective": 1.0, "test_error": 0.2,
              "ntll": 0.4, "z": np.zeros((2, 2))}
+    start = {"kind": "start", "sample": np.ones((3, 2)), "labels": np.array([1.0, -1.0, 1.0]), "z": np.ones((2, 2)),
+             "explained": [0.3, 0.2], "description": "digits: N = 3", "baseline": None,
+             "dashboard": "http://127.0.0.1:8787/status"}
     model = ScalableModel()
-    model.runs = {"sep": {"state": "running"}}
-    model.jobs = {"sep": ReportingJob([entry, {**entry, "step": 2, "ntll": np.nan},
+    model.runs = {"sep": {"state": "starting (loading data)"}}
+    model.jobs = {"sep": ReportingJob([start, entry, {**entry, "step": 2, "ntll": np.nan},
                                        {**entry, "step": 3, "wall_time": np.inf, "z": np.full((2, 2), np.nan)},
                                        {"kind": "note", "text": "RuntimeWarning: overflow"},
                                        {**entry, "step": 4, "z": None}])}
@@ -151,8 +154,12 @@ def test_no_nan_point_or_inducing_input_reaches_the_news():
     assert news.curves == {"sep": {"t": [0.5, 0.5], "test_error": [0.2, 0.2], "ntll": [0.4, 0.4], "step": [1, 4]}}
     assert np.array_equal(news.inducing["sep"], np.zeros((2, 2)))  # the last finite one
     assert news.status["sep"]["text"] == "RuntimeWarning: overflow" and news.status["sep"]["last"]["step"] == 4
-    assert news.status["sep"]["elapsed"] == 1.5 and model.running()
+    assert news.status["sep"]["elapsed"] == 1.5 and news.status["sep"]["state"] == "running" and model.running()
+    assert news.sample[0].shape == (3, 2) and news.baseline is None
+    assert model.description == "digits: N = 3; the PCA plane holds 50% of the variance."
+    assert model.dashboard_lines() == [("SEP", "http://127.0.0.1:8787/status", "running")]
     model.jobs["sep"].messages = [{"kind": "end", "status": "error", "text": "ValueError: no"}]
     news = model.drain()
     assert news.status["sep"]["state"] == "error" and news.status["sep"]["text"] == "ValueError: no"
+    assert model.dashboard_lines() == [("SEP", None, "error")]  # closed with its run
     assert not model.running()
