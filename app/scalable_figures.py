@@ -90,16 +90,12 @@ class CurveFigures:
         for extent in self.extents.values():
             extent.follow(False)
 
-    def stream(self, method: str, entries: list[dict]) -> None:
-        """Append a run's new entries (those with validation scores)."""
-        scored = [e for e in entries if "test_error" in e and "ntll" in e]
-        if scored:
+    def stream(self, method: str, points: dict) -> None:
+        """Append a run's new curve points ({column: list}, :data:`scalable_model.CURVE_COLUMNS`)."""
+        if points["t"]:
             for extent in self.extents.values():
                 extent.follow(True)
-            self.sources[method].stream({"t": [e["wall_time"] for e in scored],
-                                         "test_error": [e["test_error"] for e in scored],
-                                         "ntll": [e["ntll"] for e in scored], "step": [e["step"] for e in scored]},
-                                        rollover=MAX_POINTS)
+            self.sources[method].stream(points, rollover=MAX_POINTS)
 
     def show_baseline(self, baseline: dict) -> None:
         self.baseline.data = {"x": [0.0], "test_error": [baseline["test_error"]], "ntll": [baseline["ntll"]]}

@@ -1,5 +1,5 @@
 """A fixture shared by the tests that start the Scalable page's training processes
-(tests/gpdemo/test_scalable_demo.py, tests/app/test_app_scalable_page.py)."""
+(tests/gpdemo/test_scalable_demo.py, tests/gpdemo/test_scalable_model.py, tests/app/test_app_scalable_page.py)."""
 from __future__ import annotations
 
 import pytest

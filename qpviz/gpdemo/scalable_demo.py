@@ -1,6 +1,7 @@
 """SEP, SVI and GFITC training side by side, each in its own child process (issue 13, paper 003).
 
-Pure computation for the "Scalable" page (app/scalable_page.py), usable without a browser. The
+Pure computation for the "Scalable" page (app/scalable_page.py; its settings and this session's
+runs are :mod:`qpviz.gpdemo.scalable_model`'s), usable without a browser. The
 datasets and the 2-D view of their inputs are in :mod:`.scalable_datasets` (importable from here
 too).
 
