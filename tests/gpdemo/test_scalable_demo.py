@@ -126,7 +126,7 @@ def test_stop_ends_a_run_and_reports_stopped():
     assert messages[-1] == {"kind": "end", "status": "stopped", "text": ""}  # by the child itself, not terminated
     assert time.monotonic() - stopped_at[0] < 30
     assert len([m for m in messages if m["kind"] == "entry"]) < 20
-    job.process.join(10)
+    job.process.join(60)  # the child has said "end"; under load its exit can take seconds
     assert not job.alive
 
 
