@@ -116,7 +116,6 @@ class VarianceEffects(pn.viewable.Viewer):
         m = self.model
         self.seed_input.param.watch(self._on_seed_typed, "value")
         m.param.watch(lambda event: setattr(self.seed_input, "value", SEED.show(event.new)), "seed")
-        m.param.watch(lambda event: setattr(self.dataset_select, "options", list(event.new)), "dataset", "objects")
         self.cancel_button.on_click(lambda event: m.cancel(say=True))
         m.param.watch(self._draw, "version")
         m.param.watch(self._show_message, "message")
@@ -124,6 +123,10 @@ class VarianceEffects(pn.viewable.Viewer):
         m.param.watch(self._show_busy, "busy")
         m.param.watch(self._show_link_notes, "link_notes")
         m.param.watch(self._write_url, ["dataset", "seed", "folds", "optimise"])
+        for show in (self._show_message, self._show_status, self._show_busy, self._show_link_notes):
+            show()  # a model given to the page may hold them already
+        if m.result is not None:
+            self._draw()
 
     def _on_seed_typed(self, event) -> None:
         """A typed seed: the model takes it or names it; the box shows the seed in use."""
@@ -137,20 +140,21 @@ class VarianceEffects(pn.viewable.Viewer):
             except Exception as exc:  # noqa: BLE001 - a page callback must not raise
                 self.model.message = f"unexpected error: {exc}"
 
-    def _show_busy(self, event) -> None:
-        self.spinner.value = self.spinner.visible = event.new
-        self.cancel_button.disabled = not event.new
+    def _show_busy(self, *events) -> None:
+        busy = self.model.busy
+        self.spinner.value = self.spinner.visible = busy
+        self.cancel_button.disabled = not busy
         self.poller.ensure()
 
-    def _show_message(self, event) -> None:
-        self.alert.object = safe_text.message(event.new)
-        self.alert.visible = bool(event.new)
+    def _show_message(self, *events) -> None:
+        self.alert.object = safe_text.message(self.model.message)
+        self.alert.visible = bool(self.model.message)
 
-    def _show_status(self, event) -> None:
-        template, values = event.new
+    def _show_status(self, *events) -> None:
+        template, values = self.model.status
         self.status.object = safe_text.fill(template, **values)
 
-    def _draw(self, event) -> None:
+    def _draw(self, *events) -> None:
         result = self.model.result
         with pn.io.hold():
             self.views.draw(result)
@@ -226,8 +230,8 @@ class VarianceEffects(pn.viewable.Viewer):
         else:
             self._write_url()
 
-    def _show_link_notes(self, event) -> None:
-        notes = event.new
+    def _show_link_notes(self, *events) -> None:
+        notes = self.model.link_notes
         text = "The link's values below were not used:\n\n" + safe_text.bullets(notes.values()) if notes else ""
         self.link_alert.param.update(object=text, visible=bool(text))
 

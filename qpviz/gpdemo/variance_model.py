@@ -91,8 +91,8 @@ class VarianceModel(param.Parameterized):
             self.param.dataset.objects = [label, *self.param.dataset.objects]
         if select and self.dataset != label:
             self.dataset = label
-        elif select:
-            self.request()
+        elif select and self.started:
+            self.request()  # the same label again: its new data
 
     def _inputs_changed(self, *events) -> None:
         if not self._own_changes and self.link_notes:
