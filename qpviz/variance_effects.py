@@ -26,13 +26,14 @@ import hashlib
 import threading
 import time
 import warnings
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from qpviz.gpdemo import jobs
+
 __all__ = ["REAL_DATASETS", "SYNTHETIC", "METHODS", "Settings", "VarianceResult", "Skipped", "FitCancelled",
-           "held_out_variances", "variances_for", "synthetic_data", "cached", "clear_cache", "result_csv"]
+           "held_out_variances", "variances_for", "synthetic_data", "cached", "cache_key", "clear_cache", "result_csv", "CACHE"]
 
 #: The classification datasets of the QP paper's Table 1 (qpviz.reproduce.datasets, "paper" form).
 REAL_DATASETS = ("ionosphere", "cancer", "pima", "crabs", "sonar", "glass", "wine1", "wine2", "wine3")
@@ -244,8 +245,8 @@ def synthetic_data(name: str, m: int = 120, seed: int = 0) -> tuple[np.ndarray, 
     raise ValueError(f"unknown synthetic data {name!r}; choose from {SYNTHETIC}")
 
 
-_CACHE: OrderedDict = OrderedDict()
-_CACHE_LOCK = threading.Lock()
+#: Results of :func:`variances_for` by :func:`cache_key` (thread safe: the job pool's threads store them).
+CACHE = jobs.LRUCache(CACHE_SIZE)
 
 
 def _params_key(obj) -> tuple:
@@ -260,28 +261,20 @@ def _data_key(X, y, likelihood, kernel) -> tuple:
             None if kernel is None else _params_key(kernel))
 
 
-def _key(name, settings, X=None, y=None, likelihood="probit", kernel=None, data_dir=None):
+def cache_key(name, settings, X=None, y=None, likelihood="probit", kernel=None, data_dir=None) -> tuple:
+    """The key of :func:`variances_for`'s result with these arguments (the arrays by their content,
+    the likelihood and kernel by their parameters): equal keys, equal fits."""
     return (name, settings, None if X is None else _data_key(X, y, likelihood, kernel),
             None if data_dir is None else str(data_dir))
 
 
 def cached(name: str, settings: Settings, X=None, y=None, likelihood="probit", kernel=None, data_dir=None):
     """The cached result of :func:`variances_for` with these arguments, or None (no fit)."""
-    with _CACHE_LOCK:
-        return _CACHE.get(_key(name, settings, X, y, likelihood, kernel, data_dir))
+    return CACHE.get_recent(cache_key(name, settings, X, y, likelihood, kernel, data_dir))
 
 
 def clear_cache() -> None:
-    with _CACHE_LOCK:
-        _CACHE.clear()
-
-
-def _remember(key, result) -> None:
-    with _CACHE_LOCK:
-        _CACHE[key] = result
-        _CACHE.move_to_end(key)
-        while len(_CACHE) > CACHE_SIZE:
-            _CACHE.popitem(last=False)
+    CACHE.clear()
 
 
 def variances_for(name: str, settings: Settings = Settings(), X=None, y=None, likelihood="probit", kernel=None, *,
@@ -294,11 +287,10 @@ def variances_for(name: str, settings: Settings = Settings(), X=None, y=None, li
     Raises :class:`FitCancelled` if ``cancel`` is set during the fits (nothing is cached then).
     ``likelihood`` and ``kernel`` (the start of the optimisation) may be objects (the GP pages').
     """
-    key = _key(name, settings, X, y, likelihood, kernel, data_dir)
-    with _CACHE_LOCK:
-        if key in _CACHE:
-            _CACHE.move_to_end(key)
-            return _CACHE[key]
+    key = cache_key(name, settings, X, y, likelihood, kernel, data_dir)
+    done = CACHE.get_recent(key)
+    if done is not None:
+        return done
     if X is None and name in REAL_DATASETS:
         from qpviz.reproduce import datasets  # noqa: PLC0415
 
@@ -313,7 +305,7 @@ def variances_for(name: str, settings: Settings = Settings(), X=None, y=None, li
         raise ValueError(f"unknown dataset {name!r}: pass its X and y, or choose from {REAL_DATASETS + SYNTHETIC}")
     result = held_out_variances(X, y, likelihood, kernel, settings=settings, name=name, cancel=cancel,
                                 progress=progress)
-    _remember(key, result)
+    CACHE.put(key, result)
     return result
 
 

@@ -150,13 +150,13 @@ def _page(**params):
     from variance_effects import VarianceEffects  # app/ module (pyproject pythonpath)
 
     page = VarianceEffects(optimise=False, **params)
-    page.wait(120)
+    page.model.wait(120)
     return page
 
 
 def test_page_draws_scatter_histogram_and_table_of_its_fit():
     page = _page(dataset="synthetic 2-D", seed=2)
-    result = page.result
+    result = page.model.result
     assert result is not None and result.name == "synthetic 2-D" and not page.alert.visible
     np.testing.assert_array_equal(page.views.scatter_source.data["var_ep"], result.var_ep)
     np.testing.assert_array_equal(page.views.scatter_source.data["var_qp"], result.var_qp)
@@ -173,36 +173,36 @@ def test_page_draws_scatter_histogram_and_table_of_its_fit():
 
 def test_page_flips_back_to_a_cached_fit_at_once():
     page = _page(dataset="synthetic 1-D", seed=7)
-    first = page.result
-    page.seed = 8
-    page.wait(120)
-    assert page.result is not first
-    page.seed = 7
-    assert page.future is None and page.result is first  # from the cache, no thread
+    first = page.model.result
+    page.model.seed = 8
+    page.model.wait(120)
+    assert page.model.result is not first
+    page.model.seed = 7
+    assert not page.model.busy and page.model.result is first  # from the cache, no job
 
 
 def test_page_keeps_last_good_views_when_a_dataset_is_missing(monkeypatch, tmp_path):
     page = _page(dataset="synthetic 1-D", seed=7)
-    good = page.result
+    good = page.model.result
     monkeypatch.setattr(datasets, "default_data_dir", lambda: tmp_path)  # a broken install: no packaged files
-    page.dataset = "sonar"
-    page.wait(30)
-    assert page.result is good
+    page.model.dataset = "sonar"
+    page.model.wait(30)
+    assert page.model.result is good
     assert page.alert.visible and "sonar skipped" in shown(page.alert.object)
-    assert (page.dataset, page.seed) == ("synthetic 1-D", 7)  # the controls show the views' fit again
+    assert (page.model.dataset, page.model.seed) == ("synthetic 1-D", 7)  # the controls show the views' fit again
     np.testing.assert_array_equal(page.views.scatter_source.data["var_ep"], good.var_ep)
 
 
 def test_page_cancel_keeps_last_good_views():
     page = _page(dataset="synthetic 1-D", seed=7)
-    good = page.result
-    page.param.update(optimise=True, seed=11)
-    assert page.future is not None and not page.cancel_button.disabled
-    page.cancel(event="button")
-    page.wait(60)
-    assert page.result is good and page.cancel_button.disabled
+    good = page.model.result
+    page.model.param.update(optimise=True, seed=11)
+    assert page.model.busy and not page.cancel_button.disabled
+    page.cancel_button.clicks += 1
+    page.model.wait(60)
+    assert page.model.result is good and page.cancel_button.disabled
     assert "cancelled" in shown(page.status.object)
-    assert (page.seed, page.optimise) == (7, False)  # the controls show the views' fit again
+    assert (page.model.seed, page.model.optimise) == (7, False)  # the controls show the views' fit again
 
 
 def _linked_page(**params):
@@ -218,12 +218,12 @@ def _linked_page(**params):
 def test_page_reads_a_link_and_names_its_bad_values():
     page = _linked_page(dataset="synthetic 1-D", seed=7)
     page.query.param.update(ve_dataset="synthetic 2-D", ve_seed="abc", ve_folds=5, ve_optimise="off")
-    page.wait(120)
-    assert (page.dataset, page.seed, page.folds, page.optimise) == ("synthetic 2-D", 7, 5, False)
+    page.model.wait(120)
+    assert (page.model.dataset, page.model.seed, page.model.folds, page.model.optimise) == ("synthetic 2-D", 7, 5, False)
     said = shown(page.link_alert.object)
     assert page.link_alert.visible and "ve_seed='abc' (split seed: a whole number from 0 to 10000); shown instead: 7" in said
     assert "ve_dataset" not in said and "ve_folds" not in said
-    assert page.result.settings.n_folds == 5 and page.result.name == "synthetic 2-D"
+    assert page.model.result.settings.n_folds == 5 and page.model.result.name == "synthetic 2-D"
     assert page.query.ve_seed == 7  # the link is rewritten to the seed shown
 
 
@@ -240,7 +240,7 @@ def test_a_refused_link_value_is_named_with_its_field_and_accepted_values(key, v
     page.query.param.update(**{key: value})
     said = shown(page.link_alert.object)
     assert page.link_alert.visible and f"{key}={value!r} {words}" in said, said
-    assert (page.dataset, page.seed, page.folds, page.optimise) == ("synthetic 1-D", 7, 10, False)
+    assert (page.model.dataset, page.model.seed, page.model.folds, page.model.optimise) == ("synthetic 1-D", 7, 10, False)
 
 
 def test_a_link_read_in_two_updates_names_both_refusals():
@@ -261,7 +261,7 @@ def test_the_link_banner_goes_at_the_next_valid_change(move):
     page.query.param.update(ve_seed="abc")
     assert page.link_alert.visible
     page.seed_input.value = "-1"  # refused: not a change of the view
-    assert page.link_alert.visible and page.seed == 7
+    assert page.link_alert.visible and page.model.seed == 7
     if move == "typed seed":
         page.seed_input.value = "8"
     elif move == "folds":
@@ -273,8 +273,8 @@ def test_the_link_banner_goes_at_the_next_valid_change(move):
     try:
         assert not page.link_alert.visible and page.link_alert.object == ""
     finally:
-        page.cancel()
-        page.wait(120)
+        page.model.cancel()
+        page.model.wait(120)
 
 
 def test_the_link_banner_stays_when_a_link_reads_the_view_shown_again():
@@ -289,14 +289,14 @@ def test_the_link_banner_stays_when_a_link_reads_the_view_shown_again():
 def test_page_fits_data_another_page_passes_and_exports_csv():
     page = _page(dataset="synthetic 1-D", seed=7)
     X, y = ve.synthetic_data("synthetic 2-D", m=50, seed=9)
-    page.use_data("current data (GP 2-D)", X, y)
-    assert page.dataset == "current data (GP 2-D)"
+    page.model.use_data("current data (GP 2-D)", X, y)
+    assert page.model.dataset == "current data (GP 2-D)"
     assert "current data (GP 2-D)" in page.dataset_select.options
-    page.wait(120)
-    r = page.result
+    page.model.wait(120)
+    r = page.model.result
     assert r.name == "current data (GP 2-D)" and r.n_train + r.n_test == 50
-    assert ve.cached("current data (GP 2-D)", page.settings(), X, y) is r
-    rows = page.csv_text().splitlines()
+    assert ve.cached("current data (GP 2-D)", page.model.settings(), X, y) is r
+    rows = page.model.csv_text().splitlines()
     assert rows[1] == "point,var_ep,var_qp,ratio"
     first = rows[2].split(",")
     assert float(first[1]) == r.var_ep[0] and float(first[2]) == r.var_qp[0]
@@ -307,12 +307,12 @@ def test_page_fits_data_another_page_passes_and_exports_csv():
 def test_page_names_a_refused_seed_with_its_range_and_shows_the_seed_in_use(typed):
     """Issue 21: "3.7" in the number box became 37 and "abc" was dropped, silently."""
     page = _page(dataset="synthetic 1-D", seed=7)
-    good = page.result
+    good = page.model.result
     page.seed_input.value = typed
-    assert page.seed == 7 and page.seed_input.value == "7" and page.future is None
+    assert page.model.seed == 7 and page.seed_input.value == "7" and not page.model.busy
     assert page.alert.visible
     assert shown(page.alert.object) == f"split seed: '{typed}' was not applied; type a whole number from 0 to 10000; kept 7"
-    assert page.result is good
+    assert page.model.result is good
     page.seed_input.value = "8"  # a valid seed still reaches the page, and the message goes
-    assert page.seed == 8 and not page.alert.visible
-    page.wait(120)
+    assert page.model.seed == 8 and not page.alert.visible
+    page.model.wait(120)

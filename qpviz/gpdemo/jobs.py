@@ -28,24 +28,28 @@ RUNNING: dict = {}
 
 class LRUCache(OrderedDict):
     """A dict that keeps the ``size`` most recently used entries (shared by sessions: equal keys
-    are equal results)."""
+    are equal results). :meth:`get_recent` and :meth:`put` hold a lock: the job pool's threads
+    store results while the sessions read them."""
 
     def __init__(self, size: int):
         super().__init__()
         self.size = size
+        self._lock = threading.RLock()
 
     def get_recent(self, key):
         """The value of ``key`` (now the most recent), or None."""
-        if key in self:
-            self.move_to_end(key)
-            return self[key]
-        return None
+        with self._lock:
+            if key in self:
+                self.move_to_end(key)
+                return self[key]
+            return None
 
     def put(self, key, value) -> None:
-        self[key] = value
-        self.move_to_end(key)
-        while len(self) > self.size:
-            self.popitem(last=False)
+        with self._lock:
+            self[key] = value
+            self.move_to_end(key)
+            while len(self) > self.size:
+                self.popitem(last=False)
 
 
 def _forget(job: dict) -> None:

@@ -48,14 +48,14 @@ def test_gp_1d_data_go_to_variance_effects_with_their_model():
     assert tabs.active == index
     ve_page = app.lazy_pages.built[index]
     try:
-        assert ve_page.dataset == "GP 1-D: coal-mining disasters"
-        sent = ve_page._own_data[ve_page.dataset]
+        assert ve_page.model.dataset == "GP 1-D: coal-mining disasters"
+        sent = ve_page.model.own_data[ve_page.model.dataset]
         np.testing.assert_array_equal(sent["X"], gp_page.model.X)
         np.testing.assert_array_equal(sent["y"], gp_page.model.y)
         assert sent["likelihood"] == gp_page.model.likelihood_object()
         assert sent["kernel"].params == gp_page.model.kernel_object().params
     finally:
-        ve_page.cancel()
+        ve_page.model.cancel()
         gp_page.model.cancel_job(quiet=True)
 
 
