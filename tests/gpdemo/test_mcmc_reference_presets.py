@@ -2,7 +2,9 @@
 
 A reference is accepted when it agrees with EP's latent mean at the data where EP's mean is
 clearly nonzero (|m_EP| > 0.25 max |m_EP|: the same sign), has mean |f| within a factor 2 of
-EP's, reports split R-hat below 1.01 and bulk ESS of at least 400, and finishes within 60 s.
+EP's, reports split R-hat below 1.01 and bulk ESS of at least 400, and needs less than 60 s of CPU time
+(the page's wall-clock budget is 60 s; here the budget is lifted and the process's CPU time is
+measured, so a loaded machine (other tests on the same two cores) does not fail the case).
 Before the fix the "step likelihood, eps = 0" preset gave mean |f| 0.00-0.16 of EP's for seeds
 2-7 and said "converged". For a likelihood even in f (Poisson-square) the data identify only |f|:
 there the size sqrt(E f^2) is compared instead of mean |E f| and sign (qpviz.inference.mcmc).
@@ -42,10 +44,10 @@ def _verdict_matches_numbers(ref) -> None:
 def test_reference_agrees_with_ep_and_reports_its_diagnostics(name, seed):
     data, lik, kernel = _model(name, seed)
     ep = oned.fit_methods(data.X, data.y, lik, kernel, methods=("ep",))["ep"]  # EP's warnings are off here
-    start = time.perf_counter()
-    ref = oned.mcmc_reference(data.X, data.y, lik, kernel)
-    seconds = time.perf_counter() - start
-    where = f"{name}, seed {seed}: {ref.convergence()}"
+    start = time.process_time()
+    ref = oned.mcmc_reference(data.X, data.y, lik, kernel, time_budget=math.inf)
+    seconds = time.process_time() - start
+    where = f"{name}, seed {seed}: {ref.convergence()}, {seconds:.1f} CPU s"
     assert seconds < 60.0, where
     assert math.isfinite(ref.rhat) and math.isfinite(ref.ess), where
     _verdict_matches_numbers(ref)
@@ -71,9 +73,10 @@ def test_gp2d_reference_agrees_with_ep_on_the_grid(name):
     for seed in (0, 1):
         X, y = twod.make_preset(name, 100, seed)
         ep = twod.fit_grid(X, y, kernel, methods=("ep",), grid_size=20)
-        start = time.perf_counter()
-        ref = twod.mcmc_grid(X, y, kernel, grid_size=20, chains=4, n_samples=1000, burn_in=1000, thin=20)
-        assert time.perf_counter() - start < 60.0
+        start = time.process_time()
+        ref = twod.mcmc_grid(X, y, kernel, grid_size=20, chains=4, n_samples=1000, burn_in=1000, thin=20,
+                             time_budget=math.inf)
+        assert time.process_time() - start < 60.0
         report = ref.mcmc_diagnostics
         where = f"{name}, seed {seed}: {report['status']}"
         assert ref.converged["mcmc"] and report["rhat"] < diagnostics.RHAT_THRESHOLD, where
