@@ -4,9 +4,9 @@ A thin Panel view over :mod:`qpviz.explorer`: the widgets call ``ExplorerState.u
 validates and computes), views (a)-(c) are Bokeh figures whose data sources are patched in
 place from the state's ``result``, so a slider move only streams new arrays to the browser
 (a HoloViews DynamicMap per plot cost ~100 ms of Python per update here, too slow for the
-100 ms budget). The var_QP/var_EP map (d) is a HoloViews image, recomputed (and cached with
-``pn.cache``) only when the likelihood, its parameters or y change; moving the cavity only moves
-its marker. Clicking the map moves the cavity (HoloViews Tap stream).
+100 ms budget). The var_QP/var_EP map (d) is a HoloViews image, recomputed (and cached by
+``explorer.cached_ratio_map``) only when the likelihood, its parameters or y change; moving the
+cavity only moves its marker. Clicking the map moves the cavity (HoloViews Tap stream).
 
 Where the time of a slider move goes, and what keeps it within 100 ms (key press to painted
 plots, benchmarks/bench_explorer_latency.py): see explorer_figures.show_columns (patches, not
@@ -49,8 +49,8 @@ import safe_text
 from qpviz import explorer
 from qpviz.explorer import ExplorerState
 
-__all__ = ["TITLE", "PROJECTOR_WIDGET_CSS", "TYPED", "WHY_QP_IS_NARROWER", "ProjectionExplorer", "cached_ratio_map",
-           "page", "url_keys"]
+__all__ = ["TITLE", "PROJECTOR_WIDGET_CSS", "TYPED", "WHY_QP_IS_NARROWER", "ProjectionExplorer", "page",
+           "url_keys"]
 
 TITLE = pages.title(__name__)  # registered in app/pages.py
 
@@ -110,13 +110,6 @@ EXPLANATIONS = {
     ),
 }
 
-
-
-@pn.cache(max_items=64)
-def cached_ratio_map(name: str, params: tuple, y: float) -> dict:
-    """explorer.ratio_map for one likelihood (``params``: sorted (name, value) pairs) and y; the
-    map does not depend on the cavity."""
-    return explorer.ratio_map(explorer.build_likelihood(name, **dict(params)), y)
 
 
 def _call_page_hook(page_ref: weakref.ref, method: str, plot, element) -> None:
@@ -365,7 +358,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
         own colour range or (``scale`` "common") in explorer.COMMON_RATIO_SCALE for every likelihood."""
         title = f"(d) var_QP / var_EP for {likelihood}, y = {float(y):g}"
         try:
-            data = cached_ratio_map(likelihood, tuple(sorted(likelihood_params.items())), float(y))
+            data = explorer.cached_ratio_map(likelihood, likelihood_params, y)
         except Exception as exc:  # shown on the page, never raised into the browser
             self.state.error = f"the var_QP/var_EP map could not be computed: {exc}"
             data = {"means": np.array(explorer.CAVITY_MEAN_SLIDER), "stds": np.array(explorer.CAVITY_STD_SLIDER),
