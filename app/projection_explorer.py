@@ -213,17 +213,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
             if not self.state.update(**reading.inputs):
                 notes.append(f"the link's view cannot be computed ({self.state.error}); showing the opening view instead")
                 self.state.update(**explorer.OPENING_VIEW)
-            current = self.state.likelihood_object().support, self.state.likelihood
-            for key, value in reading.controls.items():
-                if self.parameter_inputs.controls[key].likelihood != current[1]:
-                    self.parameter_widgets[key].value = value
-            hidden = {"binary": (self.y_label, reading.sliders["label"]), "count": (self.y_count, int(reading.sliders["count"])),
-                      "real": (self.y_real, reading.sliders["y"])}
-            for support, (widget, value) in hidden.items():
-                if support != current[0]:
-                    widget.value = value
-            self.show.value = json.loads(reading.choices["show"])
-            self.map_scale.value = reading.choices["scale"]
+            self._show_link_rest(reading)
             self._refresh_widgets()
             if notes:
                 self.link_note.object = ("This link asked for values the page cannot show; it replaced them:\n\n"
@@ -232,6 +222,22 @@ class ProjectionExplorer(pn.viewable.Viewer):
             elif self.link_values() != before:  # a good link asking for another view
                 self._moved_on()
         return notes
+
+    def _show_link_rest(self, reading: explorer.LinkReading) -> None:
+        """The link's values that the state does not hold: the inputs of the other likelihoods, the
+        observations of the other supports and the display choices (the state's own are shown by
+        _refresh_widgets; forwarded to the state, they would compute again)."""
+        s = self.state
+        for key, value in reading.controls.items():
+            if self.parameter_inputs.controls[key].likelihood != s.likelihood:
+                self.parameter_widgets[key].value = value
+        observations = {"binary": (self.y_label, reading.sliders["label"]),
+                        "count": (self.y_count, int(reading.sliders["count"])), "real": (self.y_real, reading.sliders["y"])}
+        for support, (widget, value) in observations.items():
+            if support != s.likelihood_object().support:
+                widget.value = value
+        self.show.value = json.loads(reading.choices["show"])
+        self.map_scale.value = reading.choices["scale"]
 
     def _moved_on(self) -> None:
         """The view is no longer the one a link's banner speaks of: hide the banner."""
