@@ -11,6 +11,7 @@ from urllib.parse import urlencode
 
 import panel as pn
 
+from binding import forward
 from link_query import typed
 from qpviz import explorer
 
@@ -88,10 +89,12 @@ class ParameterInputs:
                 if value is not None:
                     widget.value = value
 
-    def watch(self, callback) -> None:
-        """Call ``callback(control, value)`` when a parameter widget changes."""
+    def forward(self, held, apply) -> None:
+        """Call ``apply(control, value)`` when a parameter widget changes to a value the state does not
+        hold (``held(control, value)`` false; app/binding.py)."""
         for key, widget in self.widgets.items():
-            widget.param.watch(lambda event, control=self.controls[key]: callback(control, event.new), "value")
+            control = self.controls[key]
+            forward(widget, lambda value, c=control: held(c, value), lambda value, c=control: apply(c, value))
 
 
 class UrlState:

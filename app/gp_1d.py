@@ -2,7 +2,8 @@
 
 A thin Panel view over ``qpviz.gpdemo.oned_model.GP1DModel`` (state, validation, fits, long jobs) and
 ``gp_1d_figures.GP1DFigures`` (Bokeh figures patched from the model). The widgets only forward
-values to the model; the model's ``version`` tells the figures to redraw. A periodic callback
+values to the model (app/binding.py: a value the model holds, e.g. the page showing the model,
+forwards nothing); the model's ``version`` tells the figures to redraw. A periodic callback
 (every JOB_POLL_MS while a job runs) takes MCMC / optimisation progress and results from the
 thread pool, so the server's event loop is never blocked by them.
 """
@@ -15,6 +16,7 @@ import param
 from bokeh import events
 from panel.custom import JSComponent
 
+from binding import forward, holds
 from gp_1d_figures import EXPLANATIONS, GP1DFigures, table_html
 from explorer_figures import NumbersPane
 from explorer_widgets import PromptEditableFloatSlider
@@ -121,7 +123,6 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
                                             margin=(0, 10))
         self.views = GP1DFigures()
         self.hand_off = HandOff(self._current_data, lambda text: setattr(self.model, "message", text))
-        self._syncing = False
         self.poller = JobPoller(self._poll_job, lambda: self.model.job_running, period_ms=JOB_POLL_MS)
 
         self._wire()
@@ -135,15 +136,17 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
 
     # -- wiring ------------------------------------------------------------------------------
     def _wire(self) -> None:
-        forward = {self.preset: "preset", self.kernel: "kernel", self.methods: "methods", self.step_method: "step_method"}
-        for widget, name in forward.items():
-            widget.param.watch(lambda event, name=name: self._apply(**{name: event.new}), "value")
-        typed = {self.n_points: "n_points", self.seed: "seed", self.variance: "variance", self.lengthscale: "lengthscale"}
-        for widget, name in typed.items():  # checked by the model: a refused value is named, the last good one kept
-            widget.param.watch(lambda event, name=name: self._syncing or self._run(self.model.set_typed, name, event.new),
-                               "value")
-        self.likelihood.param.watch(lambda event: self._apply_likelihood(event.new), "value")
-        self.lik_params.param.watch(lambda event: self._apply_lik_params(event.new), "value")
+        m = self.model
+        chosen = {self.preset: "preset", self.kernel: "kernel", self.methods: "methods", self.step_method: "step_method"}
+        for widget, name in chosen.items():
+            forward(widget, holds(m, name), lambda value, name=name: self._run(m.param.update, **{name: value}))
+        # typed numbers, checked by the model: a refused value is named, the last good one kept and shown
+        typed = {self.n_points: ("n_points", TYPED["n_points"].show), self.seed: ("seed", TYPED["seed"].show),
+                 self.variance: ("variance", None), self.lengthscale: ("lengthscale", None)}
+        for widget, (name, shown) in typed.items():
+            forward(widget, holds(m, name, shown), lambda value, name=name: self._run(m.set_typed, name, value))
+        forward(self.likelihood, holds(m, "likelihood"), self._apply_likelihood)
+        forward(self.lik_params, holds(m, "likelihood_params", _params_text), self._apply_lik_params)
         self.optimise_button.on_click(lambda event: self._run(self.model.optimise))
         self.cancel_button.on_click(lambda event: self._run(self.model.cancel_job))
         self.step_site.on_click(lambda event: self._run(self.model.step, "site"))
@@ -159,21 +162,12 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
         self.model.param.watch(self._on_site, ["site"])
         self.model.param.watch(self._show_messages, ["message", "note", "job_status", "job_running"])
 
-    def _apply(self, **changes) -> None:
-        """Forward widget values to the model (not when the page is echoing the model back)."""
-        if self._syncing:
-            return
-        self._run(self.model.param.update, **changes)
-
     def _apply_likelihood(self, name: str) -> None:
         """Another likelihood, with its own starting parameters (the old one's, e.g. step's eps,
         would be refused by it)."""
-        if not self._syncing:
-            self._run(lambda: self.model.param.update(likelihood=name, likelihood_params=explorer.initial_params(name)))
+        self._run(lambda: self.model.param.update(likelihood=name, likelihood_params=explorer.initial_params(name)))
 
     def _apply_lik_params(self, text: str) -> None:
-        if self._syncing:
-            return
         try:
             params = {}
             for part in filter(None, (p.strip() for p in text.split(","))):
@@ -183,7 +177,7 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
                 params[name.strip()] = explorer.parse_number(value, name.strip())
             explorer.build_likelihood(self.model.likelihood, **params)
         except (ValueError, TypeError) as exc:
-            kept = ", ".join(f"{k}={v:g}" for k, v in self.model.likelihood_params.items())
+            kept = _params_text(self.model.likelihood_params)
             self.model.message = f"likelihood parameters not applied: {exc} (write e.g. eps=0.1); kept {kept}"
             self._refresh_widgets()  # the box shows the parameters in use again
             return
@@ -211,23 +205,19 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
 
     def _refresh_widgets(self) -> None:
         """Make the widgets show the model (after accepted, adjusted or refused changes)."""
-        m = self.model
-        self._syncing = True
-        try:
-            self.preset.value = m.preset
-            self.n_points.value = TYPED["n_points"].show(m.n_points)
-            self.seed.value = TYPED["seed"].show(m.seed)
-            self.likelihood.value = m.likelihood
-            self.lik_params.value = ", ".join(f"{k}={v:g}" for k, v in m.likelihood_params.items())
-            self.lik_params.disabled = not m.likelihood_params
-            self.kernel.value = m.kernel
-            self.variance.value = m.variance
-            self.lengthscale.value = m.lengthscale
-            self.methods.value = list(m.methods)
-            self.step_method.value = m.step_method
-            self.description.object = f"*{safe_text.message(presets.DESCRIPTIONS[m.preset])}*"
-        finally:
-            self._syncing = False
+        m = self.model  # (values the model holds: they forward nothing back, app/binding.py)
+        self.preset.value = m.preset
+        self.n_points.value = TYPED["n_points"].show(m.n_points)
+        self.seed.value = TYPED["seed"].show(m.seed)
+        self.likelihood.value = m.likelihood
+        self.lik_params.value = _params_text(m.likelihood_params)
+        self.lik_params.disabled = not m.likelihood_params
+        self.kernel.value = m.kernel
+        self.variance.value = m.variance
+        self.lengthscale.value = m.lengthscale
+        self.methods.value = list(m.methods)
+        self.step_method.value = m.step_method
+        self.description.object = f"*{safe_text.message(presets.DESCRIPTIONS[m.preset])}*"
 
     # -- views -------------------------------------------------------------------------------
     def _redraw(self, *events) -> None:
@@ -321,6 +311,11 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
 
     def __panel__(self):
         return self._layout
+
+
+def _params_text(params: dict) -> str:
+    """The likelihood parameters as the page shows them ("eps=0.1, ...")."""
+    return ", ".join(f"{k}={v:g}" for k, v in params.items())
 
 
 def _data_text(value) -> str:

@@ -4,9 +4,9 @@ A thin Panel view over :mod:`qpviz.explorer`: the widgets call ``ExplorerState.u
 validates and computes), views (a)-(c) are Bokeh figures whose data sources are patched in
 place from the state's ``result``, so a slider move only streams new arrays to the browser
 (a HoloViews DynamicMap per plot cost ~100 ms of Python per update here, too slow for the
-100 ms budget). The var_QP/var_EP map (d) is a HoloViews image, recomputed (and cached with
-``pn.cache``) only when the likelihood, its parameters or y change; moving the cavity only moves
-its marker. Clicking the map moves the cavity (HoloViews Tap stream).
+100 ms budget). The var_QP/var_EP map (d) is a HoloViews image, recomputed (and cached by
+``explorer.cached_ratio_map``) only when the likelihood, its parameters or y change; moving the
+cavity only moves its marker. Clicking the map moves the cavity (HoloViews Tap stream).
 
 Where the time of a slider move goes, and what keeps it within 100 ms (key press to painted
 plots, benchmarks/bench_explorer_latency.py): see explorer_figures.show_columns (patches, not
@@ -38,6 +38,7 @@ import numpy as np
 import panel as pn
 import param
 
+from binding import forward, holds
 from explorer_figures import ExplorerFigures, NumbersPane, numbers_html, style_figure
 from explorer_widgets import PROJECTOR_WIDGET_CSS, ParameterInputs, PromptFloatSlider, PromptIntSlider, UrlState
 from figure_export import export_buttons
@@ -49,8 +50,8 @@ import safe_text
 from qpviz import explorer
 from qpviz.explorer import ExplorerState
 
-__all__ = ["TITLE", "PROJECTOR_WIDGET_CSS", "TYPED", "WHY_QP_IS_NARROWER", "ProjectionExplorer", "cached_ratio_map",
-           "page", "url_keys"]
+__all__ = ["TITLE", "PROJECTOR_WIDGET_CSS", "TYPED", "WHY_QP_IS_NARROWER", "ProjectionExplorer", "page",
+           "url_keys"]
 
 TITLE = pages.title(__name__)  # registered in app/pages.py
 
@@ -112,13 +113,6 @@ EXPLANATIONS = {
 
 
 
-@pn.cache(max_items=64)
-def cached_ratio_map(name: str, params: tuple, y: float) -> dict:
-    """explorer.ratio_map for one likelihood (``params``: sorted (name, value) pairs) and y; the
-    map does not depend on the cavity."""
-    return explorer.ratio_map(explorer.build_likelihood(name, **dict(params)), y)
-
-
 def _call_page_hook(page_ref: weakref.ref, method: str, plot, element) -> None:
     """A HoloViews hook that calls ``method`` of the page if it is still alive.
 
@@ -139,7 +133,6 @@ class ProjectionExplorer(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self.state = ExplorerState(**explorer.OPENING_VIEW)
-        self._syncing = False
         s = self.state
         self.likelihood = pn.widgets.Select(
             label="likelihood", options=list(s.param.likelihood.objects), value=s.likelihood, css_classes=["qpviz-likelihood"]
@@ -178,13 +171,14 @@ class ProjectionExplorer(pn.viewable.Viewer):
         self.link_note = pn.pane.Alert("", alert_type="warning", visible=False, css_classes=["qpviz-link-note"])
         self.numbers = NumbersPane("", css_classes=["qpviz-numbers"], sizing_mode="stretch_width")
 
-        self.likelihood.param.watch(self._on_likelihood, "value")
-        self.parameter_inputs.watch(self._on_parameter)
-        self.y_label.param.watch(lambda e: self._on_y("binary", e.new), "value")
-        self.y_count.param.watch(lambda e: self._on_y("count", e.new), "value")
-        self.y_real.param.watch(lambda e: self._on_y("real", e.new), "value")
-        self.mean_slider.param.watch(lambda e: self._apply(cavity_mean=e.new), "value")
-        self.std_slider.param.watch(lambda e: self._apply(cavity_std=e.new), "value")
+        # a widget's value reaches the state unless the state holds it (app/binding.py): the page
+        # showing the state in its widgets forwards nothing
+        forward(self.likelihood, holds(s, "likelihood"), self._on_likelihood)
+        self.parameter_inputs.forward(self._holds_parameter, self._on_parameter)
+        for support, widget in (("binary", self.y_label), ("count", self.y_count), ("real", self.y_real)):
+            forward(widget, holds(s, "y"), lambda value, support=support: self._on_y(support, value))
+        forward(self.mean_slider, holds(s, "cavity_mean"), lambda value: self._apply(cavity_mean=value))
+        forward(self.std_slider, holds(s, "cavity_std"), lambda value: self._apply(cavity_std=value))
         self.show.param.watch(self._on_show, "value")
         for choice in (self.show, self.map_scale):
             choice.param.watch(self._chosen, "value")
@@ -213,20 +207,13 @@ class ProjectionExplorer(pn.viewable.Viewer):
         notes = list(reading.notes)
         before = self.link_values()
         with pn.io.hold():
-            self._syncing = True  # the widgets take the link's values; the state is set once below
-            try:
-                for key, value in reading.controls.items():  # also hidden likelihoods' inputs
-                    self.parameter_widgets[key].value = value
-                self.y_label.value = reading.sliders["label"]
-                self.y_count.value = int(reading.sliders["count"])
-                self.y_real.value = reading.sliders["y"]
-                self.show.value = json.loads(reading.choices["show"])
-                self.map_scale.value = reading.choices["scale"]
-            finally:
-                self._syncing = False
+            # the state takes the link's view at once (one computation); the widgets then show it
+            # (values the state holds: nothing forwarded) and the link's values the state does not
+            # hold: the hidden likelihoods' inputs and observations, the display choices
             if not self.state.update(**reading.inputs):
                 notes.append(f"the link's view cannot be computed ({self.state.error}); showing the opening view instead")
                 self.state.update(**explorer.OPENING_VIEW)
+            self._show_link_rest(reading)
             self._refresh_widgets()
             if notes:
                 self.link_note.object = ("This link asked for values the page cannot show; it replaced them:\n\n"
@@ -235,6 +222,22 @@ class ProjectionExplorer(pn.viewable.Viewer):
             elif self.link_values() != before:  # a good link asking for another view
                 self._moved_on()
         return notes
+
+    def _show_link_rest(self, reading: explorer.LinkReading) -> None:
+        """The link's values that the state does not hold: the inputs of the other likelihoods, the
+        observations of the other supports and the display choices (the state's own are shown by
+        _refresh_widgets; forwarded to the state, they would compute again)."""
+        s = self.state
+        for key, value in reading.controls.items():
+            if self.parameter_inputs.controls[key].likelihood != s.likelihood:
+                self.parameter_widgets[key].value = value
+        observations = {"binary": (self.y_label, reading.sliders["label"]),
+                        "count": (self.y_count, int(reading.sliders["count"])), "real": (self.y_real, reading.sliders["y"])}
+        for support, (widget, value) in observations.items():
+            if support != s.likelihood_object().support:
+                widget.value = value
+        self.show.value = json.loads(reading.choices["show"])
+        self.map_scale.value = reading.choices["scale"]
 
     def _moved_on(self) -> None:
         """The view is no longer the one a link's banner speaks of: hide the banner."""
@@ -254,9 +257,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
 
     # -- input -----------------------------------------------------------------------------
     def _apply(self, **changes) -> bool:
-        """Forward a widget change to the state (unless it is the page echoing the state back)."""
-        if self._syncing:
-            return False
+        """Forward a change of the reader's to the state; the widgets then show the state."""
         with pn.io.hold():  # one message to the browser for all the changes below
             try:
                 ok = self.state.update(**changes)
@@ -274,13 +275,16 @@ class ProjectionExplorer(pn.viewable.Viewer):
         return TYPED[field].bind(self.state, name, css_class, say=lambda text: setattr(self.state, "error", text),
                                  apply=lambda key, number: self._apply(**{key: number}))
 
-    def _on_likelihood(self, event) -> None:
+    def _on_likelihood(self, name: str) -> None:
         """A new likelihood, with the parameters its (hidden until now) inputs hold."""
-        if self._syncing:
-            return
-        remembered = self.parameter_inputs.params_of(event.new)
-        if not self._apply(likelihood=event.new, likelihood_params=remembered) and remembered:
-            self._apply(likelihood=event.new)  # e.g. a shared link gave it a bad value: start afresh
+        remembered = self.parameter_inputs.params_of(name)
+        if not self._apply(likelihood=name, likelihood_params=remembered) and remembered:
+            self._apply(likelihood=name)  # e.g. a shared link gave it a bad value: start afresh
+
+    def _holds_parameter(self, control, value) -> bool:
+        """Whether the state holds a parameter input's value (the input of its likelihood shows it)."""
+        s = self.state
+        return control.likelihood == s.likelihood and control.value_for(s.likelihood_params) == value
 
     def _on_parameter(self, control, value) -> None:
         """A parameter input changed: it reaches the state if its likelihood is the current one
@@ -293,9 +297,9 @@ class ProjectionExplorer(pn.viewable.Viewer):
             self._apply(y=value)
 
     def _chosen(self, event=None) -> None:
-        """A display choice of the reader's own (a link's is set while syncing)."""
-        if not self._syncing:
-            self._moved_on()
+        """A display choice: the view is no longer the link's (apply_link shows a link's banner after
+        setting its choices)."""
+        self._moved_on()
 
     def _on_show(self, event=None) -> None:
         self.state.param.update(show_ep="EP" in self.show.value, show_qp="QP" in self.show.value)
@@ -303,26 +307,22 @@ class ProjectionExplorer(pn.viewable.Viewer):
     def _refresh_widgets(self) -> None:
         """Make every widget show the state (after a change that the state accepted or adjusted)."""
         s = self.state
-        support = s.likelihood_object().support
-        self._syncing = True
-        try:
-            self.likelihood.value = s.likelihood
-            self.parameter_inputs.show(s.likelihood, s.likelihood_params)
-            self.y_label.visible = support == "binary"
-            self.y_count.visible = support == "count"
-            self.y_real.visible = support == "real"
-            self.y_count_text.visible = support == "count"
-            self.y_real_text.visible = support == "real"
-            if support == "binary":
-                self.y_label.value = s.y
-            elif support == "count":
-                self.y_count.value = int(s.y)
-            elif support == "real":
-                self.y_real.value = float(s.y)
-            self.mean_slider.value = s.cavity_mean
-            self.std_slider.value = s.cavity_std
-        finally:
-            self._syncing = False
+        support = s.likelihood_object().support  # (values the state holds: nothing forwarded back)
+        self.likelihood.value = s.likelihood
+        self.parameter_inputs.show(s.likelihood, s.likelihood_params)
+        self.y_label.visible = support == "binary"
+        self.y_count.visible = support == "count"
+        self.y_real.visible = support == "real"
+        self.y_count_text.visible = support == "count"
+        self.y_real_text.visible = support == "real"
+        if support == "binary":
+            self.y_label.value = s.y
+        elif support == "count":
+            self.y_count.value = int(s.y)
+        elif support == "real":
+            self.y_real.value = float(s.y)
+        self.mean_slider.value = s.cavity_mean
+        self.std_slider.value = s.cavity_std
 
     def _show_error(self, event=None) -> None:
         self.alert.object = safe_text.message(self.state.error)
@@ -365,7 +365,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
         own colour range or (``scale`` "common") in explorer.COMMON_RATIO_SCALE for every likelihood."""
         title = f"(d) var_QP / var_EP for {likelihood}, y = {float(y):g}"
         try:
-            data = cached_ratio_map(likelihood, tuple(sorted(likelihood_params.items())), float(y))
+            data = explorer.cached_ratio_map(likelihood, likelihood_params, y)
         except Exception as exc:  # shown on the page, never raised into the browser
             self.state.error = f"the var_QP/var_EP map could not be computed: {exc}"
             data = {"means": np.array(explorer.CAVITY_MEAN_SLIDER), "stds": np.array(explorer.CAVITY_STD_SLIDER),

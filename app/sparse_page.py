@@ -2,7 +2,8 @@
 
 A thin Panel view over :class:`qpviz.gpdemo.sparse_model.SparseModel` (the inputs, the last good
 fits, the warm starts and the evidence curve's job; tests drive it without a browser): the widgets
-forward values to it and :class:`sparse_figures.SparseFigures` draws it when its ``version`` (the
+forward values to it (app/binding.py: a value the model holds, e.g. the page showing the model,
+forwards nothing; the handles likewise when they show the model's Z) and :class:`sparse_figures.SparseFigures` draws it when its ``version`` (the
 fits) or ``curve_version`` (the Power-EP evidence curve, polled every CURVE_POLL_MS while it is
 computed in the job pool) moves.
 """
@@ -12,6 +13,7 @@ import numpy as np
 import panel as pn
 import param
 
+from binding import forward, holds
 from explorer_figures import NumbersPane
 from explorer_widgets import PromptEditableFloatSlider, PromptFloatSlider, PromptIntSlider
 from figure_export import export_buttons
@@ -51,7 +53,7 @@ class SparsePage(GuardedModelCalls, pn.viewable.Viewer):
         self.model = m = SparseModel()
         self.preset = pn.widgets.Select(name="data preset", options=list(sparse_demo.PRESETS), value=m.preset,
                                         css_classes=["qpviz-sp-preset"])
-        say, apply = self._say, lambda name, value: self._apply(**{name: value})
+        say, apply = self._say, lambda name, value: self._run(m.param.update, **{name: value})
         self.n_points = TYPED["n_points"].bind(m, "n_points", "qpviz-sp-n", say, apply=apply)
         self.seed = TYPED["seed"].bind(m, "seed", "qpviz-sp-seed", say, apply=apply)
         self.kernel = pn.widgets.Select(name="kernel", options=list(oned.KERNELS), value=m.kernel)
@@ -82,7 +84,6 @@ class SparsePage(GuardedModelCalls, pn.viewable.Viewer):
         self.messages = pn.pane.Markdown("\n".join(f"- {s}" for s in sparse_demo.MESSAGES), sizing_mode="stretch_width",
                                          css_classes=["qpviz-sp-messages"])
         self.views = SparseFigures()
-        self._syncing = False
         self.poller = JobPoller(self._poll_curve, lambda: self.model.curve_pending, period_ms=CURVE_POLL_MS)
         self._wire()
         self._refresh_widgets()
@@ -94,32 +95,28 @@ class SparsePage(GuardedModelCalls, pn.viewable.Viewer):
 
     # -- wiring ------------------------------------------------------------------------------
     def _wire(self) -> None:
-        forward = {self.preset: "preset", self.kernel: "kernel", self.m_slider: "m", self.alpha: "alpha", self.projection: "projection",
-                   self.methods: "methods"}
-        for widget, name in forward.items():
-            widget.param.watch(lambda event, name=name: self._apply(**{name: event.new}), "value")
-        self.z_text.param.watch(lambda event: self._syncing or self._run(self.model.type_z, event.new), "value")
+        m = self.model
+        chosen = {self.preset: ("preset", None), self.kernel: ("kernel", None), self.m_slider: ("m", _m_shown),
+                  self.alpha: ("alpha", None), self.projection: ("projection", None), self.methods: ("methods", None)}
+        for widget, (name, shown) in chosen.items():
+            forward(widget, holds(m, name, shown), lambda value, name=name: self._run(m.param.update, **{name: value}))
+        forward(self.z_text, holds(m, "z_text"), lambda text: self._run(m.type_z, text))
         self.views.handles.on_change("data", self._on_handles)
         self.model.param.watch(self._redraw, ["version"])
         self.model.param.watch(lambda *e: self.views.show_curve(self.model), ["curve_version"])
         self.model.param.watch(self._show_messages, ["message", "note"])
-
-    def _apply(self, **changes) -> None:
-        if self._syncing:
-            return
-        self._run(self.model.param.update, **changes)
 
     def _say(self, text: str) -> None:
         """A typed number's refusal (or "" once a good one is in): the page's message."""
         self.model.message = text
 
     def _on_handles(self, attr, old, new) -> None:
-        """The point-draw tool moved, added or removed a handle: refit on the handles' x."""
-        if self._syncing:
-            return
+        """The point-draw tool moved, added or removed a handle: refit on the handles' x. Handles
+        showing the model's Z on the strip's line (the page drawing them, the browser echoing that)
+        are held: nothing is forwarded."""
         xs = np.asarray(new.get("x", []), float)
-        unchanged = np.array_equal(np.sort(xs), np.ravel(self.model.Z)) and all(y == HANDLE_Y for y in new.get("y", []))
-        if not unchanged:  # (our own redraw of the handles comes back unchanged)
+        held = np.array_equal(np.sort(xs), np.ravel(self.model.Z)) and all(y == HANDLE_Y for y in new.get("y", []))
+        if not held:
             self._run(self._take_handles, xs)
 
     def _take_handles(self, xs) -> None:
@@ -129,11 +126,7 @@ class SparsePage(GuardedModelCalls, pn.viewable.Viewer):
             self._show_handles()  # a drag moves x only: back onto the strip's line
 
     def _show_handles(self) -> None:
-        self._syncing = True
-        try:
-            self.views.show_handles(np.ravel(self.model.Z))
-        finally:
-            self._syncing = False
+        self.views.show_handles(np.ravel(self.model.Z))
 
     def _poll_curve(self) -> None:
         with pn.io.hold():
@@ -143,29 +136,21 @@ class SparsePage(GuardedModelCalls, pn.viewable.Viewer):
                 self.model.message = f"unexpected error: {exc}"
 
     def _refresh_widgets(self) -> None:
-        m = self.model
-        self._syncing = True
-        try:
-            self.preset.value = m.preset
-            self.kernel.value = m.kernel
-            self.noise.disabled = m.classification
-            self.m_slider.value = min(max(m.m, 1), sparse_demo.MAX_INDUCING)
-            self.z_text.value = m.z_text
-            self.alpha.value = m.alpha
-            self.projection.value = m.projection
-            self.methods.value = list(m.methods)
-        finally:
-            self._syncing = False
+        m = self.model  # (values the model holds: they forward nothing back, app/binding.py)
+        self.preset.value = m.preset
+        self.kernel.value = m.kernel
+        self.noise.disabled = m.classification
+        self.m_slider.value = _m_shown(m.m)
+        self.z_text.value = m.z_text
+        self.alpha.value = m.alpha
+        self.projection.value = m.projection
+        self.methods.value = list(m.methods)
 
     # -- views -------------------------------------------------------------------------------
     def _redraw(self, *events) -> None:
-        self._syncing = True  # the handles' source is rewritten: not a drag
-        try:
-            with pn.io.hold():
-                self.views.show(self.model)
-                self.numbers.object = numbers_html(self.model.fits)
-        finally:
-            self._syncing = False
+        with pn.io.hold():
+            self.views.show(self.model)  # (the handles show the model's Z: not a drag, see _on_handles)
+            self.numbers.object = numbers_html(self.model.fits)
 
     def _show_messages(self, *events) -> None:
         self.alert.object, self.alert.visible = safe_text.message(self.model.message), bool(self.model.message)
@@ -221,6 +206,11 @@ class SparsePage(GuardedModelCalls, pn.viewable.Viewer):
 
     def __panel__(self):
         return self._layout
+
+
+def _m_shown(m: int) -> int:
+    """The M slider's value for the model's M (within the slider's range)."""
+    return min(max(m, 1), sparse_demo.MAX_INDUCING)
 
 
 def _z_text(value) -> str:

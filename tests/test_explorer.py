@@ -285,6 +285,25 @@ def test_ratio_map_of_the_gaussian_likelihood_is_one():
     np.testing.assert_allclose(data["ratio"], 1.0, rtol=1e-9)
 
 
+def test_cached_ratio_map_computes_each_map_once_and_keeps_the_recent_ones(monkeypatch):
+    from qpviz.explorer import views
+    from qpviz.gpdemo.jobs import LRUCache
+
+    monkeypatch.setattr(views, "RATIO_MAP_CACHE", LRUCache(2))
+    computed = []
+    real = views.ratio_map
+    monkeypatch.setattr(views, "ratio_map", lambda lik, y: computed.append((lik.name, lik.params, y)) or real(lik, y, shape=(5, 4)))
+    first = explorer.cached_ratio_map("step", {"eps": 0.1}, 1.0)
+    assert explorer.cached_ratio_map("step", {"eps": 0.1}, 1) is first  # the same map: not computed again
+    assert len(computed) == 1 and computed[0][:2] == ("step", {"eps": 0.1})
+    np.testing.assert_array_equal(first["ratio"], real(qpviz.likelihood("step", eps=0.1), 1.0, shape=(5, 4))["ratio"])
+    other_y = explorer.cached_ratio_map("step", {"eps": 0.1}, -1.0)
+    other_eps = explorer.cached_ratio_map("step", {"eps": 0.2}, 1.0)  # the least recent (eps 0.1, y 1) goes
+    assert len(computed) == 3 and not np.array_equal(other_y["ratio"], first["ratio"])
+    assert explorer.cached_ratio_map("step", {"eps": 0.2}, 1.0) is other_eps and len(computed) == 3
+    assert explorer.cached_ratio_map("step", {"eps": 0.1}, 1.0) is not first and len(computed) == 4
+
+
 # -- inputs and bad input -----------------------------------------------------------------------
 def test_likelihood_parameters_reach_the_likelihood():
     state = ExplorerState()
@@ -510,7 +529,7 @@ def test_page_map_failure_is_shown_not_raised(explorer_page, monkeypatch):
     def broken(*args):
         raise ValueError("table file damaged")
 
-    monkeypatch.setattr(projection_explorer, "cached_ratio_map", broken)
+    monkeypatch.setattr(explorer, "cached_ratio_map", broken)  # the page asks the library
     image = explorer_page.map_image("probit", {}, 1.0)
     assert "not available" in image.opts.get().kwargs["title"]
     assert np.isnan(image.dimension_values(2)).all()

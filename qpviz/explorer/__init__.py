@@ -10,7 +10,7 @@ two Gaussian projections (QP paper eqs. 5 and 7):
 which projections to show), validates every change (bad input leaves the last good state and sets
 ``error``) and keeps the data of every view in ``result``. The views' data come from plain
 functions (:func:`densities`, :func:`quantiles`, :func:`summary`, :func:`ratio_map`; :mod:`.views`)
-that tests call directly.
+that tests call directly; :func:`cached_ratio_map` keeps the maps viewed last.
 
 :func:`read_link` (:mod:`.link`) reads a shared link's query into one consistent view, replacing
 (and noting) each value the page cannot show.
@@ -27,8 +27,9 @@ from qpviz.explorer.inputs import (CAVITY_MEAN_SLIDER, CAVITY_STD_SLIDER, MAX_AB
                                    range_label)
 from qpviz.explorer.link import LINK_CHOICES, LINK_SLIDER_KEYS, LINK_SLIDER_NAMES, LinkReading, link_keys, read_link
 from qpviz.explorer.state import ExplorerState
-from qpviz.explorer.views import (COMMON_RATIO_SCALE, DENSITY_POINTS, MAP_SHAPE, QUANTILE_POINTS, Z_MAX, ExplorerResult,
-                                  compute, densities, normal_pdf, quantiles, ratio_map, summary)
+from qpviz.explorer.views import (COMMON_RATIO_SCALE, DENSITY_POINTS, MAP_SHAPE, QUANTILE_POINTS, RATIO_MAP_CACHE, Z_MAX,
+                                  ExplorerResult, cached_ratio_map, compute, densities, normal_pdf, quantiles, ratio_map,
+                                  summary)
 
 __all__ = [
     "CAVITY_MEAN_SLIDER",
@@ -46,6 +47,8 @@ __all__ = [
     "quantiles",
     "summary",
     "ratio_map",
+    "cached_ratio_map",
+    "RATIO_MAP_CACHE",
     "OPENING_VIEW",
     "COMMON_RATIO_SCALE",
     "LINK_SLIDER_KEYS",

@@ -11,13 +11,15 @@ import numpy as np
 from scipy import special
 
 import qpviz
-from qpviz.explorer.inputs import CAVITY_MEAN_SLIDER, CAVITY_STD_SLIDER
+from qpviz.explorer.inputs import CAVITY_MEAN_SLIDER, CAVITY_STD_SLIDER, build_likelihood
+from qpviz.gpdemo.jobs import LRUCache
 from qpviz.likelihoods.base import Likelihood
 from qpviz.projection import Projection, kl_to_gaussian, qp_variance, w2_to_gaussian
 from qpviz.tilted import tilted_quantile, tilted_summary
 
 __all__ = ["COMMON_RATIO_SCALE", "DENSITY_POINTS", "QUANTILE_POINTS", "Z_MAX", "MAP_SHAPE", "normal_pdf",
-           "ExplorerResult", "densities", "quantiles", "summary", "ratio_map", "compute"]
+           "ExplorerResult", "densities", "quantiles", "summary", "ratio_map", "cached_ratio_map",
+           "RATIO_MAP_CACHE", "compute"]
 
 #: One colour range shared by every likelihood's var_QP/var_EP map (the "common colour scale"):
 #: at most 1 (Theorem 2); 0.5 is reached by Poisson-square maps from a count of 10 (larger counts
@@ -153,6 +155,22 @@ def ratio_map(lik: Likelihood, y, shape: tuple[int, int] = MAP_SHAPE) -> dict:
     # as in qpviz.project: a table's 1e-8 error must not cross Theorem 2's bound where QP ~ EP
     var_qp = np.minimum(qp_variance(lik, y_grid, M, V), var_ep)
     return {"means": means, "stds": stds, "ratio": var_qp / var_ep}
+
+
+#: The maps of the likelihoods and observations viewed last, shared by every session (a map does
+#: not depend on the cavity: moving the cavity never recomputes it).
+RATIO_MAP_CACHE = LRUCache(64)
+
+
+def cached_ratio_map(name: str, params: dict, y) -> dict:
+    """:func:`ratio_map` of likelihood ``name`` with ``params`` at ``y``, from :data:`RATIO_MAP_CACHE`
+    when it was computed before (the arrays are shared: read them, do not write them)."""
+    key = (name, tuple(sorted(params.items())), float(y))
+    data = RATIO_MAP_CACHE.get_recent(key)
+    if data is None:
+        data = ratio_map(build_likelihood(name, **params), y)
+        RATIO_MAP_CACHE.put(key, data)
+    return data
 
 
 def compute(lik: Likelihood, y: float, cavity_mean: float, cavity_std: float) -> ExplorerResult:
