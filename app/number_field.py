@@ -18,6 +18,7 @@ there, so a new field is covered without a test edit.
 """
 from __future__ import annotations
 
+import binding
 from qpviz import number_rules
 from qpviz.checks import refusal, shorten
 from qpviz.number_rules import FIELDS, number_check, range_checks
@@ -55,21 +56,15 @@ class NumberField(number_rules.NumberField):
         text = box is None
         if text:
             box = self.widget(getattr(owner, name), css_class, **params)
-        showing = []
+        shown = self.show if text else None
 
         def show(*_):
-            showing.append(True)
-            try:
-                value = getattr(owner, name)
-                box.value = self.show(value) if text else value
-            finally:
-                showing.pop()
+            value = getattr(owner, name)
+            box.value = shown(value) if text else value
 
-        def typed(event):
-            if showing:
-                return
+        def typed(value):
             try:
-                number = self.parse(event.new)
+                number = self.parse(value)
             except ValueError as exc:
                 say(refusal(exc, self.show(getattr(owner, name))))
                 show()
@@ -78,7 +73,8 @@ class NumberField(number_rules.NumberField):
             (apply or (lambda key, value: setattr(owner, key, value)))(name, number)
             show()
 
-        box.param.watch(typed, "value")
+        # the box writing the number in use (show) forwards nothing: the owner holds it (app/binding.py)
+        binding.forward(box, binding.holds(owner, name, shown), typed)
         owner.param.watch(show, name)
         return box
 
