@@ -187,29 +187,34 @@ def _rebuild(kernel, Z, prec, lin, jitter, chol=None):
     P = 0.5 * (P + P.T)
     P[np.diag_indices_from(P)] += 1.0
     Lp = linalg.cholesky(P, lower=True, check_finite=False)
-    B = linalg.solve_triangular(Lp, L.T, lower=True, check_finite=False)  # Sigma = B^T B
-    cov = B.T @ B
-    mean = cov @ lin
+    B = linalg.solve_triangular(Lp, L.T, lower=True, check_finite=False)  # Sigma = B^T B (not formed)
+    mean = B.T @ (B @ lin)
     norm_diff = -float(np.sum(np.log(np.diag(Lp)))) + 0.5 * float(lin @ mean)
     # K^-1 Sigma = L^-T L^-1 L Lp^-T Lp^-1 L^T = L^-T Lp^-T B, and K^-1 mu = (K^-1 Sigma) b
     kinv_cov = linalg.solve_triangular(Lf, linalg.solve_triangular(Lp, B, lower=True, trans="T", check_finite=False),
                                        lower=True, trans="T", check_finite=False)
-    return Broadcast(kernel, Z, L, cov, mean, prec, kinv_cov, kinv_cov @ lin), norm_diff, jitter_used
+    return Broadcast(kernel, Z, L, B, mean, prec, kinv_cov, kinv_cov @ lin), norm_diff, jitter_used
 
 
 def _prior_gradient_matrix(bc: Broadcast):
     """dL/dK_uu of Phi(q) - Phi(p) at fixed factors: -1/2 (K^-1 - K^-1 (Sigma + mu mu^T) K^-1)
     (supplement eqs. 34-35), with K^-1 - K^-1 Sigma K^-1 = K^-1 Sigma (Sigma^-1 - K^-1) = K^-1 Sigma Lambda:
-    one product, no inverse of K_uu."""
-    Mm = bc.kinv_cov @ bc.prec - np.outer(bc.kinv_mean, bc.kinv_mean)  # K^-1 Sigma K^-1 = (K^-1 Sigma) K^-1
-    return -0.5 * (0.5 * (Mm + Mm.T))
+    one product, no inverse of K_uu. Symmetric up to rounding: :func:`_chain` symmetrises the sum."""
+    Mm = bc.kinv_cov @ bc.prec  # K^-1 Sigma K^-1 = (K^-1 Sigma) K^-1
+    Mm -= np.multiply.outer(bc.kinv_mean, bc.kinv_mean)
+    Mm *= -0.5
+    return Mm
 
 
 def _chain(bc: Broadcast, data, scale: float):
-    """Eq. 6 from the shards' summed data terms ``data`` = (d log theta, dZ, dL/dK_uu) scaled by
-    ``scale`` = N / B, plus the prior's K_uu part: the gradient in (log theta, Z)."""
+    """Eq. 6 from the shards' summed data terms ``data`` = (d log theta, dZ, dL/dK_uu, the last not
+    yet symmetrised) scaled by ``scale`` = N / B, plus the prior's K_uu part: the gradient in
+    (log theta, Z)."""
     kernel, Z = bc.kernel, bc.Z
-    G_uu = scale * data[2] + _prior_gradient_matrix(bc)
+    G_uu = scale * data[2]
+    G_uu += _prior_gradient_matrix(bc)
+    G_uu = G_uu + G_uu.T  # the symmetric part (x 2, halved next): the shards' terms are not symmetrised
+    G_uu *= 0.5
     # K_uu = k(Z, Z): Z is both arguments and G_uu symmetric, so dL/dZ doubles the first-argument product
     gt_uu, gz_uu = kernel.cross_vjp(Z, Z, G_uu)
     return scale * data[0] + gt_uu, scale * data[1] + 2.0 * gz_uu
