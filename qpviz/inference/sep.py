@@ -184,9 +184,9 @@ def _rebuild(kernel, Z, prec, lin, jitter, chol=None):
     Lf = np.asfortranarray(L)  # BLAS's layout: no copies in dtrmm / dpotri
     # P = I + L^T Lambda L; Lambda is symmetric, so its transpose is the Fortran view of the same numbers
     P = blas.dtrmm(1.0, Lf, blas.dtrmm(1.0, Lf, prec.T, side=0, lower=1, trans_a=1), side=1, lower=1)
-    P = 0.5 * (P + P.T)
     P[np.diag_indices_from(P)] += 1.0
-    Lp = linalg.cholesky(P, lower=True, check_finite=False)
+    # (the Cholesky factorisation reads P's lower triangle only: P symmetric up to rounding needs no averaging)
+    Lp = linalg.cholesky(P, lower=True, overwrite_a=True, check_finite=False)
     B = linalg.solve_triangular(Lp, L.T, lower=True, check_finite=False)  # Sigma = B^T B (not formed)
     mean = B.T @ (B @ lin)
     norm_diff = -float(np.sum(np.log(np.diag(Lp)))) + 0.5 * float(lin @ mean)

@@ -188,7 +188,7 @@ def refine_sites(X, y, tau, nu, A_old, rule: SiteRule, bc: Broadcast, gradient: 
     tau_new = np.where(improper, tau, tau_new)
     nu_new = np.where(improper, nu, nu_new)
     status = np.where(improper, SKIPPED_CAVITY, status)
-    A_new = np.where(keep[None, :], A_old, A)  # an unchanged site keeps its direction
+    A_new = np.where(keep[None, :], A_old, A) if keep.any() else A  # an unchanged site keeps its direction
     # a point without a proper cavity (its stored factor outweighs q along a_old) adds no term
     # to the estimate; the final log Z_q counts such points (diagnostics "n_improper_cavities")
     terms = np.where(cav["proper"], log_z + cav["log_norm_diff"], 0.0) / alpha
@@ -248,7 +248,7 @@ class SEPShard:
         total = None
         for part in self._chunks(idx):
             out = refine_sites(self.X[part], self.y[part], self.tau[part], self.nu[part],
-                               np.ascontiguousarray(self.At[part].T), self.rule, bc, gradient)
+                               self.At[part].T, self.rule, bc, gradient)
             self.tau[part], self.nu[part], self.At[part], self.status[part] = (out.pop("tau"), out.pop("nu"),
                                                                                 out.pop("A").T, out.pop("status"))
             total = _add(total, out)
