@@ -104,7 +104,7 @@ import warnings
 
 import numpy as np
 from scipy import linalg
-from scipy.linalg import blas
+from scipy.linalg import blas, lapack
 
 from qpviz._blas import small_problem_threads
 from qpviz.inference import metrics
@@ -190,10 +190,15 @@ def _rebuild(kernel, Z, prec, lin, jitter, chol=None):
     B = linalg.solve_triangular(Lp, L.T, lower=True, check_finite=False)  # Sigma = B^T B (not formed)
     mean = B.T @ (B @ lin)
     norm_diff = -float(np.sum(np.log(np.diag(Lp)))) + 0.5 * float(lin @ mean)
-    # K^-1 Sigma = L^-T L^-1 L Lp^-T Lp^-1 L^T = L^-T Lp^-T B, and K^-1 mu = (K^-1 Sigma) b
-    kinv_cov = linalg.solve_triangular(Lf, linalg.solve_triangular(Lp, B, lower=True, trans="T", check_finite=False),
-                                       lower=True, trans="T", check_finite=False)
-    return Broadcast(kernel, Z, L, B, mean, prec, kinv_cov, kinv_cov @ lin), norm_diff, jitter_used
+    # K^-1 Sigma = L^-T L^-1 L Lp^-T Lp^-1 L^T = F B with F = K^-1 B^T = L^-T Lp^-T (upper triangular;
+    # Lp^-1 is bounded, P >= I), and K^-1 mu = (K^-1 Sigma) b; Lp^-1 and F serve the shards (Broadcast)
+    Lp_inv, info = lapack.dtrtri(Lp, lower=1)
+    if info != 0:
+        raise linalg.LinAlgError(f"the Cholesky factor of I + L^T Lambda L is singular (dtrtri info {info})")
+    F = np.asfortranarray(linalg.solve_triangular(Lf, Lp_inv.T, lower=True, trans="T", check_finite=False))
+    kinv_cov = blas.dtrmm(1.0, F, B, lower=0)
+    return (Broadcast(kernel, Z, L, B, mean, prec, kinv_cov, kinv_cov @ lin, np.asfortranarray(Lp_inv), F), norm_diff,
+            jitter_used)
 
 
 def _prior_gradient_matrix(bc: Broadcast):
