@@ -123,7 +123,8 @@ def _cavity(A, R_new, A_old, tau, nu, bc: Broadcast, alpha: float, d):
     proper &= (var_c >= 0.0) & (var_c + d > 0.0)
     # Phi(cav) - Phi(q) along a_old (module docstring of .sep), without dividing by v_oo
     log_norm_diff = -0.5 * np.log(safe) + 0.5 * (tau_a * m_o ** 2 - 2.0 * nu_a * m_o + nu_a ** 2 * v_oo) / safe
-    return dict(mean=mean_c, var=np.where(proper, var_c, 1.0), proper=proper, live=live, R_new=R_new, coef=coef, shift=shift, v_on=v_on, log_norm_diff=log_norm_diff)
+    return dict(mean=mean_c, var=np.where(proper, var_c, 1.0), proper=proper, live=live, R_new=R_new,
+                R_old=R_old if live.any() else None, coef=coef, shift=shift, v_on=v_on, log_norm_diff=log_norm_diff)
 
 
 def _tilted(likelihood, y, mean, var):
@@ -150,7 +151,7 @@ def _gradient_terms(X, y, A, A_old, d, cav, likelihood, bc: Broadcast):
     live = cav["live"]
     r = blas.dtrmm(1.0, bc.kinv_root, cav["R_new"], lower=0)  # K^-1 Sigma A (Broadcast)
     if live.any():  # (sites not visited yet carry no factor: no K^-1 Sigma a_old terms)
-        K_so = _live_product(bc.kinv_cov, A_old, live)
+        K_so = blas.dtrmm(1.0, bc.kinv_root, cav["R_old"], lower=0)  # K^-1 Sigma a_old (zero where no site)
         G_uf = K_so * cav["shift"]
         G_uf += bc.kinv_mean[:, None]  # w
         r += K_so * (cav["coef"] * cav["v_on"])
