@@ -30,7 +30,15 @@ Consequences:
 * memory O(N M) (the stored directions, held by the shards that own the points);
 * per minibatch of B points: O(B M^2 + B M D) on the shards (kernel columns, cavities, site
   rule, rank-one contributions, gradient) and O(M^3 + M^2 D) on the master (K_uu, its
-  Cholesky, rebuilding q, the K_uu part of the gradient): O(M^3) for B <= M as the paper says;
+  Cholesky, rebuilding q, the K_uu part of the gradient): O(M^3) for B <= M as the paper says.
+  In products of M x M or M x B matrices (0.1-0.25 ms each at M = B = 200, one BLAS thread): a
+  shard does two triangular solves (a_n), two triangular products (R a_n, K^-1 Sigma a_n:
+  :class:`.sep_shard.Broadcast`), one dsyrk (A diag(tau) A^T), one general product (its K_uu
+  term), K_uf and its VJP; with stored sites (epoch 2 on) also R a_old, one triangular product
+  and one dsyrk. The master: K_uu, two Cholesky factors, two triangular products (P), two
+  triangular solves and one inversion (R, K^-1 R^T), one triangular and one general product
+  (K^-1 Sigma, the prior's dL/dK_uu), and the VJP of K_uu. (An SVI step, :mod:`.svi`, has about
+  as many as a first-epoch SEP step: ``benchmarks/results/bench_sep_step.txt``);
 * a point's cavity removes tau_n a_n^old a_n^old^T (Sherman-Morrison, supplement eqs. 14-15)
   and the refreshed site sits on the current a_n: Lambda += tau_new a_n a_n^T - tau_old
   a_n^old a_n^old^T. The sums Lambda, b are re-added exactly from the shards once per epoch
@@ -72,7 +80,8 @@ default, with minibatches too) or of Adadelta (rho 0.9, eps 1e-5; ``step_rule="a
 (log theta, Z), and q is rebuilt once, at the new hyper-parameters; no step is taken from
 q = p(u) (no site set yet: log Z_q is then flat for probit). Until issue 24 the gradient was
 taken after a first rebuild, at the refined q: a second pass over the minibatch and a second
-rebuild per step (2.1x an SVI step at N = 2e4, M = 200; ``benchmarks/bench_sep_step.py``), and on
+rebuild per step (2.1x an SVI step at N = 2e4, M = 200; ``benchmarks/bench_sep_step.py``; with one
+pass and the products above: 0.96-0.97x in the first epoch, 1.10-1.13x once sites are stored), and on
 200,000 points of a sharp-boundary problem SEP ended at 7.1% test error against 5.9% now
 (``benchmarks/bench_sep_accuracy.py``). A likely reason, not proven: after refining, the
 minibatch's own sites are matched to q while the others are not, so the N/B-scaled estimate
