@@ -30,7 +30,15 @@ Consequences:
 * memory O(N M) (the stored directions, held by the shards that own the points);
 * per minibatch of B points: O(B M^2 + B M D) on the shards (kernel columns, cavities, site
   rule, rank-one contributions, gradient) and O(M^3 + M^2 D) on the master (K_uu, its
-  Cholesky, rebuilding q, the K_uu part of the gradient): O(M^3) for B <= M as the paper says;
+  Cholesky, rebuilding q, the K_uu part of the gradient): O(M^3) for B <= M as the paper says.
+  In products of M x M or M x B matrices (0.1-0.25 ms each at M = B = 200, one BLAS thread): a
+  shard does two triangular solves (a_n), two triangular products (R a_n, K^-1 Sigma a_n:
+  :class:`.sep_shard.Broadcast`), one dsyrk (A diag(tau) A^T), one general product (its K_uu
+  term), K_uf and its VJP; with stored sites (epoch 2 on) also R a_old, one triangular product
+  and one dsyrk. The master: K_uu, two Cholesky factors, two triangular products (P), two
+  triangular solves and one inversion (R, K^-1 R^T), one triangular and one general product
+  (K^-1 Sigma, the prior's dL/dK_uu), and the VJP of K_uu. (An SVI step, :mod:`.svi`, has about
+  as many as a first-epoch SEP step: ``benchmarks/results/bench_sep_step.txt``);
 * a point's cavity removes tau_n a_n^old a_n^old^T (Sherman-Morrison, supplement eqs. 14-15)
   and the refreshed site sits on the current a_n: Lambda += tau_new a_n a_n^T - tau_old
   a_n^old a_n^old^T. The sums Lambda, b are re-added exactly from the shards once per epoch
@@ -72,7 +80,8 @@ default, with minibatches too) or of Adadelta (rho 0.9, eps 1e-5; ``step_rule="a
 (log theta, Z), and q is rebuilt once, at the new hyper-parameters; no step is taken from
 q = p(u) (no site set yet: log Z_q is then flat for probit). Until issue 24 the gradient was
 taken after a first rebuild, at the refined q: a second pass over the minibatch and a second
-rebuild per step (2.1x an SVI step at N = 2e4, M = 200; ``benchmarks/bench_sep_step.py``), and on
+rebuild per step (2.1x an SVI step at N = 2e4, M = 200; ``benchmarks/bench_sep_step.py``; with one
+pass and the products above: 0.96-0.97x in the first epoch, 1.10-1.13x once sites are stored), and on
 200,000 points of a sharp-boundary problem SEP ended at 7.1% test error against 5.9% now
 (``benchmarks/bench_sep_accuracy.py``). A likely reason, not proven: after refining, the
 minibatch's own sites are matched to q while the others are not, so the N/B-scaled estimate
@@ -104,7 +113,7 @@ import warnings
 
 import numpy as np
 from scipy import linalg
-from scipy.linalg import blas
+from scipy.linalg import blas, lapack
 
 from qpviz._blas import small_problem_threads
 from qpviz.inference import metrics
@@ -184,32 +193,42 @@ def _rebuild(kernel, Z, prec, lin, jitter, chol=None):
     Lf = np.asfortranarray(L)  # BLAS's layout: no copies in dtrmm / dpotri
     # P = I + L^T Lambda L; Lambda is symmetric, so its transpose is the Fortran view of the same numbers
     P = blas.dtrmm(1.0, Lf, blas.dtrmm(1.0, Lf, prec.T, side=0, lower=1, trans_a=1), side=1, lower=1)
-    P = 0.5 * (P + P.T)
     P[np.diag_indices_from(P)] += 1.0
-    Lp = linalg.cholesky(P, lower=True, check_finite=False)
-    B = linalg.solve_triangular(Lp, L.T, lower=True, check_finite=False)  # Sigma = B^T B
-    cov = B.T @ B
-    mean = cov @ lin
+    # (the Cholesky factorisation reads P's lower triangle only: P symmetric up to rounding needs no averaging)
+    Lp = linalg.cholesky(P, lower=True, overwrite_a=True, check_finite=False)
+    B = linalg.solve_triangular(Lp, L.T, lower=True, check_finite=False)  # Sigma = B^T B (not formed)
+    mean = B.T @ (B @ lin)
     norm_diff = -float(np.sum(np.log(np.diag(Lp)))) + 0.5 * float(lin @ mean)
-    # K^-1 Sigma = L^-T L^-1 L Lp^-T Lp^-1 L^T = L^-T Lp^-T B, and K^-1 mu = (K^-1 Sigma) b
-    kinv_cov = linalg.solve_triangular(Lf, linalg.solve_triangular(Lp, B, lower=True, trans="T", check_finite=False),
-                                       lower=True, trans="T", check_finite=False)
-    return Broadcast(kernel, Z, L, cov, mean, prec, kinv_cov, kinv_cov @ lin), norm_diff, jitter_used
+    # K^-1 Sigma = L^-T L^-1 L Lp^-T Lp^-1 L^T = F B with F = K^-1 B^T = L^-T Lp^-T (upper triangular;
+    # Lp^-1 is bounded, P >= I), and K^-1 mu = (K^-1 Sigma) b; Lp^-1 and F serve the shards (Broadcast)
+    Lp_inv, info = lapack.dtrtri(Lp, lower=1)
+    if info != 0:
+        raise linalg.LinAlgError(f"the Cholesky factor of I + L^T Lambda L is singular (dtrtri info {info})")
+    F = np.asfortranarray(linalg.solve_triangular(Lf, Lp_inv.T, lower=True, trans="T", check_finite=False))
+    kinv_cov = blas.dtrmm(1.0, F, B, lower=0)
+    return (Broadcast(kernel, Z, L, B, mean, prec, kinv_cov, kinv_cov @ lin, np.asfortranarray(Lp_inv), F), norm_diff,
+            jitter_used)
 
 
 def _prior_gradient_matrix(bc: Broadcast):
     """dL/dK_uu of Phi(q) - Phi(p) at fixed factors: -1/2 (K^-1 - K^-1 (Sigma + mu mu^T) K^-1)
     (supplement eqs. 34-35), with K^-1 - K^-1 Sigma K^-1 = K^-1 Sigma (Sigma^-1 - K^-1) = K^-1 Sigma Lambda:
-    one product, no inverse of K_uu."""
-    Mm = bc.kinv_cov @ bc.prec - np.outer(bc.kinv_mean, bc.kinv_mean)  # K^-1 Sigma K^-1 = (K^-1 Sigma) K^-1
-    return -0.5 * (0.5 * (Mm + Mm.T))
+    one product, no inverse of K_uu. Symmetric up to rounding: :func:`_chain` symmetrises the sum."""
+    Mm = bc.kinv_cov @ bc.prec  # K^-1 Sigma K^-1 = (K^-1 Sigma) K^-1
+    Mm -= np.multiply.outer(bc.kinv_mean, bc.kinv_mean)
+    Mm *= -0.5
+    return Mm
 
 
 def _chain(bc: Broadcast, data, scale: float):
-    """Eq. 6 from the shards' summed data terms ``data`` = (d log theta, dZ, dL/dK_uu) scaled by
-    ``scale`` = N / B, plus the prior's K_uu part: the gradient in (log theta, Z)."""
+    """Eq. 6 from the shards' summed data terms ``data`` = (d log theta, dZ, dL/dK_uu, the last not
+    yet symmetrised) scaled by ``scale`` = N / B, plus the prior's K_uu part: the gradient in
+    (log theta, Z)."""
     kernel, Z = bc.kernel, bc.Z
-    G_uu = scale * data[2] + _prior_gradient_matrix(bc)
+    G_uu = scale * data[2]
+    G_uu += _prior_gradient_matrix(bc)
+    G_uu = G_uu + G_uu.T  # the symmetric part (x 2, halved next): the shards' terms are not symmetrised
+    G_uu *= 0.5
     # K_uu = k(Z, Z): Z is both arguments and G_uu symmetric, so dL/dZ doubles the first-argument product
     gt_uu, gz_uu = kernel.cross_vjp(Z, Z, G_uu)
     return scale * data[0] + gt_uu, scale * data[1] + 2.0 * gz_uu
