@@ -34,8 +34,7 @@ from colours import METHOD_COLOURS  # noqa: F401 - re-exported
 from qpviz.reproduce import sep_paper
 from qpviz.reproduce.datasets import DATASETS, PREPROCESSINGS
 from qpviz.reproduce.live import LIVE_OPTIONS_ENV, MAX_ROUNDS, live_options_from_env  # noqa: F401 - re-exported
-from qpviz.reproduce.results_model import FIGURE_DATA, RESULT_FILES, RESULTS_DIR, PaperResultsModel, read_rows
-from qpviz.reproduce.results_model import shown_path
+from qpviz.reproduce.results_model import FIGURE_DATA, RESULT_FILES, RESULTS_DIR, PaperResultsModel, read_rows, shown_path
 
 __all__ = ["TITLE", "RESULTS_DIR", "SEP_RESULTS_DIR", "RESULT_FILES", "FIGURE_FILES", "FIGURE_DATA", "METHOD_COLOURS",
            "OUTSIDE_COLOUR", "POLL_MS", "LIVE_OPTIONS_ENV", "DATASETS", "PaperResults", "comparison_html", "legend_html",
