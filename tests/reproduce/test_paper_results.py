@@ -204,16 +204,16 @@ def test_committed_results_fill_the_table_and_highlight_what_differs(tmp_path):
     assert html.count("qpviz-within") == 5
     assert "97% * / *" in html  # QP beat EP in 97% of folds; the paper's asterisk too
     assert "1 of 6 of our cells" in view.legend.object
-    assert view.figure.visible and view.figure_path() == tmp_path / "folds.jsonl"
+    assert view.figure.visible and view.model.figure_path() == tmp_path / "folds.jsonl"
 
-    view.preprocessing = "clean"  # no clean file yet: the message, and the paper preprocessing's figure
+    view.model.preprocessing = "clean"  # no clean file yet: the message, and the paper preprocessing's figure
     assert view.message.visible and "clean" in shown(view.message.object)
     assert "qpviz-within" not in view.table.object
-    assert view.figure.visible and view.figure_path() == tmp_path / "folds.jsonl"
+    assert view.figure.visible and view.model.figure_path() == tmp_path / "folds.jsonl"
     assert "clean preprocessing's records are not committed" in shown(view.figure_summary.object)
     _committed(tmp_path, [_row("pima", m, te=20.3, ntll=424.5) for m in ("ep", "qp", "vb")], "table1_clean.csv")
-    view.preprocessing = "paper"
-    view.preprocessing = "clean"
+    view.model.preprocessing = "paper"
+    view.model.preprocessing = "clean"
     assert not view.message.visible and view.table.object.count("qpviz-within") == 4  # VB is off: TE 21.9, NTLL 450.3
 
 
@@ -258,7 +258,7 @@ def test_figure1_data_missing_or_broken_is_a_message(tmp_path):
     message = shown(view.figure_message.object)
     assert "Figure 1 cannot be drawn" in message and "folds.jsonl" in message and "line 2 is not JSON" in message
     (tmp_path / "folds.jsonl").write_text(json.dumps(_fold("wine1", 0, 0, [0.0, math.inf], [0.1, 0.2])) + "\n")
-    view.param.trigger("preprocessing")
+    view.model.param.trigger("preprocessing")
     assert "holds no held-out point" in shown(view.figure_message.object) and not view.figure.visible
 
 
@@ -284,7 +284,7 @@ def test_a_bad_link_keeps_its_good_values_and_names_the_replaced_ones(tmp_path, 
     view = paper_results.PaperResults(results_dir=tmp_path)
     # what Panel's location.sync hands over when one value of the link is refused: all of them, none set
     notes = view.apply_bad_link({"preprocessing": "clean", "live_dataset": "pima", "live_rounds": rounds})
-    assert view.preprocessing == "clean" and view.live_dataset == "pima" and view.live_rounds == 1
+    assert view.model.preprocessing == "clean" and view.model.live_dataset == "pima" and view.model.live_rounds == 1
     assert notes == [f"rounds={rounds!r} (valid: 1, 2, 3) was replaced by 1"]
     assert view.link_note.visible and "This link asked for rounds=" in shown(view.link_note.object)
     assert view.apply_bad_link({"live_rounds": 2}) == [] and not view.link_note.visible
@@ -313,7 +313,7 @@ def test_a_link_read_in_two_updates_keeps_both_notes(tmp_path):
     assert view.apply_bad_link({"live_dataset": "[x"}) == ["dataset='[x' (valid: " + ", ".join(paper_results.DATASETS)
                                                           + ") was replaced by 'wine1'"]
     said = shown(view.link_note.object)
-    assert "rounds=-3" in said and "dataset='[x'" in said and view.preprocessing == "clean", said
+    assert "rounds=-3" in said and "dataset='[x'" in said and view.model.preprocessing == "clean", said
 
 
 def test_live_options_from_the_environment_are_checked():
@@ -348,9 +348,9 @@ def test_live_run_checks_its_arguments(monkeypatch):
 
 def test_page_runs_one_dataset_live_and_shows_it_beside_the_paper(tmp_path):
     view = paper_results.PaperResults(results_dir=tmp_path, live_options=TINY)
-    view.live_dataset = "wine1"
+    view.model.live_dataset = "wine1"
     assert view.start_live()
-    run = view.live
+    run = view.model.live
     assert run.status == "running" and view.progress.max == 2 and view.cancel_button.disabled is False
     assert run.command()[run.command().index("--datasets") + 1] == "wine1"
     assert not view.start_live()  # one rerun at a time per page
@@ -370,9 +370,9 @@ def test_page_runs_one_dataset_live_and_shows_it_beside_the_paper(tmp_path):
 
 def test_cancel_ends_the_process_group_at_once(tmp_path):
     view = paper_results.PaperResults(results_dir=tmp_path, live_options={"n_folds": 6, "max_opt_iter": 50})
-    view.live_rounds = 3
+    view.model.live_rounds = 3
     assert view.start_live()
-    run = view.live
+    run = view.model.live
     time.sleep(1.0)  # the child is importing or fitting by now
     assert run.process.poll() is None
     started = time.monotonic()
