@@ -8,7 +8,6 @@ point's EP and QP variance) by :func:`qpviz.reproduce.report.figure1_table`; thi
 """
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +15,7 @@ from bokeh.models import ColumnDataSource, HoverTool, LogTicker
 from bokeh.plotting import figure
 
 from explorer_figures import style_figure
+from qpviz.gpdemo.jobs import LRUCache
 from qpviz.reproduce.datasets import DATASETS
 from qpviz.reproduce.report import dataset_style, figure1_summary, figure1_table, read_jsonl
 
@@ -23,6 +23,8 @@ __all__ = ["TOOLS", "TOOLTIPS", "load_points", "figure1_figures", "summary_text"
 
 #: Every view zooms, pans and resets; hover is added per view
 TOOLS = "pan,wheel_zoom,box_zoom,reset,save"
+#: Figure 1's points per file version (path, size, modification time): the pages' one cache class
+POINTS_CACHE = LRUCache(4)
 TOOLTIPS = [("dataset", "@dataset"), ("round, fold", "@round, @fold"), ("test point", "@point"),
             ("var_EP", "@var_ep{0.0000e}"), ("var_QP", "@var_qp{0.0000e}"), ("var_QP / var_EP", "@ratio{0.00000}")]
 #: how a point is drawn (many overlap: small and translucent)
@@ -33,12 +35,12 @@ def load_points(path) -> tuple[dict, dict]:
     """(:func:`figure1_table` of the records in ``path``, {dataset: points left out}); cached per
     file version (path, size, modification time). OSError / ValueError when it cannot be read."""
     stat = Path(path).stat()
-    return _load(str(path), stat.st_size, stat.st_mtime_ns)
-
-
-@lru_cache(maxsize=4)
-def _load(path: str, size: int, mtime_ns: int) -> tuple[dict, dict]:
-    return figure1_table(read_jsonl(path), order=DATASETS)
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    table = POINTS_CACHE.get_recent(key)
+    if table is None:
+        table = figure1_table(read_jsonl(path), order=DATASETS)
+        POINTS_CACHE.put(key, table)
+    return table
 
 
 def _ticks(fig) -> None:
