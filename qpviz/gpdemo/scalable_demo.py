@@ -318,7 +318,12 @@ class TrainingJob:
 
     @property
     def alive(self) -> bool:
-        return self.process is not None and self.process.is_alive()
+        """Whether the child still runs. Its sentinel (a pipe the child holds until it exits) is asked as
+        well as ``is_alive``: a stop's thread and the event loop may both reap the child, and the
+        thread whose ``waitpid`` comes second sees no exit code for a moment."""
+        if self.process is None or self.process.exitcode is not None:
+            return False
+        return not multiprocessing.connection.wait([self.process.sentinel], 0)
 
     def elapsed(self) -> float:
         return 0.0 if self.started_at is None else time.monotonic() - self.started_at
@@ -407,7 +412,7 @@ class TrainingJob:
                 except (ProcessLookupError, PermissionError):
                     pass
             self.process.join(wait)
-            if not self.process.is_alive():
+            if not self.alive:
                 break
         if self.stop_requested and not self.alive:
             self._forget()
