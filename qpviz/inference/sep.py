@@ -32,12 +32,13 @@ Consequences:
   rule, rank-one contributions, gradient) and O(M^3 + M^2 D) on the master (K_uu, its
   Cholesky, rebuilding q, the K_uu part of the gradient): O(M^3) for B <= M as the paper says.
   In products of M x M or M x B matrices (0.1-0.25 ms each at M = B = 200, one BLAS thread): a
-  shard does two triangular solves (a_n), two triangular products (R a_n, K^-1 Sigma a_n:
-  :class:`.sep_shard.Broadcast`), one dsyrk (A diag(tau) A^T), one general product (its K_uu
-  term), K_uf and its VJP; with stored sites (epoch 2 on) also R a_old, one triangular product
-  and one dsyrk. The master: K_uu, two Cholesky factors, two triangular products (P), two
-  triangular solves and one inversion (R, K^-1 R^T), one triangular and one general product
-  (K^-1 Sigma, the prior's dL/dK_uu), and the VJP of K_uu. (An SVI step, :mod:`.svi`, has about
+  shard does two triangular solves (a_n), two triangular products (R a_n, and K^-1 Sigma times
+  the weighted sum of R a_n and R a_old: :func:`.sep_shard._gradient_terms`), one dsyrk
+  (A diag(tau) A^T), one general product (its K_uu term), K_uf and its VJP; with stored sites
+  (epoch 2 on) also R a_old and one dsyrk. The master: K_uu, two Cholesky factors, two
+  triangular products (P), one inversion, one triangular product and one triangular solve
+  (R, K^-1 R^T), two triangular products (the prior's dL/dK_uu, from P's L^T Lambda), and the
+  VJP of K_uu. (An SVI step, :mod:`.svi`, has about
   as many as a first-epoch SEP step: ``benchmarks/results/bench_sep_step.txt``);
 * a point's cavity removes tau_n a_n^old a_n^old^T (Sherman-Morrison, supplement eqs. 14-15)
   and the refreshed site sits on the current a_n: Lambda += tau_new a_n a_n^T - tau_old
@@ -191,30 +192,38 @@ def _rebuild(kernel, Z, prec, lin, jitter, chol=None):
     the gradient uses."""
     L, jitter_used = cholesky_kuu(kernel(Z), jitter) if chol is None else chol
     Lf = np.asfortranarray(L)  # BLAS's layout: no copies in dtrmm / dpotri
-    # P = I + L^T Lambda L; Lambda is symmetric, so its transpose is the Fortran view of the same numbers
-    P = blas.dtrmm(1.0, Lf, blas.dtrmm(1.0, Lf, prec.T, side=0, lower=1, trans_a=1), side=1, lower=1)
+    # P = I + L^T Lambda L; Lambda is symmetric, so its transpose is the Fortran view of the same numbers.
+    # L^T Lambda is kept: the prior's gradient term K^-1 Sigma Lambda is two triangular products of it
+    whitened_prec = blas.dtrmm(1.0, Lf, prec.T, side=0, lower=1, trans_a=1)
+    P = blas.dtrmm(1.0, Lf, whitened_prec, side=1, lower=1)
     P[np.diag_indices_from(P)] += 1.0
     # (the Cholesky factorisation reads P's lower triangle only: P symmetric up to rounding needs no averaging)
     Lp = linalg.cholesky(P, lower=True, overwrite_a=True, check_finite=False)
-    B = linalg.solve_triangular(Lp, L.T, lower=True, check_finite=False)  # Sigma = B^T B (not formed)
-    mean = B.T @ (B @ lin)
-    norm_diff = -float(np.sum(np.log(np.diag(Lp)))) + 0.5 * float(lin @ mean)
-    # K^-1 Sigma = L^-T L^-1 L Lp^-T Lp^-1 L^T = F B with F = K^-1 B^T = L^-T Lp^-T (upper triangular;
-    # Lp^-1 is bounded, P >= I), and K^-1 mu = (K^-1 Sigma) b; Lp^-1 and F serve the shards (Broadcast)
+    # Lp^-1 is bounded (P >= I): R = Lp^-1 L^T, K^-1 R^T = L^-T Lp^-T and K^-1 mu by products with it
     Lp_inv, info = lapack.dtrtri(Lp, lower=1)
     if info != 0:
         raise linalg.LinAlgError(f"the Cholesky factor of I + L^T Lambda L is singular (dtrtri info {info})")
+    Lp_inv = np.asfortranarray(Lp_inv)
+    # R^T = L Lp^-T (a triangular product, ~0.75 of the triangular solve Lp^-1 L^T's time, measured);
+    # R is its transpose, a view (Sigma = R^T R is never formed)
+    B = blas.dtrmm(1.0, Lp_inv, Lf, side=1, lower=1, trans_a=1).T
+    root_lin = B @ lin
+    mean = B.T @ root_lin
+    norm_diff = -float(np.sum(np.log(np.diag(Lp)))) + 0.5 * float(lin @ mean)
+    # K^-1 Sigma = L^-T L^-1 L Lp^-T Lp^-1 L^T = F B with F = K^-1 B^T = L^-T Lp^-T (upper triangular),
+    # and K^-1 mu = F (B b); Lp^-1 and F serve the shards (Broadcast)
     F = np.asfortranarray(linalg.solve_triangular(Lf, Lp_inv.T, lower=True, trans="T", check_finite=False))
-    kinv_cov = blas.dtrmm(1.0, F, B, lower=0)
-    return (Broadcast(kernel, Z, L, B, mean, prec, kinv_cov, kinv_cov @ lin, np.asfortranarray(Lp_inv), F), norm_diff,
-            jitter_used)
+    kinv_mean = F @ root_lin
+    return (Broadcast(kernel, Z, L, B, mean, prec, whitened_prec, kinv_mean, Lp_inv, F), norm_diff, jitter_used)
 
 
 def _prior_gradient_matrix(bc: Broadcast):
     """dL/dK_uu of Phi(q) - Phi(p) at fixed factors: -1/2 (K^-1 - K^-1 (Sigma + mu mu^T) K^-1)
     (supplement eqs. 34-35), with K^-1 - K^-1 Sigma K^-1 = K^-1 Sigma (Sigma^-1 - K^-1) = K^-1 Sigma Lambda:
-    one product, no inverse of K_uu. Symmetric up to rounding: :func:`_chain` symmetrises the sum."""
-    Mm = bc.kinv_cov @ bc.prec  # K^-1 Sigma K^-1 = (K^-1 Sigma) K^-1
+    = (K^-1 R^T) (Lp^-1 (L^T Lambda)): two triangular products of the rebuild's L^T Lambda (measured
+    0.32 ms against 0.42 for K^-1 Sigma and a general product with Lambda, M = 200), no inverse of K_uu.
+    Symmetric up to rounding: :func:`_chain` symmetrises the sum."""
+    Mm = blas.dtrmm(1.0, bc.kinv_root, blas.dtrmm(1.0, bc.root_solve, bc.whitened_prec, lower=1), lower=0)
     Mm -= np.multiply.outer(bc.kinv_mean, bc.kinv_mean)
     Mm *= -0.5
     return Mm

@@ -39,14 +39,15 @@ TINY_VAR = 1e-300
 @dataclasses.dataclass(frozen=True)
 class Broadcast:
     """The master's state a shard needs for one step: kernel, Z, chol(K_uu), q(u) = N(mean_u, cov_u),
-    the site sums' precision Lambda (``prec``), K_uu^-1 cov_u and K_uu^-1 mean_u (the gradient's
-    u-space pieces by products, not solves). q's covariance is held as a square root, cov_u =
-    R^T R (``cov_root`` R = L_P^-1 L^T, (M, M), K_uu = L L^T, P = L_P L_P^T as in :func:`.sep._rebuild`):
-    a step needs only quadratic forms a^T cov_u a' = (R a)^T (R a'), and the master saves forming
-    cov_u (:attr:`cov_u`, on demand: predictions). For the current columns a = L^-T h (h = L^-1 k_u),
-    R a = L_P^-1 h and K_uu^-1 cov_u a = (K_uu^-1 R^T) (R a): two triangular products (BLAS dtrmm,
-    ~0.6 of a general product's time at M = B = 200, measured) with ``root_solve`` = L_P^-1 (lower)
-    and ``kinv_root`` = K_uu^-1 R^T = L^-T L_P^-T (upper), both Fortran-ordered for BLAS."""
+    the site sums' precision Lambda (``prec``) and its whitened half L^T Lambda (``whitened_prec``,
+    K_uu = L L^T), K_uu^-1 mean_u (the gradient's u-space pieces by products, not solves). q's
+    covariance is held as a square root, cov_u = R^T R (``cov_root`` R = L_P^-1 L^T, (M, M),
+    P = L_P L_P^T as in :func:`.sep._rebuild`): a step needs only quadratic forms
+    a^T cov_u a' = (R a)^T (R a'), and the master saves forming cov_u (:attr:`cov_u`, on demand:
+    predictions). For the current columns a = L^-T h (h = L^-1 k_u), R a = L_P^-1 h and
+    K_uu^-1 cov_u a = (K_uu^-1 R^T) (R a): two triangular products (BLAS dtrmm, ~0.6 of a general
+    product's time at M = B = 200, measured) with ``root_solve`` = L_P^-1 (lower) and ``kinv_root`` =
+    K_uu^-1 R^T = L^-T L_P^-T (upper), both Fortran-ordered for BLAS."""
 
     kernel: Kernel
     Z: np.ndarray
@@ -54,7 +55,7 @@ class Broadcast:
     cov_root: np.ndarray
     mean_u: np.ndarray
     prec: np.ndarray
-    kinv_cov: np.ndarray
+    whitened_prec: np.ndarray
     kinv_mean: np.ndarray
     root_solve: np.ndarray
     kinv_root: np.ndarray
@@ -63,6 +64,11 @@ class Broadcast:
     def cov_u(self) -> np.ndarray:
         """q(u)'s covariance R^T R (exactly symmetric)."""
         return self.cov_root.T @ self.cov_root
+
+    @functools.cached_property
+    def kinv_cov(self) -> np.ndarray:
+        """K_uu^-1 cov_u = (K_uu^-1 R^T) R (one triangular product; on demand: no step needs it)."""
+        return blas.dtrmm(1.0, self.kinv_root, self.cov_root, lower=0)
 
 
 def _columns(bc: Broadcast, X):
@@ -147,25 +153,22 @@ def _gradient_terms(X, y, A, A_old, d, cav, likelihood, bc: Broadcast):
     g_m = np.where(ok, resid, 0.0) / alpha
     g_V = np.where(ok, 0.5 * (resid ** 2 + (var_f - V) / V ** 2), 0.0) / alpha
     # u-space cavity pieces: c = mu + shift s_o, S a = Sigma a + coef (a_old^T Sigma a) s_o, so
-    # K^-1 c = K^-1 mu + shift K^-1 Sigma a_old and K^-1 S a = K^-1 Sigma a + coef v_on K^-1 Sigma a_old
-    live = cav["live"]
-    r = blas.dtrmm(1.0, bc.kinv_root, cav["R_new"], lower=0)  # K^-1 Sigma A (Broadcast)
-    if live.any():  # (sites not visited yet carry no factor: no K^-1 Sigma a_old terms)
-        K_so = blas.dtrmm(1.0, bc.kinv_root, cav["R_old"], lower=0)  # K^-1 Sigma a_old (zero where no site)
-        G_uf = K_so * cav["shift"]
-        G_uf += bc.kinv_mean[:, None]  # w
-        r += K_so * (cav["coef"] * cav["v_on"])
-        G_uf *= g_m
-    else:
-        G_uf = np.multiply.outer(bc.kinv_mean, g_m)  # w g_m with w = K^-1 mu
-    r -= A
-    r *= 2.0 * g_V
-    G_uf += r  # G_uf = w g_m + 2 r g_V
+    # K^-1 c = K^-1 mu + shift K^-1 Sigma a_old and K^-1 S a = K^-1 Sigma a + coef v_on K^-1 Sigma a_old;
+    # with K^-1 Sigma = (K^-1 R^T) R (Broadcast) the columns' K^-1 Sigma terms of
+    # G_uf = w g_m + 2 g_V (K^-1 S a - a) are one triangular product of R a and R a_old weighted:
+    # G_uf = kinv_root (R a (2 g_V) + R a_old (shift g_m + 2 g_V coef v_on)) + K^-1 mu g_m - 2 g_V a
+    two_g_V = 2.0 * g_V
+    weighted = cav["R_new"] * two_g_V
+    if cav["live"].any():  # (sites not visited yet carry no factor: no a_old terms)
+        weighted += cav["R_old"] * (cav["shift"] * g_m + two_g_V * cav["coef"] * cav["v_on"])
+    G_uf = blas.dtrmm(1.0, bc.kinv_root, weighted, lower=0, overwrite_b=1)
+    G_uf += np.multiply.outer(bc.kinv_mean, g_m)
+    A_g_V = A * g_V
+    G_uf -= 2.0 * A_g_V
     # -(A g_m) w^T - (A g_V) (2 r + A)^T = -A (G_uf + A g_V)^T in one product; symmetrised by the master
     # (:func:`.sep._chain`, once for the sum of all shards)
-    G_uu = A * g_V
-    G_uu += G_uf
-    G_uu = A @ G_uu.T
+    A_g_V += G_uf
+    G_uu = A @ A_g_V.T
     G_uu *= -1.0
     # K_uf and diag K_ff only: the K_uu part of the gradient is the master's (one product for all shards)
     g_theta, g_Z = bc.kernel.cross_vjp(bc.Z, X, G_uf)
