@@ -164,12 +164,12 @@ def _gradient_terms(X, y, A, A_old, d, cav, likelihood, bc: Broadcast):
     G_uf = blas.dtrmm(1.0, bc.kinv_root, weighted, lower=0, overwrite_b=1)
     G_uf += np.multiply.outer(bc.kinv_mean, g_m)
     A_g_V = A * g_V
-    G_uf -= 2.0 * A_g_V
+    G_uf -= A_g_V  # (G_uf + A g_V, for G_uu; G_uf itself once more A g_V less)
     # -(A g_m) w^T - (A g_V) (2 r + A)^T = -A (G_uf + A g_V)^T in one product; symmetrised by the master
     # (:func:`.sep._chain`, once for the sum of all shards)
-    A_g_V += G_uf
-    G_uu = A @ A_g_V.T
+    G_uu = A @ G_uf.T
     G_uu *= -1.0
+    G_uf -= A_g_V
     # K_uf and diag K_ff only: the K_uu part of the gradient is the master's (one product for all shards)
     g_theta, g_Z = bc.kernel.cross_vjp(bc.Z, X, G_uf)
     return g_theta + bc.kernel.diag_vjp(X, g_V)[0], g_Z, G_uu
