@@ -1,6 +1,6 @@
 """Scalable GP classification on the 2013 New York flights (issue 13; paper 003 sec. 4.6), no assertions.
 
-    .venv/bin/python benchmarks/bench_flights.py [--minutes 10] [--inducing 200] [--minibatch 200]
+    .venv/bin/python benchmarks/bench_flights.py [--minutes 10] [--inducing 200] [--minibatch 200] [--sep-options DICT ...]
     .venv/bin/python benchmarks/bench_flights.py --synthetic 1000000 [--minutes 2] [--method sep|svi]
 
 Flights mode: "arrival delayed or not" from the paper's eight airline features
@@ -20,6 +20,7 @@ none (O(N D + M |batch| + M^2)).
 from __future__ import annotations
 
 import argparse
+import ast
 import resource
 import time
 
@@ -56,8 +57,9 @@ def time_to_plateau(history, tol: float, window: int = 5) -> float:
     return history[min(first, len(history) - 1)]["wall_time"]
 
 
-def train(method, X, y, X_test, y_test, Z, args):
-    """One GP method for at most ``args.minutes`` of training time; returns the posterior."""
+def train(method, X, y, X_test, y_test, Z, args, **extra):
+    """One GP method for at most ``args.minutes`` of training time (``extra``: more of its options);
+    returns the posterior."""
     budget = 60.0 * args.minutes
 
     def out_of_time(entry):
@@ -74,7 +76,7 @@ def train(method, X, y, X_test, y_test, Z, args):
                    callback=out_of_time, stop=lambda: stop["now"])
     # only the options this method takes (SEP is written separately and may not take them all)
     options = {name: value for name, value in options.items() if name in OPTIONS[method]}
-    return qpviz.fit(X, y, "probit", kernel, method=method, optimise=True, **options)
+    return qpviz.fit(X, y, "probit", kernel, method=method, optimise=True, **options, **extra)
 
 
 def report(method, post, tol):
@@ -98,11 +100,14 @@ def flights_mode(args) -> None:
     Z = initial_inducing(split.X_train, args.inducing, args.seed)
     print(f"M = {args.inducing} inducing inputs (K-means of a 20,000-row subsample) in {time.perf_counter() - start:.1f} s; "
           f"minibatch {args.minibatch}; at most {args.minutes:g} min per method")
-    for method in GP_METHODS:
+    runs = [(method, {}) for method in GP_METHODS] + [("sep", ast.literal_eval(text)) for text in args.sep_options]
+    for method, extra in runs:
         if method not in METHODS:
             print(f"{method}: skipped (qpviz.fit has no method={method!r} in this build)")
             continue
-        post = train(method, split.X_train, split.y_train, split.X_test, split.y_test, Z, args)
+        if extra:
+            print(f"{method} with {extra}:")
+        post = train(method, split.X_train, split.y_train, split.X_test, split.y_test, Z, args, **extra)
         report(method, post, args.plateau_tol)
         print(f"{method} vs logistic: TE {post.history[-1]['test_error'] - baseline['test_error']:+.4f}, "
               f"NTLL {post.history[-1]['ntll'] - baseline['ntll']:+.4f}")
@@ -131,6 +136,8 @@ def synthetic_mode(args) -> None:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=10.0, help="training budget per method")
+    parser.add_argument("--sep-options", nargs="*", default=[],
+                        help="flights mode: extra SEP runs, dict literals of options (e.g. \"{'step_rule': 'adadelta'}\")")
     parser.add_argument("--inducing", type=int, default=200)
     parser.add_argument("--minibatch", type=int, default=200)
     parser.add_argument("--epochs", type=int, default=1000, help="upper bound; the time budget usually ends first")

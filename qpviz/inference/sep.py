@@ -83,7 +83,7 @@ default; with minibatches the rule reads an exponential average of the gradients
 q = p(u) (no site set yet: log Z_q is then flat for probit). Until issue 24 the gradient was
 taken after a first rebuild, at the refined q: a second pass over the minibatch and a second
 rebuild per step (2.1x an SVI step at N = 2e4, M = 200; ``benchmarks/bench_sep_step.py``; with one
-pass and the products above: 0.96-0.97x in the first epoch, 1.10-1.13x once sites are stored), and on
+pass and the products above: 0.94-1.01x in the first epoch, 1.02-1.08x once sites are stored), and on
 200,000 points of a sharp-boundary problem SEP ended at 7.1% test error against 5.9% now
 (``benchmarks/bench_sep_accuracy.py``). A likely reason, not proven: after refining, the
 minibatch's own sites are matched to q while the others are not, so the N/B-scaled estimate
@@ -302,7 +302,8 @@ class SEPOptions(TrainingOptions):
     use_table: bool = option(True, "QP reads sigma_QP from the lookup tables where they cover the cavity")
     record_every: int = option(1, "steps between history entries")
     n_shards: int = option(1, "in-process shards of the data")
-    step_rule: str | None = option(None, "'sign' (the paper's sign-adaptive rates) or 'adadelta' (None: 'sign')")
+    step_rule: str | None = option(None, "'sign' (the paper's sign-adaptive rates, on averaged gradients with minibatches) or "
+                                      "'adadelta' (None: 'sign')")
     alpha: float = option(1.0, "Power EP's power in (0, 1]: tempered sites (1 = EP)")
 
 
@@ -315,8 +316,8 @@ def fit_sep(X, y, likelihood, kernel: Kernel, *, inducing=200, minibatch: int = 
 
     ``inducing``: int M (K-means centres of X, ``seed``) or an (M, D) array of starting inducing
     inputs; ``minibatch``: points per step (>= N: batch mode, every site refined each step);
-    ``epochs``: passes over the data; ``optimise``: Adadelta steps on (log theta, Z) after every
-    refinement; ``damping``: default 0.99 with minibatches, 0.5 in batch mode; ``projection``:
+    ``epochs``: passes over the data; ``optimise``: a step of ``step_rule`` on (log theta, Z) after
+    every refinement; ``damping``: default 0.99 with minibatches, 0.5 in batch mode; ``projection``:
     "ep" (moments) or "qp" (QP's W2 projection); ``client``: None (in-process, ``n_shards``
     shards), a Dask ``Client``, a scheduler address or "local" (:class:`DaskExecutor`);
     ``validation`` = (X_val, y_val) adds test error / NTLL to each recorded step of
@@ -325,10 +326,11 @@ def fit_sep(X, y, likelihood, kernel: Kernel, *, inducing=200, minibatch: int = 
     :class:`SignAdaptiveSteps`, the paper's batch rule) or "adadelta" (paper 003 sec. 4.5 with
     minibatches). With Adadelta's growing steps, batch SEP learning Z on the 2,000-point test
     problem oscillated after ~70 steps (log Z_q -407 -> -463, test error 8.5% -> 10.7%; the sign
-    rule: -430 to -400.0 in 200 steps; GFITC with Z fixed: -401.3); with minibatches, on 200,000
-    points of a sharp-boundary problem with 5% label noise (M = 200, two epochs), Adadelta ended at
-    6.1% test error, NTLL 0.246 (SVI: 6.0%, 0.239) and the sign rule at 5.6%, 0.238, ahead of
-    both all along (issue 24; ``benchmarks/results/bench_sep_accuracy_200k.txt``). A run stops early when no site moves
+    rule: -430 to -400.0 in 200 steps; GFITC with Z fixed: -401.3); with minibatches the sign rule
+    reads a running average of the gradients (:class:`SignAdaptiveSteps`): on 200,000 points of a
+    sharp-boundary problem with 5% label noise (M = 200, two epochs) it ended at 5.4% test error,
+    NTLL 0.233 (SVI: 6.0%, 0.239; Adadelta: 6.0%, 0.239; on raw minibatch gradients: 5.7%, 0.243), and on
+    the flights Adadelta went further (issue 24; ``docs/scalable.md``). A run stops early when no site moves
     more than ``tol`` in a batch-mode step without hyper-parameter learning (``converged=True``;
     runs with minibatches or ``optimise=True`` report ``converged=False``: they stop after ``epochs``).
     ``alpha`` in (0, 1]: Power EP's power (tempered sites, :mod:`.sep_shard`; 1 = EP); the
