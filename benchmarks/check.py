@@ -70,6 +70,8 @@ INFERENCE_SWEEP = re.compile(rf"^\s*(\d+)\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NU
 INFERENCE_PAGES = re.compile(rf"^median of \d+: {NUMBER} ms")
 INFERENCE_QP = re.compile(rf"^EP {NUMBER} s\s+QP {NUMBER} s")
 SPARSE_LARGE = re.compile(rf"^\s+(\S.*?)\s+parallel sweep\s+{NUMBER} ms")
+#: bench_sep_step.py's table rows: N, SEP ms, SVI ms, SEP/SVI, SEP cpu, SVI cpu, cpu ratio
+SEP_STEP_ROW = re.compile(rf"^\s*(\d+)\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s*$")
 SPARSE_SMALL = re.compile(rf"^\s+(EP|QP) alpha = ([\d.]+): sequential sweep\s+{NUMBER} ms; whole fit .*?{NUMBER} ms")
 
 
@@ -133,6 +135,17 @@ def parse_sparse_sweep(text: str) -> list[Figure]:
     return out
 
 
+def parse_sep_step(text: str) -> list[Figure]:
+    """One SEP and one SVI step with hyper-parameter learning, second epoch (sites stored), per N."""
+    out = []
+    for line in text.splitlines():
+        if match := SEP_STEP_ROW.match(line):
+            n = match.group(1)
+            out += [Figure(f"sep step: SEP, N={n}, epoch 2", float(match.group(2)), "ms", "matmul"),
+                    Figure(f"sep step: SVI, N={n}, epoch 2", float(match.group(3)), "ms", "matmul")]
+    return out
+
+
 def parse_explorer(text: str) -> list[Figure]:
     """Each likelihood's plots median and the page floor (the minimal page with the app's settings)."""
     out = []
@@ -175,6 +188,8 @@ BENCHMARKS = (
                             "--qp-repeats", "5", "--skip-mcmc"), parse_inference),
     Benchmark("sparse_sweep", ("bench_sparse_sweep.py", "--n", "50000", "--repeats", "5", "--small-repeats", "10"),
               parse_sparse_sweep),
+    Benchmark("sep_step", ("bench_sep_step.py", "--sizes", "20000", "--epoch", "2", "--steps", "80", "--rounds", "2"),
+              parse_sep_step),
     Benchmark("explorer", ("bench_explorer_latency.py", "--presses", "12"), parse_explorer, browser=True),
     Benchmark("gp", ("bench_gp_latency.py", "--presses", "15"), page_cases("gp"), browser=True),
     Benchmark("sparse", ("bench_sparse_latency.py", "--presses", "15"), page_cases("sparse"), browser=True),

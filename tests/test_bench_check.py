@@ -64,6 +64,19 @@ def test_projection_and_tables_units():
     assert tables["tables: probit.npz project qp"] == pytest.approx(100.0)
 
 
+SEP_STEP = """# x86_64, 2 cpus, load (1.2, 1.5, 2.4)
+       N   SEP ms   SVI ms  SEP/SVI  SEP cpu  SVI cpu cpu ratio
+   20000     4.77     4.53     1.05     4.77     4.53      1.05
+SEP_SVI_STEP_RATIO 1.054
+"""
+
+
+def test_sep_step_rows_give_a_sep_and_an_svi_step_per_size():
+    figures = check.parse_sep_step(SEP_STEP)
+    assert [(f.name, f.value, f.floor) for f in figures] == [("sep step: SEP, N=20000, epoch 2", 4.77, "matmul"),
+                                                             ("sep step: SVI, N=20000, epoch 2", 4.53, "matmul")]
+
+
 def test_ratio_to_floor_and_flag_above_threshold():
     figures = check.parse_explorer(EXPLORER) + check.parse_projection(PROJECTION)
     floors = {"page": 40.0, "ep": 50.0, "matmul": 10.0}
