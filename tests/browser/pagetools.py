@@ -123,3 +123,18 @@ def wait_for_new_text(locator, old: str, timeout_ms: float = 60_000, ready=None)
         if time.monotonic() > end:
             raise AssertionError(f"the text stayed {old!r} for {timeout_ms / 1000:g} s")
         time.sleep(0.05)
+
+
+def still(read, quiet_s: float, timeout_s: float, poll_s: float = 0.1) -> tuple[object, bool]:
+    """Call ``read()`` until its value stays the same for ``quiet_s``; return the last value and
+    whether it stood still before ``timeout_s`` ran out."""
+    end = time.monotonic() + timeout_s
+    last, since = read(), time.monotonic()
+    while time.monotonic() < end:
+        time.sleep(poll_s)
+        now = read()
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            return last, True
+    return last, False

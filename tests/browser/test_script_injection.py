@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import re
 import sys
-import time
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 from playwright.sync_api import Browser, Page
+
+from pagetools import still
 
 pytestmark = pytest.mark.browser
 
@@ -104,16 +105,8 @@ def deep(page: Page) -> dict:
 
 
 def settle(page: Page) -> dict:
-    """Wait until the page stops changing; returns its last deep view."""
-    end = time.monotonic() + TIMEOUT_MS / 1000
-    last, since = None, time.monotonic()
-    while time.monotonic() < end:
-        now = page.evaluate(SIGNATURE_JS)
-        if now != last:
-            last, since = now, time.monotonic()
-        elif time.monotonic() - since > QUIET_S:
-            break
-        time.sleep(0.25)
+    """Wait until the page stops changing (or TIMEOUT_MS has passed); returns its last deep view."""
+    still(lambda: page.evaluate(SIGNATURE_JS), QUIET_S, TIMEOUT_MS / 1000, poll_s=0.25)
     return deep(page)
 
 
