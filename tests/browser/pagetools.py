@@ -138,3 +138,21 @@ def still(read, quiet_s: float, timeout_s: float, poll_s: float = 0.1) -> tuple[
         elif time.monotonic() - since >= quiet_s:
             return last, True
     return last, False
+
+
+def link_and_tab_fixtures(open_page, slug: str):
+    """Two fixtures for a page's tests, ``open_page(page, link)`` opening the page (it clicks the
+    page's tab): by its link ``?page=<slug>`` (the tab already open, its click changes nothing; no
+    opening page is built first, which cost each test seconds) and by a link naming no page, then
+    the tab's click (for the one test that keeps that path)."""
+    import pytest  # noqa: PLC0415 - the benchmarks import this module without pytest's fixtures
+
+    @pytest.fixture
+    def by_link(page, app_url: str, console_errors):
+        return open_page(page, f"{app_url}?page={slug}")
+
+    @pytest.fixture
+    def by_tab(page, app_url: str, console_errors):
+        return open_page(page, app_url)
+
+    return by_link, by_tab
