@@ -123,3 +123,36 @@ def wait_for_new_text(locator, old: str, timeout_ms: float = 60_000, ready=None)
         if time.monotonic() > end:
             raise AssertionError(f"the text stayed {old!r} for {timeout_ms / 1000:g} s")
         time.sleep(0.05)
+
+
+def still(read, quiet_s: float, timeout_s: float, poll_s: float = 0.1) -> tuple[object, bool]:
+    """Call ``read()`` until its value stays the same for ``quiet_s``; return the last value and
+    whether it stood still before ``timeout_s`` ran out."""
+    end = time.monotonic() + timeout_s
+    last, since = read(), time.monotonic()
+    while time.monotonic() < end:
+        time.sleep(poll_s)
+        now = read()
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            return last, True
+    return last, False
+
+
+def link_and_tab_fixtures(open_page, slug: str):
+    """Two fixtures for a page's tests, ``open_page(page, link)`` opening the page (it clicks the
+    page's tab): by its link ``?page=<slug>`` (the tab already open, its click changes nothing; no
+    opening page is built first, which cost each test seconds) and by a link naming no page, then
+    the tab's click (for the one test that keeps that path)."""
+    import pytest  # noqa: PLC0415 - the benchmarks import this module without pytest's fixtures
+
+    @pytest.fixture
+    def by_link(page, app_url: str, console_errors):
+        return open_page(page, f"{app_url}?page={slug}")
+
+    @pytest.fixture
+    def by_tab(page, app_url: str, console_errors):
+        return open_page(page, app_url)
+
+    return by_link, by_tab

@@ -18,6 +18,8 @@ import matplotlib.image
 import numpy as np
 import pytest
 from playwright.sync_api import Page, expect
+
+from pagetools import still
 from test_explorer_page import console_errors  # noqa: F401  (fails a test on any console error)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "app"))
@@ -75,9 +77,16 @@ def open_page(page: Page, app_url: str, slug: str) -> list[dict]:
     page.set_viewport_size({"width": 1400, "height": 1000})
     page.goto(f"{app_url}?page={slug}{PAGES[slug]}")
     page.wait_for_function(DRAWN_JS, timeout=LOAD_MS)
-    page.wait_for_timeout(1500)  # let the responsive figures settle at their final size
-    figures = page.evaluate(SHOWN_FIGURES_JS)
+    figures = settled_figures(page)
     assert figures, slug
+    return figures
+
+
+def settled_figures(page: Page, quiet_s: float = 0.5) -> list[dict]:
+    """The shown figures once the responsive figures have settled at their final size: their boxes
+    the same for ``quiet_s`` (instead of a fixed wait of 1.5 s; most pages are still at once)."""
+    figures, settled = still(lambda: page.evaluate(SHOWN_FIGURES_JS), quiet_s, LOAD_MS / 1000)
+    assert settled, f"the figures kept moving for {LOAD_MS / 1000:g} s: {figures}"
     return figures
 
 

@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-from pagetools import TITLES_JS, plot_titles, title_starting
+from pagetools import TITLES_JS, link_and_tab_fixtures, plot_titles, title_starting
 from test_explorer_page import console_errors  # noqa: F401  (the fixture: fail on console errors)
 
 pytestmark = pytest.mark.browser
@@ -38,16 +38,19 @@ def wait_for_title(page: Page, prefix: str) -> str:
     return title_starting(page, prefix)
 
 
-@pytest.fixture
-def gp2d(page: Page, app_url: str, console_errors) -> Page:  # noqa: F811
+def open_gp2d(page: Page, link: str) -> Page:
     page.set_viewport_size({"width": 1500, "height": 1200})
-    page.goto(app_url)
+    page.goto(link)
     page.locator(".bk-tab", has_text="GP 2-D").click(timeout=TIMEOUT_MS)
     wait_for_title(page, "EP: p(y=+1|x),\nmoons N=100")
     return page
 
 
-def test_page_shows_every_default_view(gp2d: Page):
+gp2d, gp2d_by_tab = link_and_tab_fixtures(open_gp2d, "gp-2-d")
+
+
+def test_page_shows_every_default_view(gp2d_by_tab: Page):
+    gp2d = gp2d_by_tab
     titles = plot_titles(gp2d)
     for prefix in ("EP: p(y=+1|x)", "QP: p(y=+1|x)", "EP: latent var", "QP: latent var",
                    "var_QP − var_EP in ["):

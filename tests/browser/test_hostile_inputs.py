@@ -443,15 +443,17 @@ def test_every_typed_number_box_names_a_hostile_value_with_its_range_and_keeps_t
             except ValueError:
                 taken = None
             box.fill(typed)
+            # a number box (an editable slider's) drops the keystrokes it refuses at once, in the browser:
+            # then no value reaches the page and no message is awaited (it would be 10 s of waiting)
+            dropped = box.input_value() != typed
             box.press("Enter")
             if taken is None:
-                says = f"was not applied; type {field.accepted}"
-                try:
-                    wait_for_message(page, view.error_class, says, 10_000)
-                    assert field.name in message(page, view.error_class)
-                except Exception:  # a number box (an editable slider's) may drop the keystrokes instead
-                    assert box.input_value() in (good, ""), f"{field.name}={typed}: no message: {message(page, view.error_class)!r}"
+                if dropped:
+                    assert box.input_value() in (good, ""), f"{field.name}={typed}: the box shows {box.input_value()!r}"
                     assert not text_box or box.input_value() == good
+                else:
+                    wait_for_message(page, view.error_class, f"was not applied; type {field.accepted}", 10_000)
+                    assert field.name in message(page, view.error_class)
                 page.wait_for_timeout(SETTLE_MS)
                 assert numbers(page, view) == before, f"{field.name}={typed} changed the fit"
                 wait_until(lambda: box.input_value() == good, 5_000)  # the last good value shown again

@@ -11,7 +11,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from pagetools import ROOT
+from pagetools import ROOT, link_and_tab_fixtures
 from test_explorer_page import console_errors  # noqa: F401  (the fixture: no console errors)
 
 pytestmark = pytest.mark.browser
@@ -45,10 +45,9 @@ FIGURE1_JS = """() => {
 }"""
 
 
-@pytest.fixture
-def paper_page(page: Page, app_url: str, console_errors) -> Page:  # noqa: F811
+def open_paper_page(page: Page, link: str) -> Page:
     page.set_viewport_size({"width": 1500, "height": 1200})
-    page.goto(app_url)
+    page.goto(link)
     tab = page.locator(".bk-tab").filter(has_text="Paper results")
     tab.wait_for(timeout=TIMEOUT_MS)
     tab.click()
@@ -56,7 +55,11 @@ def paper_page(page: Page, app_url: str, console_errors) -> Page:  # noqa: F811
     return page
 
 
-def test_table_shows_ours_or_the_missing_results_message(paper_page: Page):
+paper_page, paper_page_by_tab = link_and_tab_fixtures(open_paper_page, "paper-results")
+
+
+def test_table_shows_ours_or_the_missing_results_message(paper_page_by_tab: Page):
+    paper_page = paper_page_by_tab
     table = paper_page.locator(".qpviz-paper-table table")
     expect(table).to_contain_text("IonoS (351 x 34)")
     expect(table).to_contain_text("215.9 ± 8.4")  # the paper's column

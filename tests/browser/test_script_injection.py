@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import re
 import sys
-import time
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 from playwright.sync_api import Browser, Page
+
+from pagetools import still
 
 pytestmark = pytest.mark.browser
 
@@ -104,16 +105,8 @@ def deep(page: Page) -> dict:
 
 
 def settle(page: Page) -> dict:
-    """Wait until the page stops changing; returns its last deep view."""
-    end = time.monotonic() + TIMEOUT_MS / 1000
-    last, since = None, time.monotonic()
-    while time.monotonic() < end:
-        now = page.evaluate(SIGNATURE_JS)
-        if now != last:
-            last, since = now, time.monotonic()
-        elif time.monotonic() - since > QUIET_S:
-            break
-        time.sleep(0.25)
+    """Wait until the page stops changing (or TIMEOUT_MS has passed); returns its last deep view."""
+    still(lambda: page.evaluate(SIGNATURE_JS), QUIET_S, TIMEOUT_MS / 1000, poll_s=0.25)
     return deep(page)
 
 
@@ -178,9 +171,10 @@ def link_findings(context, app_url: str, slug: str, keys, payload: str) -> dict[
 
     First one link gives the payload to every key of the page but ``page``: a key whose value the
     page then names (its banner quotes ``key=`` and the payload) was read, and its case is checked
-    by that link. Every other key (``page``, a key the page did not name, and every key if that
-    link shows the payload unsafely, to find which) gets a link of its own."""
-    findings, alone = {}, [key for key in keys if key == dashboard.PAGE_KEY]
+    by that link. Every other key (a key the page did not name, and every key if that link shows the
+    payload unsafely, to find which) gets a link of its own. The ``page`` key's link names no page
+    (``?page=<payload>``), the same link for every page: test_a_page_key_value_is_shown_as_text opens it."""
+    findings, alone = {}, []
     together = [key for key in keys if key != dashboard.PAGE_KEY]
     if together:
         query = f"page={slug}&" + "&".join(f"{key}={quote(payload)}" for key in together)
@@ -191,8 +185,7 @@ def link_findings(context, app_url: str, slug: str, keys, payload: str) -> dict[
     for start in range(0, len(alone), BATCH):
         pages = {}
         for key in alone[start:start + BATCH]:
-            query = f"page={quote(payload)}" if key == dashboard.PAGE_KEY else f"page={slug}&{key}={quote(payload)}"
-            pages[key] = open_page(context, f"{app_url}?{query}")
+            pages[key] = open_page(context, f"{app_url}?page={slug}&{key}={quote(payload)}")
         for key, page in pages.items():
             wrong = checked(page)[1]
             if wrong:
@@ -207,6 +200,13 @@ def test_a_link_value_is_shown_as_text(context, app_url: str, slug: str, payload
     """Every URL key of the page given the payload (in one link for every key the page names as
     refused, else one link each)."""
     assert link_findings(context, app_url, slug, PAGES[slug], payload) == {}
+
+
+@pytest.mark.parametrize("payload", [PAYLOAD, LINK_MARKDOWN_PAYLOAD], ids=["html", "markdown"])
+def test_a_page_key_value_is_shown_as_text(context, app_url: str, payload: str):
+    """The ``page`` key (every page reads it) given the payload: one link, whichever page it opens."""
+    assert all(dashboard.PAGE_KEY in keys for keys in PAGES.values())
+    assert checked(open_page(context, f"{app_url}?page={quote(payload)}"))[1] is None
 
 
 @pytest.mark.parametrize("slug, key", [("gp-1-d", "g1_n")])

@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-from pagetools import TITLES_JS, plot_titles
+from pagetools import TITLES_JS, link_and_tab_fixtures, plot_titles
 from test_explorer_page import ALERT_JS, console_errors  # noqa: F401 - the fixture fails on console errors
 
 pytestmark = pytest.mark.browser
@@ -17,13 +17,15 @@ pytestmark = pytest.mark.browser
 FIT_TIMEOUT_MS = 240_000
 
 
-@pytest.fixture
-def variance_page(page: Page, app_url: str, console_errors) -> Page:  # noqa: F811
+def open_variance_page(page: Page, link: str) -> Page:
     page.set_viewport_size({"width": 1500, "height": 1200})
-    page.goto(app_url)
+    page.goto(link)
     page.get_by_text("Variance effects", exact=True).click()
     page.locator(".qpviz-ve-dataset select").wait_for(timeout=60_000)
     return page
+
+
+variance_page, variance_page_by_tab = link_and_tab_fixtures(open_variance_page, "variance-effects")
 
 
 def title_now(page: Page, prefix: str) -> bool:
@@ -40,8 +42,8 @@ def wait_for_title(page: Page, prefix: str) -> str:
     return next(t for t in reversed(plot_titles(page)) if t.startswith(prefix))
 
 
-def test_wine1_shows_figure_1_histogram_and_scores(variance_page: Page):
-    page = variance_page
+def test_wine1_shows_figure_1_histogram_and_scores(variance_page_by_tab: Page):
+    page = variance_page_by_tab
     page.locator(".qpviz-ve-dataset select").select_option("wine1")
     title = wait_for_title(page, "Figure 1: wine1")
     held_out = int(re.search(r"(\d+) held-out points", title).group(1))
