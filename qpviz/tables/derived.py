@@ -72,7 +72,7 @@ def _table_stem(path: Path) -> str:
 def _read(path: Path, key: str):
     """(coef, meta, stats) from a cache file of this key, or None (missing, unreadable, corrupt)."""
     try:
-        with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as data:
+        with store.open_npz(path) as data:
             if str(data["key"]) != key:
                 return None
             coef = np.ascontiguousarray(data["coef"], dtype=np.float64)

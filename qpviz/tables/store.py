@@ -16,9 +16,11 @@ rebuild, and the caller computes directly.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import threading
 import zipfile
 from pathlib import Path
 
@@ -27,7 +29,8 @@ import numpy as np
 from qpviz.tables.chebyshev import QUANTUM
 from qpviz.tables.families import TableFamily
 
-__all__ = ["FORMAT_VERSION", "TableError", "checksum", "source_hash", "save", "load", "read_header"]
+__all__ = ["FORMAT_VERSION", "TableError", "checksum", "source_hash", "save", "load", "read_header", "NPZ_READ_LOCK",
+           "open_npz"]
 
 FORMAT_VERSION = 1
 REBUILD_HINT = "rebuild with `python -m lookup_tables.build`"
@@ -105,10 +108,24 @@ def _decode(data) -> np.ndarray:
     return coef
 
 
+#: Held while a .npz file is read (:func:`open_npz`). NumPy parses each array's header with
+#: ``ast.literal_eval``, and on CPython 3.11 two parses in two threads at once can fail with
+#: "SystemError: AST constructor recursion depth mismatch" (python/cpython gh-106905; seen in CI when
+#: the background preload and a lookup read two tables at the same moment).
+NPZ_READ_LOCK = threading.RLock()
+
+
+@contextlib.contextmanager
+def open_npz(path):
+    """``np.load`` of the .npz file at ``path`` (no pickles), read under :data:`NPZ_READ_LOCK`."""
+    with NPZ_READ_LOCK, open(path, "rb") as fh, np.load(fh, allow_pickle=False) as data:
+        yield data
+
+
 def read_header(path: Path) -> dict:
     """The JSON header of a table file (TableError if unreadable)."""
     try:
-        with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as data:
+        with open_npz(path) as data:
             return json.loads(str(data["header"]))
     except FileNotFoundError:
         raise TableError(f"table file {path} is missing; {REBUILD_HINT}") from None
@@ -121,7 +138,7 @@ def load(path: Path, family: TableFamily) -> tuple[np.ndarray, np.ndarray]:
     path = Path(path)
     header = read_header(path)
     try:
-        with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as data:
+        with open_npz(path) as data:
             coef = _decode(data)
             meta = np.asarray(data["meta"], dtype=np.float64)
     except (OSError, ValueError, KeyError, IndexError, TypeError, zipfile.BadZipFile, EOFError) as exc:

@@ -180,6 +180,40 @@ def test_preload_in_the_background_loads_every_family():
     assert float(got) == pytest.approx(float(tilted.qp_std(lik, 3.0, 0.5, 0.7)) ** 2, rel=1e-7)
 
 
+class _CountingLock:
+    """A reentrant stand-in for store.NPZ_READ_LOCK that knows whether it is held."""
+
+    def __init__(self):
+        self.depth = 0
+
+    def __enter__(self):
+        self.depth += 1
+
+    def __exit__(self, *exc):
+        self.depth -= 1
+
+
+def test_every_table_file_is_read_under_the_npz_lock(monkeypatch):
+    """NumPy parses .npz headers with ast.literal_eval, which CPython 3.11 cannot run in two threads at
+    once (a CI run: the background preload and a lookup failed with "AST constructor recursion depth
+    mismatch"): every read of a table or of its cached fast form holds store.NPZ_READ_LOCK."""
+    lock, reads = _CountingLock(), []
+    real_load = np.load
+
+    def load(*args, **kwargs):
+        reads.append(lock.depth > 0)
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(store, "NPZ_READ_LOCK", lock)
+    monkeypatch.setattr(np, "load", load)
+    tables.clear_cache()
+    tables.preload(background=False)  # every family: the table files and their cached fast forms
+    store.read_header(tables.table_dir() / family_for(qpviz.likelihood("probit")).file_name)
+    tables.clear_cache()
+    assert len(reads) > len(tables.all_families()) and all(reads)
+    assert lock.depth == 0
+
+
 @pytest.mark.parametrize("name", ["probit", "step", "poisson_square", "laplace"])
 def test_batch_over_several_blocks_equals_the_scalar_kernel(name, rng, monkeypatch):
     # > 2 blocks of the batch kernel, with points outside the tables (direct) and, for
