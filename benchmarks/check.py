@@ -66,12 +66,12 @@ PROJECTION = re.compile(rf"project qp/ep time ratio {NUMBER} \(qp {NUMBER} ms, e
                         rf"\(moments {NUMBER} ms, table {NUMBER} ms\)")
 TABLES_ROW = re.compile(rf"^(\S+\.npz)\s+{NUMBER} ([Mk])\s+{NUMBER} ([Mk])\s+{NUMBER} ([Mk])\s+{NUMBER} ([Mk])\s+"
                         rf"{NUMBER} ([Mk])")
-INFERENCE_SWEEP = re.compile(rf"^\s*(\d+)\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s*$")
+#: a table row of a size and six numbers: bench_inference.py's sweep rows; bench_sep_step.py's rows
+#: (N, SEP ms, SVI ms, SEP/SVI, SEP cpu, SVI cpu, cpu ratio)
+SIZE_AND_SIX_NUMBERS = re.compile(rf"^\s*(\d+)\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s*$")
 INFERENCE_PAGES = re.compile(rf"^median of \d+: {NUMBER} ms")
 INFERENCE_QP = re.compile(rf"^EP {NUMBER} s\s+QP {NUMBER} s")
 SPARSE_LARGE = re.compile(rf"^\s+(\S.*?)\s+parallel sweep\s+{NUMBER} ms")
-#: bench_sep_step.py's table rows: N, SEP ms, SVI ms, SEP/SVI, SEP cpu, SVI cpu, cpu ratio
-SEP_STEP_ROW = re.compile(rf"^\s*(\d+)\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s*$")
 SPARSE_SMALL = re.compile(rf"^\s+(EP|QP) alpha = ([\d.]+): sequential sweep\s+{NUMBER} ms; whole fit .*?{NUMBER} ms")
 
 
@@ -114,7 +114,7 @@ def parse_tables(text: str) -> list[Figure]:
 def parse_inference(text: str) -> list[Figure]:
     out = []
     for line in text.splitlines():
-        if match := INFERENCE_SWEEP.match(line):
+        if match := SIZE_AND_SIX_NUMBERS.match(line):
             out.append(Figure(f"inference: EP sweep N={match.group(1)}", float(match.group(3)) * 1e3, "ms", "matmul"))
         elif match := INFERENCE_PAGES.match(line):
             out.append(Figure("inference: pages' EP+QP fits N=200", float(match.group(1)), "ms", "matmul"))
@@ -139,7 +139,7 @@ def parse_sep_step(text: str) -> list[Figure]:
     """One SEP and one SVI step with hyper-parameter learning, second epoch (sites stored), per N."""
     out = []
     for line in text.splitlines():
-        if match := SEP_STEP_ROW.match(line):
+        if match := SIZE_AND_SIX_NUMBERS.match(line):
             n = match.group(1)
             out += [Figure(f"sep step: SEP, N={n}, epoch 2", float(match.group(2)), "ms", "matmul"),
                     Figure(f"sep step: SVI, N={n}, epoch 2", float(match.group(3)), "ms", "matmul")]
