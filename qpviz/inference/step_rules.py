@@ -20,7 +20,7 @@ class SignAdaptiveSteps:
     problem that threw log Z_q from -401 to -687 before it recovered).
 
     ``smoothing`` beta in [0, 1): the rule reads the bias-corrected exponential average
-    g_bar_t = (beta g_bar_{t-1} + (1 - beta) g_t) / (1 - beta^t) instead of g_t (0: the paper's
+    m_t / (1 - beta^t), m_t = beta m_{t-1} + (1 - beta) g_t, m_0 = 0, instead of g_t (0: the paper's
     rule, exactly). Minibatch gradients need it: their signs flip on about every other step while
     the mean gradient keeps its sign, and x 1.02 / x 1/2 at random shrinks a rate by
     sqrt(1.02 / 2) per step on average, so the learning stops (measured on 200,000 points, M = 200,
