@@ -62,17 +62,18 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def serve_app(log_path: Path, cwd: Path = ROOT) -> tuple[subprocess.Popen, str]:
-    """Start `python -m panel serve app` in ``cwd`` on a free port; return the process and the
-    app URL once it answers."""
+def serve_app(log_path: Path, cwd: Path = ROOT, app: str = "app",
+              env: dict | None = None) -> tuple[subprocess.Popen, str]:
+    """Start `python -m panel serve <app>` in ``cwd`` on a free port (``env``: more environment
+    variables); return the process and the app URL once it answers."""
     port = free_port()
     with open(log_path, "w") as log:  # the child keeps its own copy of the file descriptor
         process = subprocess.Popen(
-            [sys.executable, "-m", "panel", "serve", "app", "--port", str(port), "--address", "127.0.0.1",
+            [sys.executable, "-m", "panel", "serve", app, "--port", str(port), "--address", "127.0.0.1",
              f"--allow-websocket-origin=127.0.0.1:{port}"],
-            cwd=cwd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=cwd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, **(env or {})},
         )
-    url = f"http://127.0.0.1:{port}/app"
+    url = f"http://127.0.0.1:{port}/{Path(app).stem}"
     deadline = time.monotonic() + STARTUP_SECONDS
     while time.monotonic() < deadline:
         if process.poll() is not None:
