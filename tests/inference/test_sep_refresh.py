@@ -86,3 +86,19 @@ def test_batch_mode_and_fixed_hyperparameters_drop_nothing(options):
     settings = dict(inducing=10, minibatch=2, epochs=1, optimise=True) | options
     post = qpviz.fit(X, y, "probit", qpviz.kernels.RBF(1.0, 1.0), method="sep", **settings)
     assert post.diagnostics["stale_sites_dropped"] == []
+
+
+def test_dask_workers_drop_the_same_sites_as_in_process():
+    distributed = pytest.importorskip("dask.distributed")
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-2.0, 2.0, (2000, 2))
+    y = np.where(np.sin(2.0 * X[:, 0]) + X[:, 1] > 0, 1.0, -1.0)
+    # 200 steps per epoch: checkpoints at steps 50 and 100; the kernel moves enough to drop at 100
+    options = dict(inducing=10, minibatch=10, epochs=1, optimise=True, seed=4)
+    local = qpviz.fit(X, y, "probit", qpviz.kernels.RBF(1.0, 1.0), method="sep", **options)
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0")
+    with cluster, distributed.Client(cluster) as client:
+        remote = qpviz.fit(X, y, "probit", qpviz.kernels.RBF(1.0, 1.0), method="sep", client=client, **options)
+    assert local.diagnostics["stale_sites_dropped"] == remote.diagnostics["stale_sites_dropped"] == [50]
+    np.testing.assert_allclose(remote.site_precision, local.site_precision, atol=1e-8)
+    assert remote.log_marginal_likelihood == pytest.approx(local.log_marginal_likelihood, abs=1e-8)
