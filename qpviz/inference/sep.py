@@ -132,6 +132,7 @@ from qpviz.inference.posterior import GPPosterior, TrainingMarginals
 from qpviz.inference.sep_shard import SHARD_CHUNK, Broadcast, SEPShard, refine_sites, site_gradient
 from qpviz.inference.sites import SiteRule
 from qpviz.inference.sparse_prior import check_alpha
+from qpviz.inference.sep_refresh import StaleSites
 from qpviz.inference.step_rules import STEP_RULES, SignAdaptiveSteps, make_step_rule
 from qpviz.inference.stochastic import (TrainingRecord, check_positive_int, inducing_problem, minibatches,
                                        steps_per_epoch)
@@ -305,13 +306,15 @@ class SEPOptions(TrainingOptions):
     step_rule: str | None = option(None, "'sign' (the paper's sign-adaptive rates, on averaged gradients with minibatches) or "
                                       "'adadelta' (None: 'sign')")
     alpha: float = option(1.0, "Power EP's power in (0, 1]: tempered sites (1 = EP)")
+    drop_stale: bool = option(True, "with minibatches and learning: forget the first epoch's sites fitted at "
+                                    "hyper-parameters that moved on since (sep_refresh)")
 
 
 def fit_sep(X, y, likelihood, kernel: Kernel, *, inducing=200, minibatch: int = 200, epochs: int = 5,
             optimise: bool = True, seed: int = 0, validation=None, client=None, projection: str = "ep",
             progress: bool = False, stop=None, callback=None, damping: float | None = None, tol: float = 1e-6,
             jitter: float | None = None, use_table: bool = True, record_every: int = 1, n_shards: int = 1,
-            step_rule: str | None = None, alpha: float = 1.0):
+            step_rule: str | None = None, alpha: float = 1.0, drop_stale: bool = True):
     """Train SEP (module docstring); returns a :class:`GPPosterior` with a :class:`SEPState`.
 
     ``inducing``: int M (K-means centres of X, ``seed``) or an (M, D) array of starting inducing
@@ -334,7 +337,9 @@ def fit_sep(X, y, likelihood, kernel: Kernel, *, inducing=200, minibatch: int = 
     more than ``tol`` in a batch-mode step without hyper-parameter learning (``converged=True``;
     runs with minibatches or ``optimise=True`` report ``converged=False``: they stop after ``epochs``).
     ``alpha`` in (0, 1]: Power EP's power (tempered sites, :mod:`.sep_shard`; 1 = EP); the
-    posterior's likelihood is the untempered one.
+    posterior's likelihood is the untempered one. ``drop_stale`` (with minibatches and learning):
+    in the first half of the first epoch, sites fitted at hyper-parameters that have moved on since
+    are forgotten (:mod:`.sep_refresh`; ``diagnostics["stale_sites_dropped"]``: the steps up to which).
     """
     alpha = check_alpha(alpha)
     if projection not in ("ep", "qp"):
@@ -364,13 +369,13 @@ def fit_sep(X, y, likelihood, kernel: Kernel, *, inducing=200, minibatch: int = 
     try:
         return _train(executor, executor.bounds if client is not None else _shard_bounds(n, n_shards), X, y, lik,
                       kernel, Z, rule, minibatch, epochs, optimise, seed, validation, progress, stop, callback, tol,
-                      jitter, record_every, stochastic, projection, step_rule)
+                      jitter, record_every, stochastic, projection, step_rule, bool(drop_stale))
     finally:
         executor.close()
 
 
 def _train(executor, bounds, X, y, lik, kernel, Z, rule, minibatch, epochs, optimise, seed, validation, progress,
-           stop, callback, tol, jitter, record_every, stochastic, projection, step_rule):
+           stop, callback, tol, jitter, record_every, stochastic, projection, step_rule, drop_stale):
     n = X.shape[0]
     M, D = Z.shape
     rng = np.random.default_rng(seed)
@@ -382,6 +387,7 @@ def _train(executor, bounds, X, y, lik, kernel, Z, rule, minibatch, epochs, opti
     record = TrainingRecord(epochs * per_epoch, label="SEP", validation=validation, every=record_every,
                             stop=stop, callback=callback, progress=progress)
     state = {"bc": bc, "jitter": jitter_used}
+    stale = StaleSites(per_epoch) if (stochastic and optimise and drop_stale) else None
 
     def posterior(log_evidence=float("nan"), converged=False, n_steps=0, extra=None):
         bc = state["bc"]
@@ -415,7 +421,7 @@ def _train(executor, bounds, X, y, lik, kernel, Z, rule, minibatch, epochs, opti
                 # predictive, flat in (log theta, Z) for probit (its gradient was rounding noise, which
                 # the sign rule's first step, initial_step / |g|, blew up)
                 learn = optimise and bool(np.any(bc.prec) or np.any(bc.mean_u))
-                results = executor.call("refine", [(p, bc, learn) if len(p) else None for p in parts])
+                results = executor.call("refine", [(p, bc, learn, step) if len(p) else None for p in parts])
                 used = [r for r in results if r is not None]
                 evidence = norm_diff + n / len(batch) * sum(r["evidence"] for r in used)
                 change = max(r["change"] for r in used)
@@ -432,6 +438,10 @@ def _train(executor, bounds, X, y, lik, kernel, Z, rule, minibatch, epochs, opti
                     theta = theta + stepper.step(np.concatenate([g_theta, g_Z.ravel()]))
                     kernel_now, Z_now, chol = (bc.kernel.with_log_params(theta[:n_kernel]),
                                                theta[n_kernel:].reshape(M, D), None)
+                if stale is not None:  # sites fitted at hyper-parameters long gone (.sep_refresh)
+                    prec, lin, drop = stale.after_step(step, epoch, kernel_now.log_params(), prec, lin)
+                    if drop is not None:
+                        executor.call("drop", [(drop,) for _ in bounds])
                 bc, norm_diff, state["jitter"] = _rebuild(kernel_now, Z_now, prec, lin, jitter, chol)
                 state["bc"] = bc
             converged = (not optimise) and (not stochastic) and change < tol
@@ -460,5 +470,6 @@ def _train(executor, bounds, X, y, lik, kernel, Z, rule, minibatch, epochs, opti
     nu = np.concatenate([s[1] for s in sites])
     post = posterior(final_evidence, converged, step, (tau, nu, sum(s[2] for s in sites)))
     post.diagnostics.update(stopped=record.stopped, steps=step, train_seconds=time.perf_counter() - start,
-                            dashboard_link=getattr(executor, "dashboard_link", None), n_improper_cavities=improper)
+                            dashboard_link=getattr(executor, "dashboard_link", None), n_improper_cavities=improper,
+                            stale_sites_dropped=[] if stale is None else list(stale.dropped))
     return post

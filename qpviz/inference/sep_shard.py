@@ -253,10 +253,12 @@ class SEPShard:
         # row j: the direction a_j site j was last fitted on (rows: a minibatch's gather is contiguous)
         self.At = np.zeros((n, M))
         self.status = np.full(n, OK, dtype=np.int64)
+        self.fitted = np.zeros(n, dtype=np.int64)  # the step each site was last refined at (0: never)
 
-    def refine(self, idx, bc: Broadcast, gradient: bool = False) -> dict:
+    def refine(self, idx, bc: Broadcast, gradient: bool = False, step: int = 0) -> dict:
         """:func:`refine_sites` on the shard's points ``idx`` (local indices), in chunks; the sites
-        and directions are stored, the sums returned."""
+        and directions are stored (with ``step``, the step that refined them), the sums returned."""
+        self.fitted[np.asarray(idx, dtype=np.int64)] = step
         total = None
         for part in self._chunks(idx):
             out = refine_sites(self.X[part], self.y[part], self.tau[part], self.nu[part],
@@ -312,6 +314,13 @@ class SEPShard:
             total += float(np.sum(np.where(cav["proper"], log_z + cav["log_norm_diff"], 0.0))) / alpha
             improper += int(np.count_nonzero(~cav["proper"]))
         return total, improper
+
+    def drop(self, until: int):
+        """Forget the sites refined at steps 1..``until`` (:mod:`.sep_refresh`): no factor, as before
+        their first visit."""
+        stale = (self.fitted > 0) & (self.fitted <= until)
+        self.tau[stale] = 0.0
+        self.nu[stale] = 0.0
 
     def sites(self):
         return self.tau.copy(), self.nu.copy(), int(np.count_nonzero(self.status == CLIPPED))
