@@ -129,10 +129,10 @@ from qpviz.inference.distributed import split as _split
 from qpviz.inference.inducing import cholesky_kuu
 from qpviz.inference.options import TrainingOptions, option
 from qpviz.inference.posterior import GPPosterior, TrainingMarginals
+from qpviz.inference.sep_refresh import StaleSites
 from qpviz.inference.sep_shard import SHARD_CHUNK, Broadcast, SEPShard, refine_sites, site_gradient
 from qpviz.inference.sites import SiteRule
 from qpviz.inference.sparse_prior import check_alpha
-from qpviz.inference.sep_refresh import StaleSites
 from qpviz.inference.step_rules import STEP_RULES, SignAdaptiveSteps, make_step_rule
 from qpviz.inference.stochastic import (TrainingRecord, check_positive_int, inducing_problem, minibatches,
                                        steps_per_epoch)
