@@ -123,11 +123,14 @@ def _small_data():
 
 
 def _ep_fit() -> None:
+    """EP and QP fits with sequential and parallel site updates (the scalable page's SEP runs the
+    parallel kernel; QP's general one compiles for tens of seconds)."""
     import qpviz
 
     X, y = _small_data()
     for method in ("ep", "qp"):
-        qpviz.fit(X, y, "probit", qpviz.kernels.RBF(), method=method)
+        for parallel in (False, True):
+            qpviz.fit(X, y, "probit", qpviz.kernels.RBF(), method=method, parallel=parallel)
 
 
 def _sparse_fits() -> None:
