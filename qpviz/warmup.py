@@ -114,30 +114,51 @@ def _explorer_page() -> None:
     ExplorerState()
 
 
-def _ep_fit() -> None:
+def _small_data():
+    """12 points on a line and their +-1 labels (the fits' steps)."""
     import numpy as np
 
+    X = np.linspace(-2.0, 2.0, 12)[:, None]
+    return X, np.where(np.sin(3.0 * X[:, 0]) > 0, 1.0, -1.0)
+
+
+def _ep_fit() -> None:
+    """EP and QP fits with sequential and parallel site updates (the scalable page's SEP runs the
+    parallel kernel; QP's general one compiles for tens of seconds)."""
     import qpviz
 
-    X = np.linspace(-2.0, 2.0, 12)[:, None]
-    y = np.where(np.sin(3.0 * X[:, 0]) > 0, 1.0, -1.0)
+    X, y = _small_data()
     for method in ("ep", "qp"):
-        qpviz.fit(X, y, "probit", qpviz.kernels.RBF(), method=method)
+        for parallel in (False, True):
+            qpviz.fit(X, y, "probit", qpviz.kernels.RBF(), method=method, parallel=parallel)
 
 
 def _sparse_fits() -> None:
     """What the Sparse and VSGP pages compile on their first fit: the sparse prior's kernels, the
     sequential Power-EP sweeps (closed-form and general) and the tempered Gauss-Hermite route."""
-    import numpy as np
-
     from qpviz.inference.site_fit import fit_power_ep
     from qpviz.kernels import RBF
 
-    X = np.linspace(-2.0, 2.0, 12)[:, None]
-    y = np.where(np.sin(3.0 * X[:, 0]) > 0, 1.0, -1.0)
+    X, y = _small_data()
     for method in ("ep", "qp"):
         for alpha in (1.0, 0.5):
             fit_power_ep(X, y, "probit", RBF(), method, X[::3], alpha=alpha, warn=False)
+
+
+def _mcmc_reference() -> None:
+    """What the GP 1-D and GP 2-D pages' MCMC reference compiles on its first run: the elliptical
+    slice chains, and the tempered chains of a likelihood even in f (Poisson-square)."""
+    import numpy as np
+
+    import qpviz
+    from qpviz.inference.dense import DensePrior
+    from qpviz.inference.mcmc import run_chains
+    from qpviz.kernels import RBF
+
+    X, labels = _small_data()
+    prior = DensePrior(RBF(), X)
+    for name, y in (("probit", labels), ("poisson_square", np.arange(12.0) % 3)):
+        run_chains(prior, qpviz.likelihood(name), y, chains=2, n_samples=8, burn_in=2, thin=1)
 
 
 def steps(what: str) -> list[list[tuple[str, Callable[[], None]]]]:
@@ -147,7 +168,7 @@ def steps(what: str) -> list[list[tuple[str, Callable[[], None]]]]:
     ``explorer`` is what the explorer's first page needs: the probit likelihood's closed-form
     moments and its QP table (its one-point quadratures run on the NumPy engine: nothing to
     compile); ``fit`` what probit EP and QP fits need; ``all`` adds the tilted quadrature, every
-    other likelihood the page offers, the fits and the sparse (Power EP / QP) fits.
+    other likelihood the page offers, the fits, the sparse (Power EP / QP) fits and the MCMC reference.
     """
     from qpviz.explorer import likelihood_names
 
@@ -164,7 +185,7 @@ def steps(what: str) -> list[list[tuple[str, Callable[[], None]]]]:
     if what in ("fit", "all"):
         last += [("EP and QP fits", _ep_fit)]
     if what == "all":
-        last += [("sparse Power EP and QP fits", _sparse_fits)]
+        last += [("sparse Power EP and QP fits", _sparse_fits), ("MCMC reference", _mcmc_reference)]
     return [core, others, last]
 
 

@@ -4,17 +4,39 @@ Browser-only fixtures (the served app, Chromium launch options) live in tests/br
 """
 from __future__ import annotations
 
+import os
 import sys
 
 import numpy as np
 import pytest
 
+#: The variables that set the BLAS libraries' thread count, each set to 1 for the test run unless
+#: already set (as benchmarks/check.py does).
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def one_blas_thread() -> None:
+    """One BLAS thread in this process and in every process it starts (the xdist workers, the
+    subprocesses of the tests), unless the variables are set already. The run already keeps every
+    core busy with one worker each; OpenBLAS's own threads then spin-wait for a core (qpviz/_blas.py):
+    test_sep, test_sparse_regression and test_fit_sparse on 2 workers took 85-287 s of wall time
+    with the library's default threads and 7-8 s with one (load 6-8, issue 22.6)."""
+    unset = [name for name in BLAS_THREAD_VARIABLES if name not in os.environ]
+    for name in unset:
+        os.environ[name] = "1"
+    if "OPENBLAS_NUM_THREADS" in unset:  # the BLAS NumPy loaded before this ran
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=1, user_api="blas")
+
 
 def pytest_configure(config):
-    """Drop numba caches written for other sources before any kernel loads (the explicit step
+    """One BLAS thread per test process (:func:`one_blas_thread`; before xdist starts its workers),
+    and numba caches written for other sources dropped before any kernel loads (the explicit step
     of qpviz/cache.py; ``import qpviz`` itself never touches them)."""
     from qpviz.cache import drop_stale_caches
 
+    one_blas_thread()
     drop_stale_caches()
 
 

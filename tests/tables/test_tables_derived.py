@@ -3,6 +3,7 @@ stale or corrupt one, written atomically, cleared by ``python -m qpviz.cache cle
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -125,6 +126,14 @@ def test_import_writes_no_table_cache_and_the_command_clears_them(tmp_path):
     folder = tmp_path / "qpviz-tables"
     folder.mkdir()
     (folder / f"probit.abc{cache.TABLE_CACHE_SUFFIX}").write_bytes(b"x")
-    out = subprocess.run([sys.executable, "-m", "qpviz.cache", "clear"], env=env, check=True, text=True,
-                         capture_output=True).stdout
+    # `clear` also deletes the numba caches in its package's __pycache__ folders, redirected or not:
+    # run a copy of the package (from its folder: -m puts the working directory first), so that the
+    # checkout's compiled kernels (written by the warm-up, used by the tests still to come on every
+    # worker) are left as they are; before, every later test recompiled its kernels
+    copy = tmp_path / "src"
+    shutil.copytree(ROOT / "qpviz", copy / "qpviz", ignore=shutil.ignore_patterns("__pycache__"))
+    kept = cache.cache_files()
+    out = subprocess.run([sys.executable, "-m", "qpviz.cache", "clear"], env={**env, "PYTHONPATH": str(copy)},
+                         cwd=copy, check=True, text=True, capture_output=True).stdout
     assert "1 cached table forms" in out and not list(folder.iterdir())
+    assert all(path.exists() for path in kept), "the command cleared the checkout's numba caches"
