@@ -13,10 +13,10 @@ Panel (1.9) and Bokeh (3.9) write a session's changes to its websocket by two pa
 So a message Panel made first could leave after one Bokeh made later. When the earlier one
 defines models the later one names (a page's figures, then their titles' font sizes), the browser
 meets names it does not know: BokehJS throws "reference p1234 isn't known" (one page error per
-figure) and drops the later change, leaving a figure stale. Two full test runs failed so (15 and
-2 page errors: the GP 2-D and Variance effects pages, opened by their tab while the server was
-answering the browser's layout messages); tests/browser/test_message_order.py builds the case on
-purpose.
+figure) and drops the later change, leaving a figure stale. Two full test runs failed with such
+errors, one per figure of the page just opened by its tab (15 on GP 2-D, 2 on Variance effects):
+opening a tab puts the page on it (Panel's path), then sets its figures' title font sizes for the
+projector mode (Bokeh's path). tests/browser/test_message_order.py builds the case on purpose.
 
 :func:`enable` makes Panel's message join the queue of the callback's own Bokeh messages when
 either would overtake the other: when Panel would have postponed it, and when the callback has
