@@ -17,7 +17,7 @@ from bokeh.plotting import figure
 from qpviz import explorer
 
 __all__ = ["COLOURS", "DASHES", "LABELS", "CURVES", "ExplorerFigures", "NumbersPane", "numbers_html", "html_table", "set_data", "show_columns",
-           "style_figure", "legend_below", "EmptyExtent"]
+           "style_figure", "legend_below", "EmptyExtent", "PAD_TO", "padded"]
 
 #: Okabe-Ito colours (colour-blind safe); curves also differ by dash pattern.
 COLOURS = {
@@ -105,8 +105,10 @@ def set_data(source: ColumnDataSource, data: dict) -> None:
     An empty source set empty again sends nothing (each new ``data`` makes BokehJS re-render the
     source's renderers and rebuild their legend: a GP 1-D refit sent 16 new data, 10 of them empty
     sources emptied again). Columns keeping their names, lengths and dtypes are sent as one
-    whole-column patch (:func:`show_columns`); anything else as new data. The source keeps copies
-    (a patch writes into them: never into the caller's arrays, e.g. a cached fit's).
+    whole-column patch (:func:`show_columns`) of the columns whose values change (a hyper-parameter
+    step keeps the x grid and the data points: they are not sent again; a source whose values all
+    stay sends nothing); anything else as new data. The source keeps copies (a patch writes into
+    them: never into the caller's arrays, e.g. a cached fit's).
     """
     current = source.data
     new = {k: np.asarray(v) for k, v in data.items()}
@@ -114,9 +116,33 @@ def set_data(source: ColumnDataSource, data: dict) -> None:
         if not any(len(v) for v in new.values()) and not any(len(v) for v in current.values()):
             return
         if all(len(new[k]) == len(current[k]) and new[k].dtype == np.asarray(current[k]).dtype for k in new):
-            show_columns(source, new)
+            changed = {k: v for k, v in new.items()
+                       if not np.array_equal(v, current[k], equal_nan=v.dtype.kind in "fc")}
+            if changed:
+                show_columns(source, changed)
             return
     source.data = {k: np.array(v) for k, v in new.items()}
+
+
+#: Columns whose length follows the data (or a fit's sweeps) are padded with NaN (not drawn) to a
+#: multiple of this: a click or a fit with one more sweep then patches the source in place (new
+#: data made the browser re-render the source's renderers and rebuild the figure's legend).
+PAD_TO = 32
+
+
+def padded(columns: dict) -> dict:
+    """``columns`` (of one length n) as floats padded with NaN to the next multiple of
+    :data:`PAD_TO` (empty columns stay empty)."""
+    n = len(next(iter(columns.values())))
+    if n == 0:
+        return {k: np.zeros(0) for k in columns}
+    size = -(-n // PAD_TO) * PAD_TO
+    out = {}
+    for key, values in columns.items():
+        column = np.full(size, np.nan)
+        column[:n] = np.asarray(values, dtype=float)
+        out[key] = column
+    return out
 
 
 def _span(columns: dict, keys) -> tuple[float, float]:

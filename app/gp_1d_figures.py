@@ -9,7 +9,8 @@ from bokeh.models import ColumnDataSource, Span
 from bokeh.plotting import figure
 
 from explorer_figures import COLOURS as EXPLORER_COLOURS
-from explorer_figures import EmptyExtent, legend_below, set_data, style_figure
+from explorer_figures import EmptyExtent, legend_below, padded, set_data, style_figure
+from followed_ranges import FollowedRanges
 from colours import METHOD_COLOURS
 
 __all__ = ["METHOD_COLOURS", "METHOD_LABELS", "DATA_COLOUR", "EXPLANATIONS", "GP1DFigures", "table_html"]
@@ -132,6 +133,9 @@ class GP1DFigures:
                       for _ in range(2)]
         self.figures["latent"].add_layout(self.marks[0])
         self.figures["predictive"].add_layout(self.marks[1])
+        #: every view ranged here, in the message that brings its data (FollowedRanges)
+        self.ranges = {name: FollowedRanges(fig, log_y=name == "trace") for name, fig in self.figures.items()}
+        self.follow_data()
 
     def _draw(self) -> None:
         latent, pred = self.figures["latent"], self.figures["predictive"]
@@ -219,18 +223,26 @@ class GP1DFigures:
             for renderer in self.renderers[m]:
                 renderer.visible = fit is not None  # a hidden method's legend entry is greyed
             has_sites = fit is not None and fit.site_tau is not None and fit.site_tau.shape == x_data.shape
-            set_data(self.site_sources[m], {"x": x_data if has_sites else [], "tau": fit.site_tau if has_sites else []})
+            # NaN-padded (PAD_TO): a click or one more sweep patches these sources in place
+            set_data(self.site_sources[m], padded({"x": x_data if has_sites else [],
+                                                    "tau": fit.site_tau if has_sites else []}))
             history = fit.history if fit is not None else []
-            set_data(self.trace_sources[m], {"sweep": list(range(1, len(history) + 1)),
-                                             "change": [max(h, 1e-16) for h in history]})
+            set_data(self.trace_sources[m], padded({"sweep": list(range(1, len(history) + 1)),
+                                                    "change": [max(h, 1e-16) for h in history]}))
         binary = model.likelihood_object().support == "binary"
         label = next(iter(fits.values())).predictive_label if fits else "predictive"
         self.figures["predictive"].yaxis.axis_label = label
         self.figures["predictive"].title.text = f"Predictive: {label}, {model.y.size} data points"
         if self._changed("data", model.X, model.y, binary):
-            set_data(self.data, {"x": x_data, "y": model.y, "shown": (model.y + 1) / 2 if binary else model.y})
-        self.show_optimisation(model)
-        self.show_step(model)
+            set_data(self.data, padded({"x": x_data, "y": model.y, "shown": (model.y + 1) / 2 if binary else model.y}))
+        self._show_optimisation(model)
+        self._show_step(model)
+        self.follow_data()
+
+    def follow_data(self) -> None:
+        """Range every view over its data (sent with the data: see FollowedRanges)."""
+        for ranges in self.ranges.values():
+            ranges.follow()
 
     def show_sd_ratio(self, model) -> str:
         """Each method's latent sd over MCMC's along x (finite values only); returns the sentence
@@ -246,6 +258,7 @@ class GP1DFigures:
         if comparison is None:
             set_data(self.ratio_band, _empty("x", "lower", "upper"))
             self.figures["sd_ratio"].title.text = "Latent sd / MCMC's sd: turn MCMC on"
+            self.ranges["sd_ratio"].follow()
             if "mcmc" not in model.methods:
                 return "Turn MCMC on (methods) to compare each method's latent sd with the reference's."
             if "mcmc" not in model.fits:
@@ -255,9 +268,15 @@ class GP1DFigures:
         lower, upper = comparison.band()
         set_data(self.ratio_band, {"x": [grid[0], grid[-1]], "lower": [lower, lower], "upper": [upper, upper]})
         self.figures["sd_ratio"].title.text = "Latent sd / MCMC's sd (1 = the reference)"
+        self.ranges["sd_ratio"].follow()
         return comparison.sentence
 
     def show_optimisation(self, model) -> None:
+        """The EP evidence per optimisation step, and the view's title."""
+        self._show_optimisation(model)
+        self.ranges["optimisation"].follow()
+
+    def _show_optimisation(self, model) -> None:
         steps = model.optimisation
         set_data(self.optimisation, {"step": [s.iteration for s in steps], "evidence": [s.evidence for s in steps]})
         self.extents["optimisation"].follow(bool(steps))
@@ -268,6 +287,11 @@ class GP1DFigures:
         self.figures["optimisation"].title.text = title
 
     def show_step(self, model) -> None:
+        """The step-through's state: its mark, the bands before and after the update, the site's densities."""
+        self._show_step(model)
+        self.follow_data()
+
+    def _show_step(self, model) -> None:
         stepper, site = model.stepper, model.site
         for mark in self.marks:
             mark.visible = site is not None

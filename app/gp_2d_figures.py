@@ -17,7 +17,7 @@ from bokeh.plotting import figure as bokeh_figure
 from bokeh.plotting.contour import contour_data
 
 from colours import METHOD_COLOURS
-from explorer_figures import legend_below, style_figure
+from explorer_figures import legend_below, padded, set_data, style_figure
 from qpviz.gpdemo import sd_ratio, twod
 from qpviz.gpdemo.twod_model import INLINE_METHODS, METHOD_LABELS
 
@@ -151,7 +151,8 @@ class GridFigure:
             renderer.set_data(contour_data(fit.x1, fit.x2, values, levels=levels))
         for label_value, source in self.points.items():
             chosen = y == label_value
-            source.data = {"x": X[chosen, 0], "y": X[chosen, 1]}
+            # unchanged points (a slider step) send nothing; a click patches (NaN-padded columns)
+            set_data(source, padded({"x": X[chosen, 0], "y": X[chosen, 1]}))
         self.figure.title.text = title
 
     def style(self, projector: bool) -> None:
