@@ -139,8 +139,13 @@ class GridFigure:
         lo, hi, blo, bhi = float(fit.x1[0]), float(fit.x1[-1]), float(fit.x2[0]), float(fit.x2[-1])
         # the image's pixels are centred on the grid points
         half1, half2 = (hi - lo) / (len(fit.x1) - 1) / 2, (bhi - blo) / (len(fit.x2) - 1) / 2
-        self.image.data = {"image": [values], "x": [lo - half1], "y": [blo - half2], "dw": [hi - lo + 2 * half1],
-                           "dh": [bhi - blo + 2 * half2]}
+        place = {"x": [lo - half1], "y": [blo - half2], "dw": [hi - lo + 2 * half1], "dh": [bhi - blo + 2 * half2]}
+        shown = self.image.data
+        if all(shown[key] == value for key, value in place.items()) and shown["image"][0].shape == values.shape:
+            # the same grid (a slider step): only the new pixels travel (a patch), not a new source
+            self.image.patch({"image": [(0, values)]})
+        else:
+            self.image.data = {"image": [values], **place}
         self.x_range.update(start=lo - half1, end=hi + half1)
         self.y_range.update(start=blo - half2, end=bhi + half2)
         if clim is not None:
