@@ -123,7 +123,7 @@ def test_a_gp1d_key_press_sends_its_ranges_with_the_data_and_a_click_patches_the
     assert box.x_range is page.views.ranges["predictive"].x
 
 
-def test_a_gp2d_key_press_sends_nothing_for_the_unchanged_points():
+def test_a_gp2d_key_press_sends_nothing_for_the_unchanged_points_and_patches_the_pixels():
     page = gp_2d.GP2DPage(n=40, methods=["ep", "qp"])
     page._build_views()
     doc, events = _served(page)
@@ -131,4 +131,9 @@ def test_a_gp2d_key_press_sends_nothing_for_the_unchanged_points():
     page.model.lengthscale = round(page.model.lengthscale * 0.8, 3)
     page.model.changed()
     assert not [e for e in events if getattr(e, "model", None) in points]
-    assert [e for e in events if isinstance(e, ColumnDataChangedEvent)]  # the maps were redrawn
+    # the maps' pixels are patched (the grid stays): no image source gets new data
+    images = {grid_figure.image for grid_figure in page.figures.values()}
+    assert not [e for e in events if isinstance(e, ColumnDataChangedEvent) and e.model in images]
+    patched = {e.model for e in events if isinstance(e, ColumnsPatchedEvent) and set(e.patches) == {"image"}}
+    assert {page.figures[key].image for key in ("proba_ep", "var_ep", "proba_qp", "var_qp", "diff")} <= patched
+    np.testing.assert_array_equal(page.figures["proba_ep"].image.data["image"][0], page.model.fit.proba["ep"])
