@@ -122,7 +122,16 @@ class DenseGaussian:
 
     def _factorise(self, K, n, tau, nu):
         self.stable = bool(np.all(tau >= 0))
-        if self.stable:
+        if self.stable and not tau.any():
+            # no site has a precision yet (every run's start): B = I, V = 0, Sigma = K, weights = nu,
+            # exactly what the general branch below computes, without its O(N^3) Cholesky,
+            # triangular solve and (later) K - V^T V
+            self._L, self._sw, self._V = np.eye(n), np.zeros(n), None
+            self._cov = np.array(K, order="C", copy=True)
+            self.var = np.diag(K).copy()
+            self.weights = np.array(nu, dtype=float, copy=True)
+            self.half_log_det = 0.0
+        elif self.stable:
             sw = np.sqrt(tau)
             B = sw[:, None] * K * sw[None, :]
             B[np.diag_indices_from(B)] += 1.0
