@@ -196,7 +196,8 @@ def _rebuild(kernel, Z, prec, lin, jitter, chol=None):
     mu = Sigma b; Phi(q) - Phi(p) = -1/2 log|P| + 1/2 b^T mu. ``chol`` = (L, jitter used) of the
     same kernel and Z skips K_uu and its factorisation. Also K_uu^-1 Sigma and K_uu^-1 mu, which
     the gradient uses."""
-    L, jitter_used = cholesky_kuu(kernel(Z), jitter) if chol is None else chol
+    kuu = kernel(Z) if chol is None else None
+    L, jitter_used = cholesky_kuu(kuu, jitter) if chol is None else chol
     Lf = np.asfortranarray(L)  # BLAS's layout: no copies in dtrmm / dpotri
     # P = I + L^T Lambda L; Lambda is symmetric, so its transpose is the Fortran view of the same numbers.
     # L^T Lambda is kept: the prior's gradient term K^-1 Sigma Lambda is two triangular products of it
@@ -220,7 +221,7 @@ def _rebuild(kernel, Z, prec, lin, jitter, chol=None):
     # and K^-1 mu = F (B b); Lp^-1 and F serve the shards (Broadcast)
     F = np.asfortranarray(linalg.solve_triangular(Lf, Lp_inv.T, lower=True, trans="T", check_finite=False))
     kinv_mean = F @ root_lin
-    return (Broadcast(kernel, Z, L, B, mean, prec, whitened_prec, kinv_mean, Lp_inv, F), norm_diff, jitter_used)
+    return (Broadcast(kernel, Z, L, B, mean, prec, whitened_prec, kinv_mean, Lp_inv, F, kuu), norm_diff, jitter_used)
 
 
 def _prior_gradient_matrix(bc: Broadcast):
@@ -245,7 +246,7 @@ def _chain(bc: Broadcast, data, scale: float):
     G_uu = G_uu + G_uu.T  # the symmetric part (x 2, halved next): the shards' terms are not symmetrised
     G_uu *= 0.5
     # K_uu = k(Z, Z): Z is both arguments and G_uu symmetric, so dL/dZ doubles the first-argument product
-    gt_uu, gz_uu = kernel.cross_vjp(Z, Z, G_uu)
+    gt_uu, gz_uu = kernel.cross_vjp(Z, Z, G_uu, K=bc.kuu)
     return scale * data[0] + gt_uu, scale * data[1] + 2.0 * gz_uu
 
 

@@ -47,7 +47,9 @@ class Broadcast:
     predictions). For the current columns a = L^-T h (h = L^-1 k_u), R a = L_P^-1 h and
     K_uu^-1 cov_u a = (K_uu^-1 R^T) (R a): two triangular products (BLAS dtrmm, ~0.6 of a general
     product's time at M = B = 200, measured) with ``root_solve`` = L_P^-1 (lower) and ``kinv_root`` =
-    K_uu^-1 R^T = L^-T L_P^-T (upper), both Fortran-ordered for BLAS."""
+    K_uu^-1 R^T = L^-T L_P^-T (upper), both Fortran-ordered for BLAS. ``kuu``: K_uu without jitter
+    when the master computed it this step (its gradient's vector-Jacobian product reuses it,
+    :func:`.sep._chain`), else None; the master's own: not pickled to the shards."""
 
     kernel: Kernel
     Z: np.ndarray
@@ -59,6 +61,10 @@ class Broadcast:
     kinv_mean: np.ndarray
     root_solve: np.ndarray
     kinv_root: np.ndarray
+    kuu: np.ndarray | None = None
+
+    def __getstate__(self):
+        return dict(self.__dict__, kuu=None)  # (shards never read K_uu: M^2 numbers less per step to Dask)
 
     @functools.cached_property
     def cov_u(self) -> np.ndarray:
@@ -73,11 +79,13 @@ class Broadcast:
 
 def _columns(bc: Broadcast, X):
     """(a = K_uu^-1 K_uX (M, B), d = diag K_XX - diag K_Xu K_uu^-1 K_uX clipped at 0, R a (M, B): the
-    columns' products with q's covariance root, :class:`Broadcast`)."""
-    half = linalg.solve_triangular(bc.chol_kuu, bc.kernel(bc.Z, X), lower=True, check_finite=False)
+    columns' products with q's covariance root, :class:`Broadcast`; K_uX, which the gradient's
+    vector-Jacobian product reuses)."""
+    Kux = bc.kernel(bc.Z, X)
+    half = linalg.solve_triangular(bc.chol_kuu, Kux, lower=True, check_finite=False)
     d = bc.kernel.diag(X) - np.einsum("ij,ij->j", half, half)
     A = linalg.solve_triangular(bc.chol_kuu, half, lower=True, trans="T", check_finite=False)
-    return A, np.maximum(d, 0.0), blas.dtrmm(1.0, bc.root_solve, half, lower=1)
+    return A, np.maximum(d, 0.0), blas.dtrmm(1.0, bc.root_solve, half, lower=1), Kux
 
 
 def _live_product(matrix, A_old, live):
@@ -141,10 +149,10 @@ def _tilted(likelihood, y, mean, var):
     return moments.log_z, moments.mean, moments.var
 
 
-def _gradient_terms(X, y, A, A_old, d, cav, likelihood, bc: Broadcast):
+def _gradient_terms(X, y, A, Kux, d, cav, likelihood, bc: Broadcast):
     """The data part of eq. 4 at fixed cavities (module docstring of .sep): (d/d log theta,
     d/dZ (M, D), dL/dK_uu contribution (M, M; its symmetric part counts, formed once by the master,
-    :func:`.sep._chain`)), sums over the points."""
+    :func:`.sep._chain`)), sums over the points. ``Kux`` = K(Z, X) (:func:`_columns`)."""
     alpha = likelihood.alpha
     ok = cav["proper"]
     V = cav["var"] + d
@@ -171,7 +179,7 @@ def _gradient_terms(X, y, A, A_old, d, cav, likelihood, bc: Broadcast):
     G_uu *= -1.0
     G_uf -= A_g_V
     # K_uf and diag K_ff only: the K_uu part of the gradient is the master's (one product for all shards)
-    g_theta, g_Z = bc.kernel.cross_vjp(bc.Z, X, G_uf)
+    g_theta, g_Z = bc.kernel.cross_vjp(bc.Z, X, G_uf, K=Kux)
     return g_theta + bc.kernel.diag_vjp(X, g_V)[0], g_Z, G_uu
 
 
@@ -185,7 +193,7 @@ def refine_sites(X, y, tau, nu, A_old, rule: SiteRule, bc: Broadcast, gradient: 
     terms at the cavities of the state before refining (the same columns and cavities).
     """
     alpha = rule.power
-    A, d, R_new = _columns(bc, X)
+    A, d, R_new, Kux = _columns(bc, X)
     cav = _cavity(A, R_new, A_old, tau, nu, bc, alpha, d)
     # the rule removes alpha (tau, nu) from the marginal it is given: give it cavity x alpha site on a_n.
     # It works in precisions (1 / var), so var is floored where 1 / var would overflow (see TINY_VAR)
@@ -210,7 +218,7 @@ def refine_sites(X, y, tau, nu, A_old, rule: SiteRule, bc: Broadcast, gradient: 
                new_lin=A_new @ nu_new, old_prec=_weighted_gram(old, tau[live]), old_lin=old @ nu[live],
                evidence=float(np.sum(terms)), n_points=int(np.size(tau)), change=change)
     if gradient:
-        out["gradient"] = _gradient_terms(X, y, A, A_old, d, cav, rule.likelihood, bc)
+        out["gradient"] = _gradient_terms(X, y, A, Kux, d, cav, rule.likelihood, bc)
     return out
 
 
@@ -219,9 +227,8 @@ def site_gradient(X, y, tau, nu, A_old, likelihood, bc: Broadcast):
 
     Returns (d/d log theta (the kernel's, K_uf and diag K_ff parts), d/dZ (M, D) (K_uf part),
     dL/dK_uu contribution (M, M; only its symmetric part counts)), all sums over the points (not scaled by N/B)."""
-    A, d, R_new = _columns(bc, X)
-    return _gradient_terms(X, y, A, A_old, d, _cavity(A, R_new, A_old, tau, nu, bc, likelihood.alpha, d), likelihood,
-                           bc)
+    A, d, R_new, Kux = _columns(bc, X)
+    return _gradient_terms(X, y, A, Kux, d, _cavity(A, R_new, A_old, tau, nu, bc, likelihood.alpha, d), likelihood, bc)
 
 
 def _add(total, out):
@@ -308,7 +315,7 @@ class SEPShard:
         alpha = likelihood.alpha
         for start in range(0, self.X.shape[0], SHARD_CHUNK):
             sl = slice(start, start + SHARD_CHUNK)
-            A, d, R_new = _columns(bc, self.X[sl])
+            A, d, R_new, _ = _columns(bc, self.X[sl])
             cav = _cavity(A, R_new, self.At[sl].T, self.tau[sl], self.nu[sl], bc, alpha, d)
             log_z = _tilted(likelihood, self.y[sl], cav["mean"], cav["var"] + d)[0]
             total += float(np.sum(np.where(cav["proper"], log_z + cav["log_norm_diff"], 0.0))) / alpha
