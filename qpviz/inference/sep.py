@@ -114,14 +114,15 @@ Predictions use SEP's own q(u): f_* ~ N(a_*^T mu, k_** - k_*^T a_* + a_*^T Sigma
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 import warnings
 
 import numpy as np
 from scipy import linalg
-from scipy.linalg import blas, lapack
+from scipy.linalg import blas
 
-from qpviz._blas import small_problem_threads
+from qpviz._blas import lower_inverse, small_problem_threads
 from qpviz.inference import metrics
 from qpviz.inference.distributed import DaskExecutor, LocalExecutor
 from qpviz.inference.distributed import shard_bounds as _shard_bounds
@@ -207,10 +208,7 @@ def _rebuild(kernel, Z, prec, lin, jitter, chol=None):
     # (the Cholesky factorisation reads P's lower triangle only: P symmetric up to rounding needs no averaging)
     Lp = linalg.cholesky(P, lower=True, overwrite_a=True, check_finite=False)
     # Lp^-1 is bounded (P >= I): R = Lp^-1 L^T, K^-1 R^T = L^-T Lp^-T and K^-1 mu by products with it
-    Lp_inv, info = lapack.dtrtri(Lp, lower=1)
-    if info != 0:
-        raise linalg.LinAlgError(f"the Cholesky factor of I + L^T Lambda L is singular (dtrtri info {info})")
-    Lp_inv = np.asfortranarray(Lp_inv)
+    Lp_inv = lower_inverse(Lp)
     # R^T = L Lp^-T (a triangular product, ~0.75 of the triangular solve Lp^-1 L^T's time, measured);
     # R is its transpose, a view (Sigma = R^T R is never formed)
     B = blas.dtrmm(1.0, Lp_inv, Lf, side=1, lower=1, trans_a=1).T
@@ -231,7 +229,7 @@ def _prior_gradient_matrix(bc: Broadcast):
     0.32 ms against 0.42 for K^-1 Sigma and a general product with Lambda, M = 200), no inverse of K_uu.
     Symmetric up to rounding: :func:`_chain` symmetrises the sum."""
     Mm = blas.dtrmm(1.0, bc.kinv_root, blas.dtrmm(1.0, bc.root_solve, bc.whitened_prec, lower=1), lower=0)
-    Mm -= np.multiply.outer(bc.kinv_mean, bc.kinv_mean)
+    Mm = blas.dger(-1.0, bc.kinv_mean, bc.kinv_mean, a=Mm, overwrite_a=1)  # in place (Fortran-ordered)
     Mm *= -0.5
     return Mm
 
@@ -251,12 +249,14 @@ def _chain(bc: Broadcast, data, scale: float):
 
 
 def _sum_parts(parts, bc: Broadcast):
-    """The shards' (d log theta, dZ, dL/dK_uu) summed (zeros without any)."""
-    M = bc.Z.shape[0]
-    total = (np.zeros(len(bc.kernel.param_names)), np.zeros_like(bc.Z), np.zeros((M, M)))
+    """The shards' (d log theta, dZ, dL/dK_uu) summed (zeros without any; one shard's own arrays)."""
+    total = None
     for part in parts:
         if part is not None:
-            total = tuple(a + b for a, b in zip(total, part))
+            total = part if total is None else tuple(a + b for a, b in zip(total, part))
+    if total is None:
+        M = bc.Z.shape[0]
+        total = (np.zeros(len(bc.kernel.param_names)), np.zeros_like(bc.Z), np.zeros((M, M)))
     return total
 
 
@@ -421,7 +421,7 @@ def _train(executor, bounds, X, y, lik, kernel, Z, rule, minibatch, epochs, opti
                 # no hyper-parameter step from q = p(u) (no site set yet): there log Z_q is the prior
                 # predictive, flat in (log theta, Z) for probit (its gradient was rounding noise, which
                 # the sign rule's first step, initial_step / |g|, blew up)
-                learn = optimise and bool(np.any(bc.prec) or np.any(bc.mean_u))
+                learn = optimise and bool(np.any(bc.mean_u) or np.any(bc.prec))  # (the M numbers first)
                 results = executor.call("refine", [(p, bc, learn, step) if len(p) else None for p in parts])
                 used = [r for r in results if r is not None]
                 evidence = norm_diff + n / len(batch) * sum(r["evidence"] for r in used)
@@ -430,7 +430,7 @@ def _train(executor, bounds, X, y, lik, kernel, Z, rule, minibatch, epochs, opti
                     prec = sum(r["new_prec"] for r in used)
                     lin = sum(r["new_lin"] for r in used)
                 else:
-                    prec = prec + sum(r["new_prec"] - r["old_prec"] for r in used)
+                    prec = prec + functools.reduce(np.add, (r["new_prec"] - r["old_prec"] for r in used))
                     lin = lin + sum(r["new_lin"] - r["old_lin"] for r in used)
                 kernel_now, Z_now, chol = bc.kernel, bc.Z, (bc.chol_kuu, state["jitter"])
                 if learn:

