@@ -171,14 +171,13 @@ def _gradient_terms(X, y, A, Kux, d, cav, likelihood, bc: Broadcast):
     weighted = cav["R_new"] * two_g_V
     if cav["live"].any():  # (sites not visited yet carry no factor: no a_old terms)
         weighted += cav["R_old"] * (cav["shift"] * g_m + two_g_V * cav["coef"] * cav["v_on"])
-    G_uf = blas.dtrmm(1.0, bc.kinv_root, weighted, lower=0, overwrite_b=1)
-    G_uf += np.multiply.outer(bc.kinv_mean, g_m)
+    G_uf = blas.dtrmm(1.0, bc.kinv_root, weighted, lower=0, overwrite_b=1)  # (Fortran-ordered: BLAS works in place)
+    G_uf = blas.dger(1.0, bc.kinv_mean, g_m, a=G_uf, overwrite_a=1)
     A_g_V = A * g_V
     G_uf -= A_g_V  # (G_uf + A g_V, for G_uu; G_uf itself once more A g_V less)
     # -(A g_m) w^T - (A g_V) (2 r + A)^T = -A (G_uf + A g_V)^T in one product; symmetrised by the master
     # (:func:`.sep._chain`, once for the sum of all shards)
-    G_uu = A @ G_uf.T
-    G_uu *= -1.0
+    G_uu = blas.dgemm(-1.0, A, G_uf, trans_b=1)
     G_uf -= A_g_V
     # K_uf and diag K_ff only: the K_uu part of the gradient is the master's (one product for all shards)
     g_theta, g_Z = bc.kernel.cross_vjp(bc.Z, X, G_uf, K=Kux)
