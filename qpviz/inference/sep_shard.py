@@ -41,20 +41,20 @@ class Broadcast:
     """The master's state a shard needs for one step: kernel, Z, chol(K_uu), q(u) = N(mean_u, cov_u),
     the site sums' precision Lambda (``prec``) and its whitened half L^T Lambda (``whitened_prec``,
     K_uu = L L^T), K_uu^-1 mean_u (the gradient's u-space pieces by products, not solves). q's
-    covariance is held as a square root, cov_u = R^T R (``cov_root`` R = L_P^-1 L^T, (M, M),
-    P = L_P L_P^T as in :func:`.sep._rebuild`): a step needs only quadratic forms
-    a^T cov_u a' = (R a)^T (R a'), and the master saves forming cov_u (:attr:`cov_u`, on demand:
-    predictions). For the current columns a = L^-T h (h = L^-1 k_u), R a = L_P^-1 h and
-    K_uu^-1 cov_u a = (K_uu^-1 R^T) (R a): two triangular products (BLAS dtrmm, ~0.6 of a general
-    product's time at M = B = 200, measured) with ``root_solve`` = L_P^-1 (lower) and ``kinv_root`` =
-    K_uu^-1 R^T = L^-T L_P^-T (upper), both Fortran-ordered for BLAS. ``kuu``: K_uu without jitter
+    covariance is a square root, cov_u = R^T R with R = L_P^-1 L^T (P = L_P L_P^T as in
+    :func:`.sep._rebuild`): a step needs only quadratic forms a^T cov_u a' = (R a)^T (R a'), so
+    neither cov_u nor R is formed per step (:attr:`cov_u`, :attr:`cov_root`: on demand, predictions).
+    For the current columns a = L^-T h (h = L^-1 k_u), R a = L_P^-1 h and K_uu^-1 cov_u a =
+    (K_uu^-1 R^T) (R a): two triangular products (BLAS dtrmm, ~0.6 of a general product's time at
+    M = B = 200, measured) with ``root_solve`` = L_P^-1 (lower) and ``kinv_root`` = K_uu^-1 R^T =
+    L^-T L_P^-T (upper), Fortran-ordered for BLAS as ``chol_kuu``; stored directions a_old by
+    :meth:`root_times`. ``kuu``: K_uu without jitter
     when the master computed it this step (its gradient's vector-Jacobian product reuses it,
     :func:`.sep._chain`), else None; the master's own: not pickled to the shards."""
 
     kernel: Kernel
     Z: np.ndarray
     chol_kuu: np.ndarray
-    cov_root: np.ndarray
     mean_u: np.ndarray
     prec: np.ndarray
     whitened_prec: np.ndarray
@@ -65,6 +65,17 @@ class Broadcast:
 
     def __getstate__(self):
         return dict(self.__dict__, kuu=None)  # (shards never read K_uu: M^2 numbers less per step to Dask)
+
+    def root_times(self, A) -> np.ndarray:
+        """R A = L_P^-1 (L^T A): two triangular products (0.32 ms at M = B = 200 against 0.26 for a
+        general product with R, measured; R itself, a product on the master each step, is saved)."""
+        return blas.dtrmm(1.0, self.root_solve, blas.dtrmm(1.0, self.chol_kuu, A, lower=1, trans_a=1), lower=1,
+                          overwrite_b=1)
+
+    @functools.cached_property
+    def cov_root(self) -> np.ndarray:
+        """R = L_P^-1 L^T, q's covariance root (C-ordered: the transpose of BLAS's R^T = L L_P^-T)."""
+        return blas.dtrmm(1.0, self.root_solve, self.chol_kuu, side=1, lower=1, trans_a=1).T
 
     @functools.cached_property
     def cov_u(self) -> np.ndarray:
@@ -90,13 +101,13 @@ def _columns(bc: Broadcast, X):
     return A, np.maximum(d, 0.0), blas.dtrmm(1.0, bc.root_solve, half, lower=1), Kux
 
 
-def _live_product(matrix, A_old, live):
-    """matrix @ A_old on the columns of live sites, zeros elsewhere (no copies when all or none are live)."""
+def _live_product(product, A_old, live):
+    """product(A_old) on the columns of live sites, zeros elsewhere (no copies when all or none are live)."""
     if live.all():
-        return matrix @ A_old
+        return product(A_old)
     out = np.zeros_like(A_old)
     if live.any():
-        out[:, live] = matrix @ A_old[:, live]
+        out[:, live] = product(A_old[:, live])
     return out
 
 
@@ -121,7 +132,7 @@ def _cavity(A, R_new, A_old, tau, nu, bc: Broadcast, alpha: float, d):
     tau_a, nu_a = alpha * tau, alpha * nu
     live = (tau != 0.0) | (nu != 0.0)
     if live.any():  # a^T Sigma a' = (R a)^T (R a')
-        R_old = _live_product(bc.cov_root, A_old, live)
+        R_old = _live_product(bc.root_times, A_old, live)
         v_oo = np.einsum("ij,ij->j", R_old, R_old)
         m_o = A_old.T @ bc.mean_u
         v_on = np.einsum("ij,ij->j", R_new, R_old)
