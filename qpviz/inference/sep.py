@@ -34,12 +34,12 @@ Consequences:
   In products of M x M or M x B matrices (0.1-0.25 ms each at M = B = 200, one BLAS thread): a
   shard does two triangular solves (a_n), two triangular products (R a_n, and K^-1 Sigma times
   the weighted sum of R a_n and R a_old: :func:`.sep_shard._gradient_terms`), one dsyrk
-  (A diag(tau) A^T), one general product (its K_uu term), K_uf and its VJP; with stored sites
-  (epoch 2 on) also R a_old and one dsyrk. The master: K_uu, two Cholesky factors, two
-  triangular products (P), one inversion, one triangular product and one triangular solve
-  (R, K^-1 R^T), two triangular products (the prior's dL/dK_uu, from P's L^T Lambda), and the
-  VJP of K_uu. (An SVI step, :mod:`.svi`, has about
-  as many as a first-epoch SEP step: ``benchmarks/results/bench_sep_step.txt``);
+  (A diag(tau) A^T), one general product (its K_uu term), K_uf and its VJP (which reads K_uf, not
+  recomputing it); with stored sites (epoch 2 on) also R a_old (two triangular products: R is
+  not formed) and one dsyrk. The master: K_uu, two Cholesky factors, two triangular products (P),
+  one inversion (by halves), one triangular solve (K^-1 R^T), two triangular products (the prior's
+  dL/dK_uu, from P's L^T Lambda), and the VJP of K_uu (reading the rebuild's K_uu). (An SVI
+  step, :mod:`.svi`, has about as many as a SEP step: ``benchmarks/results/bench_sep_step.txt``);
 * a point's cavity removes tau_n a_n^old a_n^old^T (Sherman-Morrison, supplement eqs. 14-15)
   and the refreshed site sits on the current a_n: Lambda += tau_new a_n a_n^T - tau_old
   a_n^old a_n^old^T. The sums Lambda, b are re-added exactly from the shards once per epoch
