@@ -83,7 +83,7 @@ default; with minibatches the rule reads an exponential average of the gradients
 q = p(u) (no site set yet: log Z_q is then flat for probit). Until issue 24 the gradient was
 taken after a first rebuild, at the refined q: a second pass over the minibatch and a second
 rebuild per step (2.1x an SVI step at N = 2e4, M = 200; ``benchmarks/bench_sep_step.py``; with one
-pass and the products above: 0.71-0.85x in the first epoch, 0.90-0.94x once sites are stored;
+pass and the products above: 0.71-0.92x in the first epoch, 0.90-0.95x once sites are stored;
 ``docs/scalable.md``), and on
 200,000 points of a sharp-boundary problem SEP ended at 7.1% test error against 5.9% now
 (``benchmarks/bench_sep_accuracy.py``). A likely reason, not proven: after refining, the
