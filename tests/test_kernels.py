@@ -144,3 +144,22 @@ def test_cross_covariance_expansion_matches_differences(cls, rng):
         np.testing.assert_allclose(got, direct, rtol=1e-12, atol=0)
         np.testing.assert_allclose(k(X), k.variance * k._shape((((X[:, None] - X[None]) / ls) ** 2).sum(-1)),
                                    rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("name", sorted(VJP_KERNELS))
+def test_vjp_given_the_callers_covariance_equals_the_vjp_without_it(name, rng):
+    """cross_vjp(..., K=K(X1, X2)) (the RBF reads its slope off K; the Matern kernels ignore K) gives the
+    same products to round-off, also for K(Z, Z); K of a wrong shape is refused, naming K."""
+    k = VJP_KERNELS[name]
+    X1, X2 = rng.normal(size=(6, 2)), rng.normal(size=(4, 2))
+    G = rng.normal(size=(6, 4))
+    for A, B, W in ((X1, X2, G), (X1, X1, G @ G.T)):
+        with_k, without = k.cross_vjp(A, B, W, K=k(A, B)), k.cross_vjp(A, B, W)
+        for got, want in zip(with_k, without):
+            np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
+    # the RBF reads K (its products are linear in it: twice K, twice the products); the others ignore it
+    factor = 2.0 if name.startswith("rbf") else 1.0
+    for got, want in zip(k.cross_vjp(X1, X2, G, K=2.0 * k(X1, X2)), k.cross_vjp(X1, X2, G)):
+        np.testing.assert_allclose(got, factor * want, rtol=1e-13, atol=1e-15)
+    with pytest.raises(ValueError, match="K must be K"):
+        k.cross_vjp(X1, X2, G, K=np.ones((4, 6)))

@@ -34,12 +34,12 @@ Consequences:
   In products of M x M or M x B matrices (0.1-0.25 ms each at M = B = 200, one BLAS thread): a
   shard does two triangular solves (a_n), two triangular products (R a_n, and K^-1 Sigma times
   the weighted sum of R a_n and R a_old: :func:`.sep_shard._gradient_terms`), one dsyrk
-  (A diag(tau) A^T), one general product (its K_uu term), K_uf and its VJP; with stored sites
-  (epoch 2 on) also R a_old and one dsyrk. The master: K_uu, two Cholesky factors, two
-  triangular products (P), one inversion, one triangular product and one triangular solve
-  (R, K^-1 R^T), two triangular products (the prior's dL/dK_uu, from P's L^T Lambda), and the
-  VJP of K_uu. (An SVI step, :mod:`.svi`, has about
-  as many as a first-epoch SEP step: ``benchmarks/results/bench_sep_step.txt``);
+  (A diag(tau) A^T), one general product (its K_uu term), K_uf and its VJP (which reads K_uf, not
+  recomputing it); with stored sites (epoch 2 on) also R a_old (two triangular products: R is
+  not formed) and one dsyrk. The master: K_uu, two Cholesky factors, two triangular products (P),
+  one inversion (by halves), one triangular solve (K^-1 R^T), two triangular products (the prior's
+  dL/dK_uu, from P's L^T Lambda), and the VJP of K_uu (reading the rebuild's K_uu). (An SVI
+  step, :mod:`.svi`, has about as many as a SEP step: ``benchmarks/results/bench_sep_step.txt``);
 * a point's cavity removes tau_n a_n^old a_n^old^T (Sherman-Morrison, supplement eqs. 14-15)
   and the refreshed site sits on the current a_n: Lambda += tau_new a_n a_n^T - tau_old
   a_n^old a_n^old^T. The sums Lambda, b are re-added exactly from the shards once per epoch
@@ -83,7 +83,8 @@ default; with minibatches the rule reads an exponential average of the gradients
 q = p(u) (no site set yet: log Z_q is then flat for probit). Until issue 24 the gradient was
 taken after a first rebuild, at the refined q: a second pass over the minibatch and a second
 rebuild per step (2.1x an SVI step at N = 2e4, M = 200; ``benchmarks/bench_sep_step.py``; with one
-pass and the products above: 0.94-1.01x in the first epoch, 1.02-1.08x once sites are stored), and on
+pass and the products above: 0.71-0.92x in the first epoch, 0.90-0.95x once sites are stored;
+``docs/scalable.md``), and on
 200,000 points of a sharp-boundary problem SEP ended at 7.1% test error against 5.9% now
 (``benchmarks/bench_sep_accuracy.py``). A likely reason, not proven: after refining, the
 minibatch's own sites are matched to q while the others are not, so the N/B-scaled estimate
@@ -114,14 +115,15 @@ Predictions use SEP's own q(u): f_* ~ N(a_*^T mu, k_** - k_*^T a_* + a_*^T Sigma
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 import warnings
 
 import numpy as np
 from scipy import linalg
-from scipy.linalg import blas, lapack
+from scipy.linalg import blas
 
-from qpviz._blas import small_problem_threads
+from qpviz._blas import lower_inverse, small_problem_threads
 from qpviz.inference import metrics
 from qpviz.inference.distributed import DaskExecutor, LocalExecutor
 from qpviz.inference.distributed import shard_bounds as _shard_bounds
@@ -196,7 +198,8 @@ def _rebuild(kernel, Z, prec, lin, jitter, chol=None):
     mu = Sigma b; Phi(q) - Phi(p) = -1/2 log|P| + 1/2 b^T mu. ``chol`` = (L, jitter used) of the
     same kernel and Z skips K_uu and its factorisation. Also K_uu^-1 Sigma and K_uu^-1 mu, which
     the gradient uses."""
-    L, jitter_used = cholesky_kuu(kernel(Z), jitter) if chol is None else chol
+    kuu = kernel(Z) if chol is None else None
+    L, jitter_used = cholesky_kuu(kuu, jitter) if chol is None else chol
     Lf = np.asfortranarray(L)  # BLAS's layout: no copies in dtrmm / dpotri
     # P = I + L^T Lambda L; Lambda is symmetric, so its transpose is the Fortran view of the same numbers.
     # L^T Lambda is kept: the prior's gradient term K^-1 Sigma Lambda is two triangular products of it
@@ -206,21 +209,16 @@ def _rebuild(kernel, Z, prec, lin, jitter, chol=None):
     # (the Cholesky factorisation reads P's lower triangle only: P symmetric up to rounding needs no averaging)
     Lp = linalg.cholesky(P, lower=True, overwrite_a=True, check_finite=False)
     # Lp^-1 is bounded (P >= I): R = Lp^-1 L^T, K^-1 R^T = L^-T Lp^-T and K^-1 mu by products with it
-    Lp_inv, info = lapack.dtrtri(Lp, lower=1)
-    if info != 0:
-        raise linalg.LinAlgError(f"the Cholesky factor of I + L^T Lambda L is singular (dtrtri info {info})")
-    Lp_inv = np.asfortranarray(Lp_inv)
-    # R^T = L Lp^-T (a triangular product, ~0.75 of the triangular solve Lp^-1 L^T's time, measured);
-    # R is its transpose, a view (Sigma = R^T R is never formed)
-    B = blas.dtrmm(1.0, Lp_inv, Lf, side=1, lower=1, trans_a=1).T
-    root_lin = B @ lin
-    mean = B.T @ root_lin
+    Lp_inv = lower_inverse(Lp)
+    # R = Lp^-1 L^T (Sigma = R^T R) is not formed: R b and mu = R^T (R b) by triangular matrix-vector products
+    root_lin = blas.dtrmv(Lp_inv, blas.dtrmv(Lf, lin, lower=1, trans=1), lower=1)
+    mean = blas.dtrmv(Lf, blas.dtrmv(Lp_inv, root_lin, lower=1, trans=1), lower=1)
     norm_diff = -float(np.sum(np.log(np.diag(Lp)))) + 0.5 * float(lin @ mean)
-    # K^-1 Sigma = L^-T L^-1 L Lp^-T Lp^-1 L^T = F B with F = K^-1 B^T = L^-T Lp^-T (upper triangular),
-    # and K^-1 mu = F (B b); Lp^-1 and F serve the shards (Broadcast)
+    # K^-1 Sigma = L^-T L^-1 L Lp^-T Lp^-1 L^T = F R with F = K^-1 R^T = L^-T Lp^-T (upper triangular),
+    # and K^-1 mu = F (R b); Lp^-1 and F serve the shards (Broadcast)
     F = np.asfortranarray(linalg.solve_triangular(Lf, Lp_inv.T, lower=True, trans="T", check_finite=False))
     kinv_mean = F @ root_lin
-    return (Broadcast(kernel, Z, L, B, mean, prec, whitened_prec, kinv_mean, Lp_inv, F), norm_diff, jitter_used)
+    return (Broadcast(kernel, Z, Lf, mean, prec, whitened_prec, kinv_mean, Lp_inv, F, kuu), norm_diff, jitter_used)
 
 
 def _prior_gradient_matrix(bc: Broadcast):
@@ -230,7 +228,7 @@ def _prior_gradient_matrix(bc: Broadcast):
     0.32 ms against 0.42 for K^-1 Sigma and a general product with Lambda, M = 200), no inverse of K_uu.
     Symmetric up to rounding: :func:`_chain` symmetrises the sum."""
     Mm = blas.dtrmm(1.0, bc.kinv_root, blas.dtrmm(1.0, bc.root_solve, bc.whitened_prec, lower=1), lower=0)
-    Mm -= np.multiply.outer(bc.kinv_mean, bc.kinv_mean)
+    Mm = blas.dger(-1.0, bc.kinv_mean, bc.kinv_mean, a=Mm, overwrite_a=1)  # in place (Fortran-ordered)
     Mm *= -0.5
     return Mm
 
@@ -245,17 +243,19 @@ def _chain(bc: Broadcast, data, scale: float):
     G_uu = G_uu + G_uu.T  # the symmetric part (x 2, halved next): the shards' terms are not symmetrised
     G_uu *= 0.5
     # K_uu = k(Z, Z): Z is both arguments and G_uu symmetric, so dL/dZ doubles the first-argument product
-    gt_uu, gz_uu = kernel.cross_vjp(Z, Z, G_uu)
+    gt_uu, gz_uu = kernel.cross_vjp(Z, Z, G_uu, K=bc.kuu)
     return scale * data[0] + gt_uu, scale * data[1] + 2.0 * gz_uu
 
 
 def _sum_parts(parts, bc: Broadcast):
-    """The shards' (d log theta, dZ, dL/dK_uu) summed (zeros without any)."""
-    M = bc.Z.shape[0]
-    total = (np.zeros(len(bc.kernel.param_names)), np.zeros_like(bc.Z), np.zeros((M, M)))
+    """The shards' (d log theta, dZ, dL/dK_uu) summed (zeros without any; one shard's own arrays)."""
+    total = None
     for part in parts:
         if part is not None:
-            total = tuple(a + b for a, b in zip(total, part))
+            total = part if total is None else tuple(a + b for a, b in zip(total, part))
+    if total is None:
+        M = bc.Z.shape[0]
+        total = (np.zeros(len(bc.kernel.param_names)), np.zeros_like(bc.Z), np.zeros((M, M)))
     return total
 
 
@@ -420,7 +420,7 @@ def _train(executor, bounds, X, y, lik, kernel, Z, rule, minibatch, epochs, opti
                 # no hyper-parameter step from q = p(u) (no site set yet): there log Z_q is the prior
                 # predictive, flat in (log theta, Z) for probit (its gradient was rounding noise, which
                 # the sign rule's first step, initial_step / |g|, blew up)
-                learn = optimise and bool(np.any(bc.prec) or np.any(bc.mean_u))
+                learn = optimise and bool(np.any(bc.mean_u) or np.any(bc.prec))  # (the M numbers first)
                 results = executor.call("refine", [(p, bc, learn, step) if len(p) else None for p in parts])
                 used = [r for r in results if r is not None]
                 evidence = norm_diff + n / len(batch) * sum(r["evidence"] for r in used)
@@ -429,7 +429,7 @@ def _train(executor, bounds, X, y, lik, kernel, Z, rule, minibatch, epochs, opti
                     prec = sum(r["new_prec"] for r in used)
                     lin = sum(r["new_lin"] for r in used)
                 else:
-                    prec = prec + sum(r["new_prec"] - r["old_prec"] for r in used)
+                    prec = prec + functools.reduce(np.add, (r["new_prec"] - r["old_prec"] for r in used))
                     lin = lin + sum(r["new_lin"] - r["old_lin"] for r in used)
                 kernel_now, Z_now, chol = bc.kernel, bc.Z, (bc.chol_kuu, state["jitter"])
                 if learn:

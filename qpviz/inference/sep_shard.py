@@ -41,24 +41,41 @@ class Broadcast:
     """The master's state a shard needs for one step: kernel, Z, chol(K_uu), q(u) = N(mean_u, cov_u),
     the site sums' precision Lambda (``prec``) and its whitened half L^T Lambda (``whitened_prec``,
     K_uu = L L^T), K_uu^-1 mean_u (the gradient's u-space pieces by products, not solves). q's
-    covariance is held as a square root, cov_u = R^T R (``cov_root`` R = L_P^-1 L^T, (M, M),
-    P = L_P L_P^T as in :func:`.sep._rebuild`): a step needs only quadratic forms
-    a^T cov_u a' = (R a)^T (R a'), and the master saves forming cov_u (:attr:`cov_u`, on demand:
-    predictions). For the current columns a = L^-T h (h = L^-1 k_u), R a = L_P^-1 h and
-    K_uu^-1 cov_u a = (K_uu^-1 R^T) (R a): two triangular products (BLAS dtrmm, ~0.6 of a general
-    product's time at M = B = 200, measured) with ``root_solve`` = L_P^-1 (lower) and ``kinv_root`` =
-    K_uu^-1 R^T = L^-T L_P^-T (upper), both Fortran-ordered for BLAS."""
+    covariance is a square root, cov_u = R^T R with R = L_P^-1 L^T (P = L_P L_P^T as in
+    :func:`.sep._rebuild`): a step needs only quadratic forms a^T cov_u a' = (R a)^T (R a'), so
+    neither cov_u nor R is formed per step (:attr:`cov_u`, :attr:`cov_root`: on demand, predictions).
+    For the current columns a = L^-T h (h = L^-1 k_u), R a = L_P^-1 h and K_uu^-1 cov_u a =
+    (K_uu^-1 R^T) (R a): two triangular products (BLAS dtrmm, ~0.6 of a general product's time at
+    M = B = 200, measured) with ``root_solve`` = L_P^-1 (lower) and ``kinv_root`` = K_uu^-1 R^T =
+    L^-T L_P^-T (upper), Fortran-ordered for BLAS as ``chol_kuu``; stored directions a_old by
+    :meth:`root_times`. ``kuu``: K_uu without jitter
+    when the master computed it this step (its gradient's vector-Jacobian product reuses it,
+    :func:`.sep._chain`), else None; the master's own: not pickled to the shards."""
 
     kernel: Kernel
     Z: np.ndarray
     chol_kuu: np.ndarray
-    cov_root: np.ndarray
     mean_u: np.ndarray
     prec: np.ndarray
     whitened_prec: np.ndarray
     kinv_mean: np.ndarray
     root_solve: np.ndarray
     kinv_root: np.ndarray
+    kuu: np.ndarray | None = None
+
+    def __getstate__(self):
+        return dict(self.__dict__, kuu=None)  # (shards never read K_uu: M^2 numbers less per step to Dask)
+
+    def root_times(self, A) -> np.ndarray:
+        """R A = L_P^-1 (L^T A): two triangular products (0.32 ms at M = B = 200 against 0.26 for a
+        general product with R, measured; R itself, a product on the master each step, is saved)."""
+        return blas.dtrmm(1.0, self.root_solve, blas.dtrmm(1.0, self.chol_kuu, A, lower=1, trans_a=1), lower=1,
+                          overwrite_b=1)
+
+    @functools.cached_property
+    def cov_root(self) -> np.ndarray:
+        """R = L_P^-1 L^T, q's covariance root (C-ordered: the transpose of BLAS's R^T = L L_P^-T)."""
+        return blas.dtrmm(1.0, self.root_solve, self.chol_kuu, side=1, lower=1, trans_a=1).T
 
     @functools.cached_property
     def cov_u(self) -> np.ndarray:
@@ -73,20 +90,24 @@ class Broadcast:
 
 def _columns(bc: Broadcast, X):
     """(a = K_uu^-1 K_uX (M, B), d = diag K_XX - diag K_Xu K_uu^-1 K_uX clipped at 0, R a (M, B): the
-    columns' products with q's covariance root, :class:`Broadcast`)."""
-    half = linalg.solve_triangular(bc.chol_kuu, bc.kernel(bc.Z, X), lower=True, check_finite=False)
+    columns' products with q's covariance root, :class:`Broadcast`; K_uX, which the gradient's
+    vector-Jacobian product reuses)."""
+    Kux = bc.kernel(bc.Z, X)
+    # half = L^-1 K_uX as half^T = K_Xu L^-T: BLAS's right-side solve with L^T on K_uX's C-ordered numbers
+    # (~0.8 of the left-side solve's time at M = B = 200, measured; the other side and layouts: 1.2-1.3x)
+    half = blas.dtrsm(1.0, bc.chol_kuu, Kux.T, side=1, lower=1, trans_a=1).T
     d = bc.kernel.diag(X) - np.einsum("ij,ij->j", half, half)
-    A = linalg.solve_triangular(bc.chol_kuu, half, lower=True, trans="T", check_finite=False)
-    return A, np.maximum(d, 0.0), blas.dtrmm(1.0, bc.root_solve, half, lower=1)
+    A = blas.dtrsm(1.0, bc.chol_kuu, half, lower=1, trans_a=1)
+    return A, np.maximum(d, 0.0), blas.dtrmm(1.0, bc.root_solve, half, lower=1), Kux
 
 
-def _live_product(matrix, A_old, live):
-    """matrix @ A_old on the columns of live sites, zeros elsewhere (no copies when all or none are live)."""
+def _live_product(product, A_old, live):
+    """product(A_old) on the columns of live sites, zeros elsewhere (no copies when all or none are live)."""
     if live.all():
-        return matrix @ A_old
+        return product(A_old)
     out = np.zeros_like(A_old)
     if live.any():
-        out[:, live] = matrix @ A_old[:, live]
+        out[:, live] = product(A_old[:, live])
     return out
 
 
@@ -111,7 +132,7 @@ def _cavity(A, R_new, A_old, tau, nu, bc: Broadcast, alpha: float, d):
     tau_a, nu_a = alpha * tau, alpha * nu
     live = (tau != 0.0) | (nu != 0.0)
     if live.any():  # a^T Sigma a' = (R a)^T (R a')
-        R_old = _live_product(bc.cov_root, A_old, live)
+        R_old = _live_product(bc.root_times, A_old, live)
         v_oo = np.einsum("ij,ij->j", R_old, R_old)
         m_o = A_old.T @ bc.mean_u
         v_on = np.einsum("ij,ij->j", R_new, R_old)
@@ -141,10 +162,10 @@ def _tilted(likelihood, y, mean, var):
     return moments.log_z, moments.mean, moments.var
 
 
-def _gradient_terms(X, y, A, A_old, d, cav, likelihood, bc: Broadcast):
+def _gradient_terms(X, y, A, Kux, d, cav, likelihood, bc: Broadcast):
     """The data part of eq. 4 at fixed cavities (module docstring of .sep): (d/d log theta,
     d/dZ (M, D), dL/dK_uu contribution (M, M; its symmetric part counts, formed once by the master,
-    :func:`.sep._chain`)), sums over the points."""
+    :func:`.sep._chain`)), sums over the points. ``Kux`` = K(Z, X) (:func:`_columns`)."""
     alpha = likelihood.alpha
     ok = cav["proper"]
     V = cav["var"] + d
@@ -161,17 +182,16 @@ def _gradient_terms(X, y, A, A_old, d, cav, likelihood, bc: Broadcast):
     weighted = cav["R_new"] * two_g_V
     if cav["live"].any():  # (sites not visited yet carry no factor: no a_old terms)
         weighted += cav["R_old"] * (cav["shift"] * g_m + two_g_V * cav["coef"] * cav["v_on"])
-    G_uf = blas.dtrmm(1.0, bc.kinv_root, weighted, lower=0, overwrite_b=1)
-    G_uf += np.multiply.outer(bc.kinv_mean, g_m)
+    G_uf = blas.dtrmm(1.0, bc.kinv_root, weighted, lower=0, overwrite_b=1)  # (Fortran-ordered: BLAS works in place)
+    G_uf = blas.dger(1.0, bc.kinv_mean, g_m, a=G_uf, overwrite_a=1)
     A_g_V = A * g_V
     G_uf -= A_g_V  # (G_uf + A g_V, for G_uu; G_uf itself once more A g_V less)
     # -(A g_m) w^T - (A g_V) (2 r + A)^T = -A (G_uf + A g_V)^T in one product; symmetrised by the master
     # (:func:`.sep._chain`, once for the sum of all shards)
-    G_uu = A @ G_uf.T
-    G_uu *= -1.0
+    G_uu = blas.dgemm(-1.0, A, G_uf, trans_b=1)
     G_uf -= A_g_V
     # K_uf and diag K_ff only: the K_uu part of the gradient is the master's (one product for all shards)
-    g_theta, g_Z = bc.kernel.cross_vjp(bc.Z, X, G_uf)
+    g_theta, g_Z = bc.kernel.cross_vjp(bc.Z, X, G_uf, K=Kux)
     return g_theta + bc.kernel.diag_vjp(X, g_V)[0], g_Z, G_uu
 
 
@@ -185,7 +205,7 @@ def refine_sites(X, y, tau, nu, A_old, rule: SiteRule, bc: Broadcast, gradient: 
     terms at the cavities of the state before refining (the same columns and cavities).
     """
     alpha = rule.power
-    A, d, R_new = _columns(bc, X)
+    A, d, R_new, Kux = _columns(bc, X)
     cav = _cavity(A, R_new, A_old, tau, nu, bc, alpha, d)
     # the rule removes alpha (tau, nu) from the marginal it is given: give it cavity x alpha site on a_n.
     # It works in precisions (1 / var), so var is floored where 1 / var would overflow (see TINY_VAR)
@@ -210,7 +230,7 @@ def refine_sites(X, y, tau, nu, A_old, rule: SiteRule, bc: Broadcast, gradient: 
                new_lin=A_new @ nu_new, old_prec=_weighted_gram(old, tau[live]), old_lin=old @ nu[live],
                evidence=float(np.sum(terms)), n_points=int(np.size(tau)), change=change)
     if gradient:
-        out["gradient"] = _gradient_terms(X, y, A, A_old, d, cav, rule.likelihood, bc)
+        out["gradient"] = _gradient_terms(X, y, A, Kux, d, cav, rule.likelihood, bc)
     return out
 
 
@@ -219,9 +239,8 @@ def site_gradient(X, y, tau, nu, A_old, likelihood, bc: Broadcast):
 
     Returns (d/d log theta (the kernel's, K_uf and diag K_ff parts), d/dZ (M, D) (K_uf part),
     dL/dK_uu contribution (M, M; only its symmetric part counts)), all sums over the points (not scaled by N/B)."""
-    A, d, R_new = _columns(bc, X)
-    return _gradient_terms(X, y, A, A_old, d, _cavity(A, R_new, A_old, tau, nu, bc, likelihood.alpha, d), likelihood,
-                           bc)
+    A, d, R_new, Kux = _columns(bc, X)
+    return _gradient_terms(X, y, A, Kux, d, _cavity(A, R_new, A_old, tau, nu, bc, likelihood.alpha, d), likelihood, bc)
 
 
 def _add(total, out):
@@ -308,7 +327,7 @@ class SEPShard:
         alpha = likelihood.alpha
         for start in range(0, self.X.shape[0], SHARD_CHUNK):
             sl = slice(start, start + SHARD_CHUNK)
-            A, d, R_new = _columns(bc, self.X[sl])
+            A, d, R_new, _ = _columns(bc, self.X[sl])
             cav = _cavity(A, R_new, self.At[sl].T, self.tau[sl], self.nu[sl], bc, alpha, d)
             log_z = _tilted(likelihood, self.y[sl], cav["mean"], cav["var"] + d)[0]
             total += float(np.sum(np.where(cav["proper"], log_z + cav["log_norm_diff"], 0.0))) / alpha

@@ -1,6 +1,9 @@
 """SEP's per-step pieces (qpviz.inference.sep_shard and sep._rebuild) against dense computations:
 q's covariance root and the triangular factors the shards use, the cavities, and the gradient
 terms of sites not visited yet (the step's fast path) against the general path."""
+import dataclasses
+import pickle
+
 import numpy as np
 import pytest
 from scipy import linalg
@@ -45,7 +48,8 @@ def test_columns_and_cavities_match_the_dense_formulas():
     X, y, kernel, Z, prec, lin, rng = _problem(seed=1)
     bc, _, jitter = sep._rebuild(kernel, Z, prec, lin, None)
     K = kernel(Z) + jitter * np.eye(Z.shape[0])
-    A, d, R_new = sep_shard._columns(bc, X)
+    A, d, R_new, Kux = sep_shard._columns(bc, X)
+    np.testing.assert_array_equal(Kux, kernel(Z, X))
     A_dense = np.linalg.solve(K, kernel(Z, X))
     np.testing.assert_allclose(A, A_dense, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(R_new.T @ R_new, A_dense.T @ bc.cov_u @ A_dense, rtol=1e-8, atol=1e-10)
@@ -103,3 +107,20 @@ def test_weighted_gram_with_and_without_negative_weights():
     A = rng.standard_normal((7, 12))
     for w in (rng.uniform(0.0, 2.0, 12), rng.standard_normal(12)):
         np.testing.assert_allclose(sep_shard._weighted_gram(A, w), A @ np.diag(w) @ A.T, rtol=1e-12, atol=1e-12)
+
+
+def test_the_master_keeps_k_uu_for_its_gradient_and_sends_none_to_the_shards():
+    """_rebuild keeps K_uu (no jitter) when it computed it; pickling (to Dask shards) drops it; the
+    gradient with it (the kernel's VJP reads it) equals the one that recomputes it."""
+    X, y, kernel, Z, prec, lin, rng = _problem(seed=2)
+    bc, _, jitter = sep._rebuild(kernel, Z, prec, lin, None)
+    np.testing.assert_array_equal(bc.kuu, kernel(Z))
+    sent = pickle.loads(pickle.dumps(bc))
+    assert sent.kuu is None
+    np.testing.assert_array_equal(sent.kinv_root, bc.kinv_root)
+    assert sep._rebuild(kernel, Z, prec, lin, None, (bc.chol_kuu, jitter))[0].kuu is None
+    M, D = Z.shape
+    data = (rng.standard_normal(3), rng.standard_normal((M, D)), rng.standard_normal((M, M)))
+    with_kuu, without = sep._chain(bc, data, 3.0), sep._chain(dataclasses.replace(bc, kuu=None), data, 3.0)
+    for got, want in zip(with_kuu, without):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
