@@ -210,7 +210,7 @@ def inducing_covariances(kernel: Kernel, X, Z, inducing_cov=None) -> InducingCov
     return InducingCovariances(0.5 * (Kuu + Kuu.T), Kuf, kernel.diag(X))
 
 
-def covariance_vjp(kernel: Kernel, X, Z, inducing_cov, G_uf, G_uu, g_ff):
+def covariance_vjp(kernel: Kernel, X, Z, inducing_cov, G_uf, G_uu, g_ff, K_uf=None):
     """Chain an objective's gradients in the three covariances back to the parameters.
 
     Given dL/dK_uf (M, N), dL/dK_uu (M, M, symmetric) and dL/d diag K_ff (N,), returns
@@ -220,7 +220,8 @@ def covariance_vjp(kernel: Kernel, X, Z, inducing_cov, G_uf, G_uu, g_ff):
 
     Pseudo-points use the kernel's vector-Jacobian products (:meth:`Kernel.cross_vjp`): Z enters
     both arguments of K_uu = k(Z, Z) and G_uu is symmetric, so dL/dZ doubles the first-argument
-    product. VSGP's blurred covariances (``inducing_cov``, RBF kernel) also give dL/dC_j, one
+    product; ``K_uf``, the caller's K(Z, X) if it has it, lets the kernel skip recomputing it
+    (:meth:`Kernel.cross_vjp`). VSGP's blurred covariances (``inducing_cov``, RBF kernel) also give dL/dC_j, one
     symmetric D x D matrix per centre with dL = sum_j tr(dL/dC_j dC_j) for symmetric changes dC_j
     (for (M,) spherical input too: the chain to c_j is tr(dL/dC_j); :func:`packed_inducing_cov_grad`
     continues it to the parameters one learns).
@@ -231,7 +232,7 @@ def covariance_vjp(kernel: Kernel, X, Z, inducing_cov, G_uf, G_uu, g_ff):
         _require_rbf(kernel)
         return _blurred_rbf_vjp(kernel, X, Z, as_inducing_cov(inducing_cov, Z.shape[0], Z.shape[1]),
                                 np.asarray(G_uf, float), np.asarray(G_uu, float), np.asarray(g_ff, float))
-    g_theta, gZ_uf = kernel.cross_vjp(Z, X, G_uf)
+    g_theta, gZ_uf = kernel.cross_vjp(Z, X, G_uf, K=K_uf)
     g_uu, gZ_uu = kernel.cross_vjp(Z, Z, G_uu)
     return g_theta + g_uu + kernel.diag_vjp(X, g_ff)[0], gZ_uf + 2.0 * gZ_uu, None
 

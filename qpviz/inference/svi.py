@@ -182,7 +182,7 @@ def shard_terms(X, y, params: SVIParameters, Luu: np.ndarray, likelihood, whiten
         G_uf = linalg.cho_solve((Luu, True), G_A)
         W = P + G_uf @ A.T
         G_uu = -0.5 * (W + W.T)
-    d_theta, d_Z, _ = covariance_vjp(params.kernel, X, params.Z, None, G_uf, G_uu, g_var)
+    d_theta, d_Z, _ = covariance_vjp(params.kernel, X, params.Z, None, G_uf, G_uu, g_var, K_uf=Kuf)
     return ShardTerms(value, d_m, d_L, np.asarray(d_theta, float), d_Z)
 
 
