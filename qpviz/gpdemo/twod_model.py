@@ -99,13 +99,20 @@ class GP2DModel(param.Parameterized):
         return KERNELS[self.kernel](variance=validated("variance", self.variance),
                                     lengthscale=validated("lengthscale", self.lengthscale))
 
-    def _method_grid(self, kernel, method: str, extent) -> twod.GridFit:
-        key = (self.X.tobytes(), self.y.tobytes(), repr(kernel), method, extent)
-        result = self._cache.get_recent(key)
-        if result is None:
-            result = twod.fit_grid(self.X, self.y, kernel, methods=(method,), grid_size=GRID_SIZE, extent=extent)
-            self._cache.put(key, result)
-        return result
+    def _method_grids(self, kernel, methods, extent) -> list[twod.GridFit]:
+        """Each method's grid fit, from the cache or, for those not in it, from one
+        :func:`twod.fit_grid` call (the methods then share one K(X, grid))."""
+        keys = {m: (self.X.tobytes(), self.y.tobytes(), repr(kernel), m, extent) for m in methods}
+        found = {m: self._cache.get_recent(key) for m, key in keys.items()}
+        missing = [m for m, result in found.items() if result is None]
+        if missing:
+            both = twod.fit_grid(self.X, self.y, kernel, methods=missing, grid_size=GRID_SIZE, extent=extent)
+            for m in missing:
+                found[m] = twod.GridFit(x1=both.x1, x2=both.x2, X=both.X, y=both.y, likelihood=both.likelihood,
+                                        kernel=both.kernel, notes=[n for n in both.notes if n.startswith(f"{m.upper()}: ")],
+                                        **{name: {m: getattr(both, name)[m]} for name in twod.PER_METHOD_FIELDS})
+                self._cache.put(keys[m], found[m])
+        return [found[m] for m in methods]
 
     def refit(self) -> bool:
         """Fit every shown method (and EP and QP for the difference map) to the current data.
@@ -119,14 +126,14 @@ class GP2DModel(param.Parameterized):
                 raise ValueError("choose at least one method to show")
             extent = twod.grid_extent(self.X)
             wanted = [m for m in INLINE_METHODS if m in self.methods or m in ("ep", "qp")]
-            parts = [self._method_grid(kernel, m, extent) for m in wanted]
+            parts = self._method_grids(kernel, wanted, extent)
         except Exception as exc:  # shown on the page; never raised into the browser
             self.message = f"{exc}. The plots keep the last good fit."
             return False
         reference = self._mcmc_reference(kernel, extent)
         combined = twod.GridFit(x1=parts[0].x1, x2=parts[0].x2, X=self.X, y=self.y, likelihood="probit", kernel=kernel)
         for part in [*parts, *([reference] if reference is not None else [])]:
-            for field in ("proba", "mean", "var", "log_evidence", "converged", "seconds"):
+            for field in twod.PER_METHOD_FIELDS:
                 getattr(combined, field).update(getattr(part, field))
             combined.notes += part.notes
         combined.mcmc_noise = dict(reference.mcmc_noise) if reference is not None else {}

@@ -202,16 +202,24 @@ class DenseGaussian:
         # cores, OpenBLAS's threads made K(X, X_new) for 200 x 3600 points take 8-12 ms against 5 ms)
         with small_problem_threads(self.prior.n):
             Ks = kernel(self.prior.X, X_new)
+            if not full_cov:
+                return self.predict_from_cross(Ks, kernel.diag(X_new))
+            WKs = self._solve_w(Ks)
+        return Ks.T @ self.weights, kernel(X_new) - Ks.T @ WKs
+
+    def predict_from_cross(self, Ks: np.ndarray, kss: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`predict_f`'s marginals from the caller's cross-covariance ``Ks`` = K(X, X_new)
+        (N, M) and prior variances ``kss`` = diag K(X_new, X_new) (M,): several posteriors on the
+        same kernel and inputs (EP and QP on a page's grid) then share one K(X, X_new). ``Ks`` is
+        not written to."""
+        with small_problem_threads(self.prior.n):
             mean = Ks.T @ self.weights
-            if self.stable and not full_cov:
+            if self.stable:
                 # k_*^T W k_* = |L^-1 T^1/2 k_*|^2 with B = L L^T: one triangular solve, half of cho_solve's two
                 V = linalg.solve_triangular(self._L, self._sw[:, None] * Ks, lower=True, overwrite_b=True,
                                             check_finite=False)
-                return mean, kernel.diag(X_new) - np.einsum("ij,ij->j", V, V)
-            WKs = self._solve_w(Ks)
-        if full_cov:
-            return mean, kernel(X_new) - Ks.T @ WKs
-        return mean, kernel.diag(X_new) - np.einsum("ij,ij->j", Ks, WKs)
+                return mean, kss - np.einsum("ij,ij->j", V, V)
+            return mean, kss - np.einsum("ij,ij->j", Ks, self._solve_w(Ks))
 
     def grad_log_marginal(self) -> np.ndarray:
         """Explicit gradient 1/2 tr((w w^T - W) dK/d log theta_j), w = ``weights`` (R&W eq. 5.9; GPML infEP).

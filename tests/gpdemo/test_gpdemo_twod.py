@@ -231,3 +231,27 @@ def test_a_bad_typed_seed_is_named_with_its_range_and_the_box_shows_the_seed_in_
     box.value = "4"
     gp2d_page.model.ensure_fit()
     assert gp2d_page.model.message == "" and gp2d_page.model.seed == 4 and gp2d_page.model.fit is not fit
+
+
+def test_the_methods_share_one_grid_cross_covariance_and_predict_as_alone():
+    """K(X, grid) is computed once for every method fitted together (their posteriors share the
+    kernel and the inputs), and each method's maps equal its own posterior's predict_f bit for bit."""
+    from qpviz.inference.fit import fit
+
+    class CountingRBF(RBF):
+        grid_calls = 0
+
+        def __call__(self, X1, X2=None):
+            if X2 is not None and len(X2) == GRID * GRID:
+                CountingRBF.grid_calls += 1
+            return super().__call__(X1, X2)
+
+    X, y = twod.make_preset("moons", n=60, seed=3)
+    kernel = CountingRBF(variance=2.0, lengthscale=0.8)
+    result = twod.fit_grid(X, y, kernel, methods=("ep", "qp", "vb", "laplace"), grid_size=GRID)
+    assert CountingRBF.grid_calls == 1
+    grid = twod.make_grid(X, GRID)[2]
+    for method in ("ep", "qp", "vb", "laplace"):
+        mean, var = fit(X, y, "probit", kernel, method=method).predict_f(grid)
+        np.testing.assert_array_equal(result.mean[method].ravel(), mean)
+        np.testing.assert_array_equal(result.var[method].ravel(), var)

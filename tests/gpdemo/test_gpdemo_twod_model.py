@@ -115,3 +115,19 @@ def test_the_page_keeps_its_most_recent_grids(monkeypatch):
     model.ensure_fit()
     model.variance = 4.0
     assert model.ensure_fit().proba["ep"] is not first
+
+
+def test_methods_not_in_the_cache_are_fitted_together_and_cached_one_by_one(monkeypatch):
+    calls = []
+    fit_grid = twod_model.twod.fit_grid
+    monkeypatch.setattr(twod_model.twod, "fit_grid", lambda *a, **k: calls.append(tuple(k["methods"])) or fit_grid(*a, **k))
+    model = GP2DModel(n=20, methods=["ep"])
+    model.ensure_fit()
+    assert calls == [("ep", "qp")]  # QP for the difference map: one call for both
+    model.methods = ["ep", "vb", "laplace"]
+    model._stale = True
+    fit = model.ensure_fit()
+    assert calls == [("ep", "qp"), ("vb", "laplace")]  # EP and QP from the cache
+    assert set(fit.proba) >= {"ep", "qp", "vb", "laplace"}
+    alone = GP2DModel(n=20, methods=["laplace"]).ensure_fit()
+    np.testing.assert_array_equal(fit.proba["laplace"], alone.proba["laplace"])
