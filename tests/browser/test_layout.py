@@ -217,8 +217,10 @@ def open_tab(page: Page, app_url: str, tab: str, projector: bool) -> None:
     if tab in DRAWN_WITHOUT_FIGURES:
         page.locator(DRAWN_WITHOUT_FIGURES[tab]).first.wait_for(timeout=LOAD_MS)
     else:
+        # checked every 100 ms, not every animation frame: FIGURES_JS walks every view and measures
+        # titles, work the renderer would otherwise repeat 60 times a second while it builds the page
         page.wait_for_function(f"() => ({FIGURES_JS})().length > 0 && ({FIGURES_JS})().every(f => f.frame_width > 0)",
-                               timeout=LOAD_MS)
+                               timeout=LOAD_MS, polling=100)
     # the header's projector switch shows the mode the link asked for
     toggle = page.locator(".qpviz-projector .bk-btn")
     expect(toggle).to_have_count(1, timeout=LOAD_MS)
