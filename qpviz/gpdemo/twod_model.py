@@ -106,11 +106,11 @@ class GP2DModel(param.Parameterized):
         found = {m: self._cache.get_recent(key) for m, key in keys.items()}
         missing = [m for m, result in found.items() if result is None]
         if missing:
-            both = twod.fit_grid(self.X, self.y, kernel, methods=missing, grid_size=GRID_SIZE, extent=extent)
+            fitted = twod.fit_grid(self.X, self.y, kernel, methods=missing, grid_size=GRID_SIZE, extent=extent)
             for m in missing:
-                found[m] = twod.GridFit(x1=both.x1, x2=both.x2, X=both.X, y=both.y, likelihood=both.likelihood,
-                                        kernel=both.kernel, notes=[n for n in both.notes if n.startswith(f"{m.upper()}: ")],
-                                        **{name: {m: getattr(both, name)[m]} for name in twod.PER_METHOD_FIELDS})
+                found[m] = twod.GridFit(x1=fitted.x1, x2=fitted.x2, X=fitted.X, y=fitted.y, likelihood=fitted.likelihood,
+                                        kernel=fitted.kernel, notes=[n for n in fitted.notes if n.startswith(f"{m.upper()}: ")],
+                                        **{name: {m: getattr(fitted, name)[m]} for name in twod.PER_METHOD_FIELDS})
                 self._cache.put(keys[m], found[m])
         return [found[m] for m in methods]
 
