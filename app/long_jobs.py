@@ -29,6 +29,12 @@ class JobPoller:
             self._callback = pn.state.add_periodic_callback(self._poll, period=self.period_ms)
 
     def _poll(self) -> None:
+        if not pn.state.loaded:
+            # Panel (1.9) drops the model changes a pn.io.hold() makes after the browser has pulled
+            # the document but before the session has loaded ("the full serialization has them":
+            # the browser already had it). A job result taken then never reached the page (GP 1-D's
+            # first visitor saw no MCMC band): it is taken at the first tick after the load.
+            return
         self._tick()
         if not self._running() and self._callback is not None:
             self._callback.stop()
