@@ -9,7 +9,7 @@ from long_jobs import JobPoller
 def test_a_poll_before_the_session_has_loaded_takes_nothing_and_the_next_one_does(monkeypatch):
     """Panel drops the changes a hold makes between the browser's pull of the document and the
     session's load: a job result taken then never reached the browser (GP 1-D's first visitor saw
-    no MCMC band, 5 of 6 fresh servers). The poller waits for the load."""
+    no MCMC band: 7 of 8 first visits to fresh servers). The poller waits for the load."""
     loaded = {"value": False}
     monkeypatch.setattr(type(pn.state), "loaded", property(lambda self: loaded["value"]))
     ticks = []
