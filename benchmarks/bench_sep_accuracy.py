@@ -8,7 +8,8 @@ The issue's setting scaled down so that a run takes about a minute: 200,000 poin
 epochs (so 200 steps instead of 2,000). Data: :func:`qpviz.scalable_data.synthetic_classification`
 with D = 2: labels are the sign of a random smooth function (a sharp class boundary), each flipped
 with probability 0.05 (Bayes error 5%); 5,000 test points from the same draw. Probit likelihood,
-RBF kernel (variance 1, length scale 1 to start, both learnt), the same K-means inducing inputs for
+RBF kernel (variance 1, length scale 1 to start unless ``--init-variance`` / ``--init-lengthscale``
+say otherwise, both learnt), the same K-means inducing inputs for
 both methods (learnt too). Each method's history is recorded every ``--every`` steps with the
 test error and NTLL (validation time excluded from the clock); printed: the curve (seconds, error,
 NTLL) of each, and the learnt signal variance and length scale. A small fit of each method runs
@@ -29,7 +30,7 @@ from qpviz.inference.inducing import kmeans_inducing
 
 
 def curve(method, X, y, Z, validation, args, **options):
-    kernel = qpviz.kernels.RBF(1.0, 1.0)
+    kernel = qpviz.kernels.RBF(args.init_variance, args.init_lengthscale)
     post = qpviz.fit(X, y, "probit", kernel, method=method, inducing=Z, minibatch=args.minibatch, epochs=args.epochs,
                      optimise=True, seed=args.seed, validation=validation, record_every=args.every, **options)
     return post, [(h["wall_time"], h["test_error"], h["ntll"]) for h in post.history]
@@ -44,6 +45,8 @@ def main():
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--every", type=int, default=10, help="steps between recorded points")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--init-variance", type=float, default=1.0, help="the kernel's signal variance to start from")
+    parser.add_argument("--init-lengthscale", type=float, default=1.0, help="the kernel's length scale to start from")
     parser.add_argument("--sep-options", nargs="*", default=[], help="extra SEP runs: dict literals of options")
     args = parser.parse_args()
     X_all, y_all = scalable_data.synthetic_classification(args.n + args.test, dim=2, seed=args.seed,
@@ -51,7 +54,8 @@ def main():
     X, y, validation = X_all[:args.n], y_all[:args.n], (X_all[args.n:], y_all[args.n:])
     Z = kmeans_inducing(X, args.inducing, args.seed)
     print(f"# N = {args.n}, test {args.test}, D = 2, 5% label noise (Bayes error 5%), M = {args.inducing}, "
-          f"minibatch {args.minibatch}, {args.epochs} epochs; load {os.getloadavg()}")
+          f"minibatch {args.minibatch}, {args.epochs} epochs; "
+          f"kernel from variance {args.init_variance:g}, length scale {args.init_lengthscale:g}; load {os.getloadavg()}")
     for method in ("svi", "sep"):  # warm-up: numba kernels and caches loaded before the clocks start
         qpviz.fit(X[:500], y[:500], "probit", qpviz.kernels.RBF(), method=method, inducing=Z[:10], minibatch=100,
                   epochs=1, optimise=True)
