@@ -75,7 +75,7 @@ class FollowedRanges:
         self.x = Range1d(0.0, 1.0)
         self.y = Range1d(0.1, 1.0) if log_y else Range1d(0.0, 1.0)
         fig.x_range, fig.y_range = self.x, self.y
-        self._shown: dict = {}  # per range: the (start, end) last set from the data
+        self._shown: dict[str, tuple[float, float]] = {}  # per axis ("x", "y"): the (start, end) last set from the data
 
     def extent(self) -> tuple[float, float, float, float] | None:
         """(x start, x end, y start, y end) of the padded data extent, None without data."""
@@ -89,12 +89,12 @@ class FollowedRanges:
         extent = self.extent()
         if extent is None:
             return
-        for axis_range, span in ((self.x, extent[:2]), (self.y, extent[2:])):
-            shown = self._shown.get(id(axis_range))
+        for axis, axis_range, span in (("x", self.x, extent[:2]), ("y", self.y, extent[2:])):
+            shown = self._shown.get(axis)
             if span == shown:
                 continue
             following = shown is None or (axis_range.start, axis_range.end) == shown
-            self._shown[id(axis_range)] = span
+            self._shown[axis] = span
             if following:
                 axis_range.update(start=span[0], end=span[1], reset_start=span[0], reset_end=span[1])
             else:  # zoomed or panned by the user: only where the reset tool goes back to

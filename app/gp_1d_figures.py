@@ -237,12 +237,14 @@ class GP1DFigures:
             set_data(self.data, padded({"x": x_data, "y": model.y, "shown": (model.y + 1) / 2 if binary else model.y}))
         self._show_optimisation(model)
         self._show_step(model)
-        self.follow_data()
+        # every view but the sd ratios, which show_sd_ratio draws and ranges (once per redraw)
+        self.follow_data([name for name in self.ranges if name != "sd_ratio"])
 
-    def follow_data(self) -> None:
-        """Range every view over its data (sent with the data: see FollowedRanges)."""
-        for ranges in self.ranges.values():
-            ranges.follow()
+    def follow_data(self, names=None) -> None:
+        """Range the views ``names`` (None: every view) over their data (sent with the data: see
+        FollowedRanges)."""
+        for name in self.ranges if names is None else names:
+            self.ranges[name].follow()
 
     def show_sd_ratio(self, model) -> str:
         """Each method's latent sd over MCMC's along x (finite values only); returns the sentence
