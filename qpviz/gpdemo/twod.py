@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba.core.errors import NumbaWarning
 
-from qpviz._blas import small_problem_threads
 from qpviz.gpdemo import sd_ratio
 from qpviz.gpdemo.oned import sample_chains, w2_marginals
 from qpviz.inference.dense import DensePrior
@@ -240,8 +239,7 @@ def fit_grid(X, y, kernel, methods=("ep", "qp"), grid_size: int = 60, likelihood
         state = getattr(posterior, "state", None)
         if hasattr(state, "predict_from_cross") and state.prior.kernel is kernel:
             if not cross:
-                with small_problem_threads(X.shape[0]):  # (as in predict_f: BLAS threads only lose here)
-                    cross += [kernel(state.prior.X, grid), kernel.diag(grid)]
+                cross += state.prior.cross_covariance(grid)
             mean, var = state.predict_from_cross(*cross)
         else:
             mean, var = posterior.predict_f(grid)
