@@ -338,7 +338,7 @@ def fit_sep(X, y, likelihood, kernel: Kernel, *, inducing=200, minibatch: int = 
     runs with minibatches or ``optimise=True`` report ``converged=False``: they stop after ``epochs``).
     ``alpha`` in (0, 1]: Power EP's power (tempered sites, :mod:`.sep_shard`; 1 = EP); the
     posterior's likelihood is the untempered one. ``drop_stale`` (with minibatches and learning):
-    in the first half of the first epoch, sites fitted at hyper-parameters that have moved on since
+    in the first 200 steps of the first epoch, sites fitted at hyper-parameters that have moved on since
     are forgotten (:mod:`.sep_refresh`; ``diagnostics["stale_sites_dropped"]``: the steps up to which).
     """
     alpha = check_alpha(alpha)
