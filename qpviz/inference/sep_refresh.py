@@ -20,7 +20,7 @@ nothing more is dropped. Costs O(M^2) per checkpoint on the master and O(N) on t
 
 Why every 50 steps up to step 200 (measured, benchmarks/results/bench_sep_accuracy_far.txt):
 - The rule before, checkpoints at 50 x 2^k in the first half of the epoch, left SEP far behind SVI
-  when the kernel started far from its optimum. Started ten times too smooth (length scale 10,
+  when the kernel started far from its optimum. Started twenty times too smooth (length scale 10,
   optimum ~0.5; 40,000 points, 200 steps an epoch) the length scale was still falling after
   step 100, its last checkpoint, and the sites of steps 51-100 stayed in q until the second epoch:
   test NTLL 0.454 at step 200 and 0.397 at step 300, against SVI's 0.246 and 0.241. With a
