@@ -58,12 +58,38 @@ def wait_for_numbers(page: Page, expected: str, timeout_ms: int = TIMEOUT_MS) ->
     assert numbers_text(page) == expected
 
 
-def test_page_loads_with_every_view(explorer: Page):
+def test_opening_view_ranges_beside_the_inputs_and_projector_mode(explorer: Page):
+    """The opening view, read on one load (each check was a test of its own, each loading the page):
+    every view is drawn, EP and QP stand apart and the page says why, the ranges stand beside the
+    inputs; then (they change the page: last) another likelihood's range and projector mode."""
     titles = plot_titles(explorer)
     for prefix in ("(a) densities", "(b) quantile functions", "(b') Q-Q: σ_EP", "(d) var_QP / var_EP for poisson_square"):
         assert any(t.startswith(prefix) for t in titles), (prefix, titles)
     assert "var_QP / var_EP" in numbers_text(explorer)
     expect(explorer.locator(".katex").first).to_be_visible()  # the formulas are typeset
+
+    # the opening view shows EP and QP apart and says why
+    qq = title_starting(explorer, "(b') Q-Q")
+    sigma_ep, sigma_qp = map(float, re.findall(r"= ([\d.]+)", qq))
+    assert sigma_qp / sigma_ep < 0.8, qq
+    why = explorer.locator(".qpviz-why")
+    expect(why).to_contain_text("least-squares slope")
+    expect(why).to_contain_text("sigma_QP <= sigma_EP")
+
+    # the ranges stand beside the inputs
+    expect(explorer.locator(".qpviz-mean")).to_contain_text("cavity mean m in [-8, 8]")
+    expect(explorer.locator(".qpviz-std")).to_contain_text("cavity std s in [0.05, 8]")
+    expect(explorer.locator(".qpviz-count")).to_contain_text("count y in [0, 1000]")
+    explorer.locator(".qpviz-likelihood select").select_option("laplace")
+    expect(explorer.locator(".qpviz-y")).to_contain_text("observation y in [-50, 50]")
+
+    # projector mode enlarges the plot titles (and goes into the link)
+    explorer.get_by_role("button", name="Projector mode").click()
+    explorer.wait_for_function(
+        "() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title' && m.text_font_size === '22px')",
+        timeout=TIMEOUT_MS,
+    )  # the page is loaded (fixture), so Bokeh.documents[0] exists
+    explorer.wait_for_url(re.compile(r"projector=true"), timeout=TIMEOUT_MS)
 
 
 def test_likelihood_and_slider_update_numbers_and_plots(explorer: Page):
@@ -134,15 +160,6 @@ def test_clicking_the_map_moves_the_cavity(explorer: Page):
         timeout=TIMEOUT_MS,
     )
     assert title_starting(explorer, "(a) densities") != before
-
-
-def test_projector_mode_enlarges_the_plot_titles(explorer: Page):
-    explorer.get_by_role("button", name="Projector mode").click()
-    explorer.wait_for_function(
-        "() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title' && m.text_font_size === '22px')",
-        timeout=TIMEOUT_MS,
-    )  # the page is loaded (fixture), so Bokeh.documents[0] exists
-    explorer.wait_for_url(re.compile(r"projector=true"), timeout=TIMEOUT_MS)
 
 
 def test_cloglog_from_the_registry_is_in_the_menu_and_computes(explorer: Page):
@@ -217,11 +234,14 @@ def test_a_bad_link_gives_one_consistent_page_and_says_what_it_replaced(page: Pa
         page.wait_for_url(re.compile(rf"[?&]{re.escape(shown)}(&|$)"), timeout=TIMEOUT_MS)
 
 
-def test_a_good_link_shows_no_banner(explorer: Page, app_url: str):
-    explorer.goto(f"{app_url}?lik=student_t&student_t=nu%3D4%2C+scale%3D0.5&y=25&m=-2&s=3")
-    wait_for_title(explorer, "(a) densities: student_t, y = 25,\ncavity m = -2.00, s = 3.00")
-    explorer.wait_for_url(re.compile(r"[?&]y=25(&|$)"), timeout=TIMEOUT_MS)
-    assert explorer.evaluate(LINK_NOTE_JS) == ""
+def test_a_good_link_shows_no_banner(page: Page, app_url: str, console_errors):
+    """Opened straight from the good link (the opening page first cost a load)."""
+    page.set_viewport_size({"width": 1500, "height": 1200})
+    page.goto(f"{app_url}?lik=student_t&student_t=nu%3D4%2C+scale%3D0.5&y=25&m=-2&s=3")
+    page.locator(".qpviz-numbers table").first.wait_for(timeout=60_000)
+    wait_for_title(page, "(a) densities: student_t, y = 25,\ncavity m = -2.00, s = 3.00")
+    page.wait_for_url(re.compile(r"[?&]y=25(&|$)"), timeout=TIMEOUT_MS)
+    assert page.evaluate(LINK_NOTE_JS) == ""
 
 
 def map_ranges(page: Page) -> list[float]:
@@ -264,20 +284,3 @@ def test_the_common_colour_scale_fixes_the_maps_colour_range(explorer: Page):
     explorer.locator(".qpviz-likelihood select").select_option("student_t")  # another likelihood, the same scale
     wait_for_title(explorer, "(d) var_QP / var_EP for student_t")
     explorer.wait_for_function(f"() => ({mappers_js})().some(([low, high]) => low === 0.5 && high === 1)", timeout=TIMEOUT_MS)
-
-
-def test_the_ranges_stand_beside_the_inputs(explorer: Page):
-    expect(explorer.locator(".qpviz-mean")).to_contain_text("cavity mean m in [-8, 8]")
-    expect(explorer.locator(".qpviz-std")).to_contain_text("cavity std s in [0.05, 8]")
-    expect(explorer.locator(".qpviz-count")).to_contain_text("count y in [0, 1000]")
-    explorer.locator(".qpviz-likelihood select").select_option("laplace")
-    expect(explorer.locator(".qpviz-y")).to_contain_text("observation y in [-50, 50]")
-
-
-def test_the_opening_view_shows_ep_and_qp_apart_and_says_why(explorer: Page):
-    qq = title_starting(explorer, "(b') Q-Q")
-    sigma_ep, sigma_qp = map(float, re.findall(r"= ([\d.]+)", qq))
-    assert sigma_qp / sigma_ep < 0.8, qq
-    why = explorer.locator(".qpviz-why")
-    expect(why).to_contain_text("least-squares slope")
-    expect(why).to_contain_text("sigma_QP <= sigma_EP")

@@ -60,13 +60,28 @@ def test_tab_opens_with_ep_and_qp_and_every_view(gp1d_by_tab: Page):
         assert any(t.startswith(prefix) for t in titles), (prefix, titles)
 
 
-def test_hyperparameter_change_updates_the_numbers_and_bad_value_says_what_to_change(gp1d: Page):
+def test_a_hyperparameter_change_refits_and_a_bad_value_or_csv_keeps_the_fit(gp1d: Page, tmp_path):
+    """One load (each part was a test loading the page): a new length-scale refits, a bad one is
+    refused with a message and the fit stays; then a bad CSV is refused (the fit stays), a good one
+    is taken."""
     before = table_text(gp1d)
     set_lengthscale(gp1d, "2.5")
     after = wait_for_new_text(gp1d.locator(".qpviz-gp1d-table table").first, before)
     set_lengthscale(gp1d, "0")
     gp1d.wait_for_function(f"() => ({ALERT_JS})().includes('lengthscale: 0 was not applied')", timeout=TIMEOUT_MS)
     assert table_text(gp1d) == after  # the last good fit stays
+
+    bad = tmp_path / "bad.csv"
+    bad.write_text("x,y\n1,a\n2,b\n")
+    gp1d.locator("input[type=file]").first.set_input_files(str(bad))
+    gp1d.wait_for_function(f"() => ({ALERT_JS})().includes('CSV not loaded')", timeout=TIMEOUT_MS)
+    assert table_text(gp1d) == after
+    good = tmp_path / "good.csv"
+    good.write_text("x,y\n0,-1\n1,-1\n2,1\n3,1\n4,1\n")
+    gp1d.locator("input[type=file]").first.set_input_files(str(good))
+    gp1d.wait_for_function(
+        "() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title' "
+        "&& /^Predictive.*, 5 data points$/.test(m.text || ''))", timeout=TIMEOUT_MS)
 
 
 def test_one_site_button_and_keys_step_and_highlight_a_site(gp1d: Page):
@@ -105,21 +120,6 @@ def test_clicking_the_predictive_plot_adds_or_removes_a_point(gp1d: Page):
     gp1d.wait_for_function(
         "() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title' "
         "&& /^Predictive.*, (59|61) data points$/.test(m.text || ''))", timeout=TIMEOUT_MS)
-
-
-def test_a_bad_csv_upload_says_what_is_wrong_and_keeps_the_fit(gp1d: Page, tmp_path):
-    before = table_text(gp1d)
-    bad = tmp_path / "bad.csv"
-    bad.write_text("x,y\n1,a\n2,b\n")
-    gp1d.locator("input[type=file]").first.set_input_files(str(bad))
-    gp1d.wait_for_function(f"() => ({ALERT_JS})().includes('CSV not loaded')", timeout=TIMEOUT_MS)
-    assert table_text(gp1d) == before
-    good = tmp_path / "good.csv"
-    good.write_text("x,y\n0,-1\n1,-1\n2,1\n3,1\n4,1\n")
-    gp1d.locator("input[type=file]").first.set_input_files(str(good))
-    gp1d.wait_for_function(
-        "() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title' "
-        "&& /^Predictive.*, 5 data points$/.test(m.text || ''))", timeout=TIMEOUT_MS)
 
 
 def test_a_shared_link_reopens_the_tab_with_its_settings_and_data(page: Page, app_url: str, console_errors):  # noqa: F811

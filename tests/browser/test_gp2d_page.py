@@ -61,7 +61,7 @@ def test_page_shows_every_default_view(gp2d_by_tab: Page):
     expect(gp2d.locator(".katex").first).to_be_visible()
 
 
-def test_slider_refits_and_redraws(gp2d: Page):
+def test_slider_refits_and_redraws_then_projector_mode_enlarges_the_text(gp2d: Page):
     before = gp2d.evaluate(IMAGE_SUM_JS)
     handle = gp2d.locator(".qpviz-gp2d-lengthscale .noUi-handle")
     handle.focus()
@@ -71,6 +71,9 @@ def test_slider_refits_and_redraws(gp2d: Page):
     gp2d.wait_for_function(f"before => ({IMAGE_SUM_JS})() !== before", arg=before, timeout=TIMEOUT_MS)
     gp2d.wait_for_url(re.compile(r"[?&]g2_ls=0\.85"), timeout=TIMEOUT_MS)
     assert gp2d.evaluate(ALERT_JS) == ""
+    # projector mode, on the same load (a test of its own loaded the page; opened by its link, so the
+    # only colour bars are this page's: the opening page's, built by a tab's click, would answer too)
+    projector_mode_enlarges_titles_and_colour_bar_numbers(gp2d)
 
 
 def test_preset_and_methods(gp2d: Page):
@@ -111,7 +114,7 @@ def test_bad_link_opens_a_consistent_page_and_says_what_it_replaced(page: Page, 
 
 
 
-def test_projector_mode_enlarges_titles_and_colour_bar_numbers(gp2d: Page):
+def projector_mode_enlarges_titles_and_colour_bar_numbers(gp2d: Page) -> None:
     gp2d.locator(".qpviz-projector .bk-btn").click()
     gp2d.wait_for_function(
         """() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'ColorBar'

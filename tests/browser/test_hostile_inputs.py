@@ -430,12 +430,14 @@ def test_every_typed_number_box_names_a_hostile_value_with_its_range_and_keeps_t
     """For every box: each hostile value is either valid by the field's own rules (taken, shown, no
     message) or refused: a message names the field, the value and the range (a Bokeh number box may
     instead refuse the keystrokes), the box shows the last good value, the numbers stay; then another
-    good value refits and clears the message, and the first good value is typed back."""
+    good value refits and clears the message; the next value starts from there, and the box's first
+    good value is typed back after its last value (the next box starts from the opening fit)."""
     page, view = view_page
     boxes = typed_boxes(page)
     record_property("hostile_cases", sum(len(hostile_values(field)) for field, _ in boxes))
     for field, box in boxes:
         text_box = box.get_attribute("type") != "number" and "bk-input" in (box.get_attribute("class") or "")
+        first_good = box.input_value()
         for typed in hostile_values(field):
             good, before = box.input_value(), numbers(page, view)
             try:
@@ -467,11 +469,13 @@ def test_every_typed_number_box_names_a_hostile_value_with_its_range_and_keeps_t
             box.press("Enter")
             wait_for_numbers_change(page, view, changed)
             wait_until(lambda: message(page, view.error_class) == "", view.timeout_ms)
-            if good != other and taken is None:
-                changed = numbers(page, view)
-                box.fill(good)
-                box.press("Enter")
-                wait_for_numbers_change(page, view, changed)
+            # the next value starts from this good value (its case reads it as its own "good"): the box's
+            # first value is typed back once, after its last value (a refit per value before, a third of the fits)
+        if box.input_value() != first_good:
+            changed = numbers(page, view)
+            box.fill(first_good)
+            box.press("Enter")
+            wait_for_numbers_change(page, view, changed)
 
 
 #: The visible text boxes that are not typed-number boxes, by a CSS class of their widget, and why.

@@ -58,7 +58,8 @@ def open_paper_page(page: Page, link: str) -> Page:
 paper_page, paper_page_by_tab = link_and_tab_fixtures(open_paper_page, "paper-results")
 
 
-def test_table_shows_ours_or_the_missing_results_message(paper_page_by_tab: Page):
+def test_table_shows_ours_or_the_missing_results_message_and_figure1(paper_page_by_tab: Page):
+    """One load (Figure 1 and the TE unit were a test loading the page by its link)."""
     paper_page = paper_page_by_tab
     table = paper_page.locator(".qpviz-paper-table table")
     expect(table).to_contain_text("IonoS (351 x 34)")
@@ -70,9 +71,10 @@ def test_table_shows_ours_or_the_missing_results_message(paper_page_by_tab: Page
         expect(paper_page.locator(".qpviz-paper-message")).to_contain_text("python -m qpviz.reproduce table1")
     expect(paper_page.locator(".qpviz-paper-legend")).to_contain_text("more than the paper's std")
     expect(paper_page.locator(".katex").first).to_be_visible()
+    minings_te_has_its_own_unit_and_figure1_is_drawn_live(paper_page)  # read-only, on the same load
 
 
-def test_minings_te_has_its_own_unit_and_figure1_is_drawn_live(paper_page: Page):
+def minings_te_has_its_own_unit_and_figure1_is_drawn_live(paper_page: Page) -> None:
     expect(paper_page.locator(".qpviz-paper-table .qpviz-te-unit")).to_contain_text("disasters / year")
     if not FOLDS.is_file():
         expect(paper_page.locator(".qpviz-figure-message")).to_contain_text("No committed Figure 1 data yet")

@@ -225,53 +225,63 @@ def _typed_boxes(page: Page) -> list[tuple[int, str]]:
             if visible and kind in ("text", "number", "search", "textarea", "")]
 
 
-@pytest.mark.parametrize("slug", list(PAGES))
-def test_a_typed_value_is_shown_as_text(context, app_url: str, slug: str):
-    page = open_page(context, f"{app_url}?page={slug}")
-    try:
-        settle(page)
-        boxes = _typed_boxes(page)
-        inputs = page.locator("input, textarea")
-        typed = 0
-        for index, kind in boxes:
-            box = inputs.nth(index)
-            if not box.is_visible() or not box.is_editable():
-                continue
-            box.click()
-            box.press("Control+a")
-            # a number box refuses the letters keystroke by keystroke, as a user would see it
-            box.press_sequentially(PAYLOAD if kind != "number" else PAYLOAD + "1")
-            box.press("Enter")
-            typed += 1
-            assert_safe(settle(page))
-        print(f"{slug}: {typed} typed box(es) given the payload")
-        if typed == 0:
-            pytest.skip(f"{slug} has no typed box")
-    finally:
-        page.close()
+def typed_values_are_safe(page: Page, slug: str) -> int:
+    """Every visible, editable typed box of the page given the payload and Enter; returns how many."""
+    boxes = _typed_boxes(page)
+    inputs = page.locator("input, textarea")
+    typed = 0
+    for index, kind in boxes:
+        box = inputs.nth(index)
+        if not box.is_visible() or not box.is_editable():
+            continue
+        box.click()
+        box.press("Control+a")
+        # a number box refuses the letters keystroke by keystroke, as a user would see it
+        box.press_sequentially(PAYLOAD if kind != "number" else PAYLOAD + "1")
+        box.press("Enter")
+        typed += 1
+        assert_safe(settle(page))
+    print(f"{slug}: {typed} typed box(es) given the payload")
+    return typed
+
+
+def uploads_are_safe(page: Page, slug: str) -> int:
+    """Every file upload of the page given CSVs with the payload in the file name, the header and a
+    cell (and the Markdown payload in a cell); returns how many uploads the page has."""
+    uploads = page.locator("input[type=file]")
+    print(f"{slug}: {uploads.count()} upload(s) given {4 * uploads.count()} files")
+    files = [
+        (f"{PAYLOAD}.csv", b"x,y\n0,1\n1,-1\n2,1\n"),  # file name
+        ("header.csv", f"x,{PAYLOAD}\n0,1\n1,-1\n2,1\n".encode()),  # header
+        ("cell.csv", f"x,y\n0,1\n1,{PAYLOAD}\n2,1\n".encode()),  # cell
+        ("markdown.csv", f"x,y\n0,{MARKDOWN_PAYLOAD}\n".encode()),
+    ]
+    for i in range(uploads.count()):
+        for name, content in files:
+            uploads.nth(i).set_input_files(files=[{"name": name, "mimeType": "text/csv", "buffer": content}])
+            view = settle(page)
+            assert_safe(view)
+            if name.startswith("<img"):  # the upload names its file: literally
+                assert any(LITERAL in text for text in view["texts"]), "the file name is not shown as text"
+    return uploads.count()
 
 
 @pytest.mark.parametrize("slug", list(PAGES))
-def test_an_uploaded_csv_is_shown_as_text(context, app_url: str, slug: str):
+def test_a_typed_value_and_an_uploaded_csv_are_shown_as_text(context, app_url: str, slug: str):
+    """One load of the page (a load each for the typed boxes and the uploads cost every page a
+    second load, and a page without uploads loaded only to be skipped): the typed boxes first, then
+    the uploads. Each part is checked even if the other fails; skipped only if the page has neither."""
     page = open_page(context, f"{app_url}?page={slug}")
+    failures, counts = [], {}
     try:
         settle(page)
-        uploads = page.locator("input[type=file]")
-        if uploads.count() == 0:
-            pytest.skip(f"{slug} has no file upload")
-        print(f"{slug}: {uploads.count()} upload(s) given {4 * uploads.count()} files")
-        files = [
-            (f"{PAYLOAD}.csv", b"x,y\n0,1\n1,-1\n2,1\n"),  # file name
-            ("header.csv", f"x,{PAYLOAD}\n0,1\n1,-1\n2,1\n".encode()),  # header
-            ("cell.csv", f"x,y\n0,1\n1,{PAYLOAD}\n2,1\n".encode()),  # cell
-            ("markdown.csv", f"x,y\n0,{MARKDOWN_PAYLOAD}\n".encode()),
-        ]
-        for i in range(uploads.count()):
-            for name, content in files:
-                uploads.nth(i).set_input_files(files=[{"name": name, "mimeType": "text/csv", "buffer": content}])
-                view = settle(page)
-                assert_safe(view)
-                if name.startswith("<img"):  # the upload names its file: literally
-                    assert any(LITERAL in text for text in view["texts"]), "the file name is not shown as text"
+        for part, check in (("typed boxes", typed_values_are_safe), ("uploads", uploads_are_safe)):
+            try:
+                counts[part] = check(page, slug)
+            except AssertionError as exc:
+                failures.append(f"{part}: {exc}")
     finally:
         page.close()
+    assert failures == [], "\n".join(failures)
+    if not any(counts.values()):
+        pytest.skip(f"{slug} has no typed box and no file upload")

@@ -63,16 +63,6 @@ def vsgp(page: Page, app_url: str, console_errors) -> Page:  # noqa: F811
     return page
 
 
-def test_link_opens_the_page_with_its_numbers_and_explanations(vsgp: Page):
-    rows = vsgp.locator(".qpviz-vsgp-table tbody tr")
-    assert rows.nth(0).inner_text().startswith("■ VSGP") and rows.nth(1).inner_text().startswith("■ FITC")
-    error, ntll = (float(v) for v in vsgp_row(vsgp).split("\t")[1:3])
-    assert 0 <= error < 0.2 and 0 < ntll < 0.7  # two Gaussians: a few percent of errors
-    expect(vsgp.locator(".qpviz-vsgp-map-vsgp .katex").first).to_be_visible()
-    expect(vsgp.locator(".qpviz-vsgp-map-fitc .katex").first).to_be_visible()
-    assert vsgp.evaluate(ALERT_JS) == ""
-
-
 def test_blur_slider_changes_the_vsgp_numbers_only(vsgp: Page):
     before_vsgp = vsgp_row(vsgp)
     before_fitc = vsgp.locator(".qpviz-vsgp-table tbody tr").nth(1).inner_text()
@@ -135,7 +125,17 @@ def test_bad_input_keeps_the_last_fit_and_says_what_to_change(page: Page, app_ur
     wait_for_title(page, "VSGP: p(y=+1|x),\ncircle N=200, M=6, EP, blur=1 full")  # the last good fit stays
 
 
-def test_qp_switch_and_projector_mode(vsgp: Page):
+def test_link_opens_the_page_with_its_numbers_and_explanations_then_qp_and_projector_mode(vsgp: Page):
+    """One load (each part was a test loading the page): what the link opens, then the QP switch and
+    projector mode (they change the page: they go last)."""
+    rows = vsgp.locator(".qpviz-vsgp-table tbody tr")
+    assert rows.nth(0).inner_text().startswith("■ VSGP") and rows.nth(1).inner_text().startswith("■ FITC")
+    error, ntll = (float(v) for v in vsgp_row(vsgp).split("\t")[1:3])
+    assert 0 <= error < 0.2 and 0 < ntll < 0.7  # two Gaussians: a few percent of errors
+    expect(vsgp.locator(".qpviz-vsgp-map-vsgp .katex").first).to_be_visible()
+    expect(vsgp.locator(".qpviz-vsgp-map-fitc .katex").first).to_be_visible()
+    assert vsgp.evaluate(ALERT_JS) == ""
+
     vsgp.locator(".qpviz-vsgp-method .bk-btn", has_text="QP").click()
     wait_for_title(vsgp, "VSGP: p(y=+1|x),\ntwo_gaussians N=150, M=5, QP")
     wait_for_title(vsgp, "FITC: p(y=+1|x),\ntwo_gaussians N=150, M=5, QP")
