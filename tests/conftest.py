@@ -83,6 +83,36 @@ def rng() -> np.random.Generator:
     return np.random.default_rng(20240611)
 
 
+#: The longest a test's teardown waits for the long jobs it left running to stop (a cancelled MCMC
+#: job stops after its current chain).
+LEFT_JOBS_WAIT = 60.0
+
+
+def _cancel_left_jobs() -> None:
+    """Cancel every long job (qpviz.gpdemo.jobs) still running when a test ends and wait until they
+    stop. A page a test built (or a model it refitted) starts MCMC references and optimisations in
+    the process's job pool; nothing stopped those the test did not wait for, so they went on in the
+    pool's two threads through the next tests on the same worker: the CPU they took slowed those
+    tests, and a test that waits for its own job queued behind them."""
+    jobs = sys.modules.get("qpviz.gpdemo.jobs")
+    if jobs is None:
+        return
+    left = [job for job in list(jobs.RUNNING.values()) if not job["future"].done()]
+    for job in left:
+        job["cancel"].set()
+        job["future"].cancel()  # one still queued never starts
+    from concurrent.futures import wait  # noqa: PLC0415
+
+    wait([job["future"] for job in left], timeout=LEFT_JOBS_WAIT)
+
+
+@pytest.fixture(autouse=True)
+def _stop_left_jobs():
+    """:func:`_cancel_left_jobs` after each test."""
+    yield
+    _cancel_left_jobs()
+
+
 @pytest.fixture(autouse=True)
 def _clear_panel_caches():
     """Empty ``pn.cache`` after each test that imported Panel, so tests cannot leak results."""
