@@ -52,6 +52,19 @@ SLOW_FIRST = {
     "tests/browser/test_layout.py": 12,
     "tests/browser/": 8,
     "tests/gpdemo/test_mcmc_reference_presets.py": 6,
+    # child processes and subprocesses (spawned Python, imports, numba caches): 20-60 s each on 2
+    # workers at load 5-8, 4-7 s alone; started early so that none of them ends the run alone
+    "tests/reproduce/test_reproduce_sep.py::test_sep_digits_same_test_error_on_one_and_two_dask_workers": 24,
+    "tests/gpdemo/test_scalable_demo.py::test_stop_ends_a_run_and_reports_stopped": 23,
+    "tests/gpdemo/test_scalable_demo.py::test_gfitc_run_in_a_child_sends_start_entries_and_done_in_order": 22,
+    "tests/gpdemo/test_scalable_model.py::test_a_short_run_is_drained_until_done_with_its_curve_points": 22,
+    "tests/gpdemo/test_scalable_model.py::test_stop_ends_a_run": 22,
+    "tests/reproduce/test_reproduce.py::test_ctrl_c_stops_at_once_and_leaves_a_consistent_cache": 18,
+    "tests/gpdemo/test_scalable_demo.py::test_a_short_stochastic_run_in_a_child_ends_done_with_entries": 17,
+    "tests/inference/test_dask_cluster.py": 10,
+    "tests/reproduce/test_reproduce.py::test_cli_smoke_run_on_wine1": 12,
+    "tests/inference/test_svi.py::test_stochastic_training_gets_close_to_batch_and_records_its_history": 12,
+    "tests/reproduce/test_datasets_packaged.py::test_features_run_without_the_benchmark_folder": 12,
 }
 
 
@@ -68,6 +81,36 @@ def pytest_collection_modifyitems(config, items):
 def rng() -> np.random.Generator:
     """A freshly seeded generator per test (no global seeds anywhere)."""
     return np.random.default_rng(20240611)
+
+
+#: The longest a test's teardown waits for the long jobs it left running to stop (a cancelled MCMC
+#: job stops after its current chain).
+LEFT_JOBS_WAIT = 60.0
+
+
+def _cancel_left_jobs() -> None:
+    """Cancel every long job (qpviz.gpdemo.jobs) still running when a test ends and wait until they
+    stop. A page a test built (or a model it refitted) starts MCMC references and optimisations in
+    the process's job pool; nothing stopped those the test did not wait for, so they went on in the
+    pool's two threads through the next tests on the same worker: the CPU they took slowed those
+    tests, and a test that waits for its own job queued behind them."""
+    jobs = sys.modules.get("qpviz.gpdemo.jobs")
+    if jobs is None:
+        return
+    left = [job for job in list(jobs.RUNNING.values()) if not job["future"].done()]
+    for job in left:
+        job["cancel"].set()
+        job["future"].cancel()  # one still queued never starts
+    from concurrent.futures import wait  # noqa: PLC0415
+
+    wait([job["future"] for job in left], timeout=LEFT_JOBS_WAIT)
+
+
+@pytest.fixture(autouse=True)
+def _stop_left_jobs():
+    """:func:`_cancel_left_jobs` after each test."""
+    yield
+    _cancel_left_jobs()
 
 
 @pytest.fixture(autouse=True)

@@ -1,7 +1,8 @@
 """The MCMC reference of every GP 1-D preset (seeds 0-7) and of the GP 2-D presets against EP (issue 21).
 
-Sampled by default: the Poisson-square preset (about 20 s a seed, 40% of the non-browser suite's
-time before) runs seeds 0, 3 and 6 only; every other preset runs all eight. ``QPVIZ_FULL_SWEEPS=1``
+Sampled by default: the Poisson-square preset (about 20 s a seed alone, 30-65 s a seed in the suite
+on a loaded machine; 40% of the non-browser suite's time before it was sampled) runs seeds 0 and 3
+only; every other preset runs all eight. ``QPVIZ_FULL_SWEEPS=1``
 runs the full sweep (all eight seeds of every preset). Each case that runs checks the same things.
 
 A reference is accepted when it agrees with EP's latent mean at the data where EP's mean is
@@ -29,7 +30,9 @@ from qpviz.kernels import RBF
 
 SEEDS = range(8)
 #: The slow presets and the seeds their default (sampled) run keeps; QPVIZ_FULL_SWEEPS=1 runs every seed.
-SAMPLED_SEEDS = {"Poisson-square, small counts (EP vs QP differ)": (0, 3, 6)}
+#: Two seeds keep both checks of an even likelihood (the size ratio and the full convergence verdict)
+#: on two different data sets; a third seed ran the same code on other numbers (65 s in the suite).
+SAMPLED_SEEDS = {"Poisson-square, small counts (EP vs QP differ)": (0, 3)}
 FULL_SWEEPS = os.environ.get("QPVIZ_FULL_SWEEPS", "") == "1"
 
 
