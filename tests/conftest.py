@@ -49,7 +49,8 @@ SLOW_FIRST = {
     "tests/gpdemo/test_mcmc_reference_presets.py::test_reference_agrees_with_ep_and_reports_its_diagnostics[Poisson": 25,
     "tests/browser/test_page_links.py": 25,
     "tests/browser/test_script_injection.py": 20,
-    "tests/browser/test_layout.py": 12,
+    "tests/browser/test_layout.py": 15,
+    "tests/browser/test_gp2d_page.py::test_slider_refits_and_redraws_then_projector_mode_enlarges_the_text": 20,
     "tests/browser/": 8,
     "tests/gpdemo/test_mcmc_reference_presets.py": 6,
     # child processes and subprocesses (spawned Python, imports, numba caches): 20-60 s each on 2
