@@ -100,8 +100,7 @@ def _cancel_left_jobs() -> None:
         return
     left = [job for job in list(jobs.RUNNING.values()) if not job["future"].done()]
     for job in left:
-        job["cancel"].set()
-        job["future"].cancel()  # one still queued never starts
+        jobs.cancel(job)
     from concurrent.futures import wait  # noqa: PLC0415
 
     wait([job["future"] for job in left], timeout=LEFT_JOBS_WAIT)

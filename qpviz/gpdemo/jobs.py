@@ -17,7 +17,7 @@ import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["EXECUTOR", "RUNNING", "LRUCache", "start_or_join", "release", "outcome", "wait_until", "elapsed",
+__all__ = ["EXECUTOR", "RUNNING", "LRUCache", "start_or_join", "release", "cancel", "outcome", "wait_until", "elapsed",
            "chain_status"]
 
 #: Long jobs of every session and page share this pool (2 cores on the classroom server).
@@ -74,14 +74,19 @@ def start_or_join(kind: str, key, start, progress=(0, 1)) -> dict:
     return job
 
 
+def cancel(job: dict) -> None:
+    """Stop ``job`` whoever waits for it: a queued one never starts, a running one stops at its
+    next check of ``job["cancel"]`` (a chain or an EP run finishes first)."""
+    job["cancel"].set()
+    job["future"].cancel()
+    _forget(job)
+
+
 def release(job: dict) -> None:
-    """One session stops waiting for ``job``; the last one cancels it (a chain or an EP run
-    finishes first: the computation checks ``job["cancel"]`` between them)."""
+    """One session stops waiting for ``job``; the last one cancels it (:func:`cancel`)."""
     job["users"] -= 1
     if job["users"] <= 0:
-        job["cancel"].set()
-        job["future"].cancel()
-        _forget(job)
+        cancel(job)
 
 
 def outcome(job: dict, cancelled=()) -> tuple[str, object]:
