@@ -15,13 +15,22 @@ A page whose numerical kernels this server has not compiled or loaded yet (``pyt
 qpviz.warmup`` has not finished them: a first start) first shows a "preparing" note while they
 compile in a thread, off the event loop, and is built when they are ready.
 """
+import logging
 import threading
+import time
 from concurrent.futures import Future
 
 import panel as pn
 
 import link_query
 import pages as registry
+# The pages' custom components (Panel JSComponents), defined before any session's document is
+# made. Panel (1.9) sends a component's Bokeh data model with the documents made after its class,
+# or with its first use in a session connected while the class was made; a class first made by the
+# background import of the pages (preload_later) was unknown to every session opened before it:
+# GP 1-D opened from such a session's tab showed "could not resolve type 'CsvUpload1'" and no plots.
+import csv_upload  # noqa: F401
+import step_keys  # noqa: F401
 import safe_text
 import server_memory
 from long_jobs import JobPoller
@@ -98,13 +107,22 @@ def kernels_ready(name: str) -> Future:
 PRELOAD_DELAY = 5.0
 
 
+#: The server's log line when the background import is done (the browser tests wait for it).
+PRELOADED = "qpviz: QP tables derived and every page imported in the background"
+#: The dashboard's log, at INFO like the Bokeh server's own (panel serve sets only Bokeh's logger to INFO).
+LOG = logging.getLogger("qpviz.dashboard")
+LOG.setLevel(logging.INFO)
+
+
 def _preload() -> None:
     from qpviz import tables  # noqa: PLC0415
 
+    start = time.perf_counter()
     tables.preload(background=False)
     for page in PAGES:  # the other pages' imports, so that opening a tab imports nothing
         page.module
     server_memory.freeze_imports()
+    LOG.info("%s (%.1f s)", PRELOADED, time.perf_counter() - start)
 
 
 _PRELOAD_STARTED = threading.Event()

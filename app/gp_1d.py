@@ -14,13 +14,13 @@ import io
 import panel as pn
 import param
 from bokeh import events
-from panel.custom import JSComponent
 
 from binding import forward, holds
 from gp_1d_figures import EXPLANATIONS, GP1DFigures, table_html
 from explorer_figures import NumbersPane
 from explorer_widgets import PromptEditableFloatSlider
 from csv_upload import CsvUpload
+from step_keys import StepKeys
 from long_jobs import GuardedModelCalls, JobPoller, cancel_when_session_ends
 from figure_export import export_buttons
 from layout import HandOff, enlarge, explained, set_projector, view_grid
@@ -47,30 +47,6 @@ URL_KEYS = {"preset": "g1_preset", "n_points": "g1_n", "seed": "g1_seed", "likel
 
 #: Method labels of the method buttons.
 _LABELS = {"ep": "EP", "qp": "QP", "vb": "VB", "laplace": "Laplace", "mcmc": "MCMC"}
-
-
-class StepKeys(JSComponent):
-    """Keyboard shortcuts of the step-through: n = one site, s = one sweep (not while typing in
-    an input). Each press sets ``key`` and counts ``presses``; the page watches ``presses``."""
-
-    key = param.String(default="")
-    presses = param.Integer(default=0)
-
-    _esm = """
-    export function render({ model }) {
-      const onKey = (event) => {
-        const path = event.composedPath ? event.composedPath() : [];
-        if (path.some(el => ['INPUT', 'TEXTAREA', 'SELECT'].includes(el.tagName))) return;
-        const key = (event.key || '').toLowerCase();
-        if (key !== 'n' && key !== 's') return;
-        model.key = key;
-        model.presses = model.presses + 1;
-      };
-      document.addEventListener('keydown', onKey);
-      model.on('remove', () => document.removeEventListener('keydown', onKey));
-      return document.createElement('span');
-    }
-    """
 
 
 class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):

@@ -282,6 +282,36 @@ def test_starting_the_dashboard_imports_no_page_module():
     assert done.stdout.strip() == "[]"
 
 
+def test_every_custom_component_class_exists_before_any_page_is_imported():
+    """Panel sends a custom component's data model only with the documents made after its class (or
+    with its first use in a session connected while the class was made): a class first made by the
+    background import of the pages was unknown to the sessions opened before it ("could not resolve
+    type 'CsvUpload1'", GP 1-D's tab empty). So importing the dashboard, as app/main.py does before
+    the first document, makes them all, and importing every page afterwards makes none."""
+    import subprocess  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    app = Path(registry.__file__).parent
+    code = ("import sys, dashboard, pages\n"
+            "from panel.reactive import ReactiveCustomBase\n"
+            "def made():\n"
+            "    found, todo = set(), [ReactiveCustomBase]\n"
+            "    while todo:\n"
+            "        cls = todo.pop()\n"
+            "        for sub in cls.__subclasses__():\n"
+            "            todo.append(sub)\n"
+            "            if not sub.__module__.startswith(('panel.', 'bokeh.')):\n"
+            "                found.add(f'{sub.__module__}.{sub.__qualname__}')\n"
+            "    return found\n"
+            "before = made()\n"
+            "for info in pages.PAGES: info.load()\n"
+            "print(sorted(before)); print(sorted(made() - before))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=app, capture_output=True, text=True, check=True)
+    before, later = done.stdout.strip().splitlines()
+    assert "csv_upload.CsvUpload" in before and "step_keys.StepKeys" in before
+    assert later == "[]", f"custom components first made by a page's import (import them in app/dashboard.py): {later}"
+
+
 def test_no_page_module_imports_another_page():
     """Pages share helper modules (layout, figures, number fields), never each other: a page's
     imports, at module level or inside a function, name no other registered page."""

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,8 @@ from playwright.sync_api import Page, expect
 pytestmark = pytest.mark.browser
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "app"))
+
+from pagetools import serve_app, stop  # noqa: E402
 
 
 def test_tab_slugs():
@@ -59,3 +62,38 @@ def test_gp_1d_hands_its_data_to_variance_effects(page: Page, app_url: str):
     expect(page.locator(".qpviz-ve-scores")).to_contain_text("held-out points, 1 feature(s)", timeout=120_000)
     page.wait_for_url(re.compile(r"[?&]page=variance-effects"), timeout=30_000)
     assert errors == []
+
+
+def test_a_session_opened_before_the_background_import_builds_every_tab(browser, tmp_path: Path):
+    """A server's first visitor: the other pages are imported in the background while the first
+    page is open (dashboard.preload_later); every tab opened afterwards builds its page without an
+    error. (A custom component first made by that import was unknown to the open page: GP 1-D's tab
+    showed "could not resolve type 'CsvUpload1'" and neither its plots nor its table.)"""
+    import dashboard  # noqa: PLC0415
+    import pages as registry  # noqa: PLC0415
+
+    log = tmp_path / "serve.log"
+    process, url = serve_app(log)  # a server of its own: the session's server has long been preloaded
+    try:
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        quiet = "&".join(info.quiet_query for info in registry.PAGES if info.quiet_query)  # no MCMC job
+        page.goto(f"{url}?{quiet}")
+        page.locator(".bk-tab").first.wait_for(timeout=60_000)
+        deadline = time.monotonic() + dashboard.PRELOAD_DELAY + 120
+        while dashboard.PRELOADED not in log.read_text():
+            assert time.monotonic() < deadline, f"the background import was not logged:\n{log.read_text()[-2000:]}"
+            page.wait_for_timeout(200)
+        for info in registry.PAGES[1:]:
+            page.locator(".bk-tab", has_text=info.title).first.click()
+            expect(page.locator(".bk-tab.bk-active")).to_have_text(info.title, timeout=30_000)
+            page.wait_for_timeout(1500)  # the page is built when its tab opens
+            if info.module == "gp_1d":
+                page.locator(".qpviz-gp1d-table table").first.wait_for(timeout=60_000)
+        assert errors == []
+        context.close()
+    finally:
+        stop(process)
