@@ -74,9 +74,12 @@ def _panel_integrals() -> None:
     moments._qp_from_panels(lk, y, _M, _V, edges, edges, values, mass, n, anchor, peak, 1e-12)
 
 
-def _closed_moments() -> None:
-    lik, y = _likelihood("probit")
-    lik.tilted_moments(y, _M, _V)  # closed form: the generic batch kernel
+def _closed_moments(name: str) -> Callable[[], None]:
+    def step():
+        lik, y = _likelihood(name)
+        lik.tilted_moments(y, _M, _V)  # closed form (or the likelihood's own series): its batch kernel
+
+    return step
 
 
 def _tilted_core() -> None:
@@ -93,25 +96,39 @@ def _tilted_quantiles() -> None:
     tilted_quantile(lik, [0.1, 0.9], y, _M, _V)
 
 
-def _table_load() -> None:
-    """The probit table: verified and turned into its fast form (compiles the derivation)."""
-    from qpviz import tables
+def _table_load(name: str) -> Callable[[], None]:
+    """The ``name`` table: verified and turned into its fast form (compiles the derivation)."""
+    def step():
+        from qpviz import tables
 
-    tables.jit_data(_likelihood("probit")[0])
+        tables.jit_data(_likelihood(name)[0])
+
+    return step
 
 
-def _qp_variance() -> None:
-    """The QP-variance batch kernel on a point inside the probit table (no quadrature)."""
-    from qpviz.projection import qp_variance
+def _qp_variance(name: str) -> Callable[[], None]:
+    """The QP-variance batch kernel on a point inside the ``name`` table (no quadrature)."""
+    def step():
+        from qpviz.projection import qp_variance
 
-    lik, y = _likelihood("probit")
-    qp_variance(lik, y, _M, _V)
+        lik, y = _likelihood(name)
+        qp_variance(lik, y, _M, _V)
+
+    return step
+
+
+def _opening_likelihood() -> str:
+    """The likelihood of the view the Projection Explorer opens on (its first page)."""
+    from qpviz.explorer import OPENING_VIEW
+
+    return OPENING_VIEW["likelihood"]
 
 
 def _explorer_page() -> None:
-    from qpviz.explorer import ExplorerState
+    """The explorer's opening view, as the served page computes it."""
+    from qpviz.explorer import OPENING_VIEW, ExplorerState
 
-    ExplorerState()
+    ExplorerState(**OPENING_VIEW)
 
 
 def _small_data():
@@ -165,15 +182,19 @@ def steps(what: str) -> list[list[tuple[str, Callable[[], None]]]]:
     """Three groups of (label, step) for ``what``: groups 0 and 1 may run at the same time (see
     the module docstring), group 2 runs after both and uses everything.
 
-    ``explorer`` is what the explorer's first page needs: the probit likelihood's closed-form
-    moments and its QP table (its one-point quadratures run on the NumPy engine: nothing to
-    compile); ``fit`` what probit EP and QP fits need; ``all`` adds the tilted quadrature, every
+    ``explorer`` is what the explorer's first page needs: the moments and the QP table of the
+    likelihood it opens on (:data:`qpviz.explorer.OPENING_VIEW`; its one-point quadratures run on the
+    NumPy engine: nothing to compile); ``fit`` what probit EP and QP fits need; ``all`` adds the tilted quadrature, every
     other likelihood the page offers, the fits, the sparse (Power EP / QP) fits and the MCMC reference.
     """
     from qpviz.explorer import likelihood_names
 
-    core = [("QP table (fast form)", _table_load), ("QP variance (table lookups)", _qp_variance)]
-    others = [("closed-form moments", _closed_moments)]
+    # the explorer opens on its own likelihood (OPENING_VIEW, Poisson-square); the fits start with probit
+    firsts = {"explorer": [_opening_likelihood()], "fit": [FIRST_LIKELIHOOD]}.get(
+        what, [FIRST_LIKELIHOOD, _opening_likelihood()])
+    core = [step for name in firsts for step in ((f"QP table (fast form): {name}", _table_load(name)),
+                                                 (f"QP variance (table lookups): {name}", _qp_variance(name)))]
+    others = [(f"closed-form moments: {name}", _closed_moments(name)) for name in firsts]
     last = [("explorer page", _explorer_page)] if what in ("explorer", "all") else []
     if what == "all":
         core += [("tilted quadrature: panels", _tilted_core), ("tilted quantiles", _tilted_quantiles)]

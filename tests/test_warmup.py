@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from qpviz import warmup
-from qpviz.explorer import likelihood_names
+from qpviz.explorer import OPENING_VIEW, likelihood_names
 
 
 @pytest.mark.parametrize("what", warmup.STEPS)
@@ -12,7 +12,10 @@ def test_every_step_is_run_once_and_the_last_group_uses_the_others(what):
     groups = warmup.steps(what)
     labels = [label for group in groups for label, _ in group]
     assert len(groups) == 3 and len(labels) == len(set(labels))
-    assert "QP table (fast form)" in [label for label, _ in groups[0]]
+    tables = {label.split(": ")[1] for label, _ in groups[0] if label.startswith("QP table (fast form): ")}
+    # the explorer's first page opens on its own likelihood; the fits start with probit
+    opening = OPENING_VIEW["likelihood"]
+    assert tables == {"explorer": {opening}, "fit": {"probit"}, "all": {opening, "probit"}}[what]
     # the tilted quadrature only for "all": the explorer's one-point quadratures use the NumPy
     # engine and EP with closed-form moments compiles without it
     assert ("tilted quadrature: panels" in [label for label, _ in groups[0]]) == (what == "all")
@@ -46,3 +49,37 @@ def test_a_finished_run_is_recorded_until_the_sources_or_the_caches_change(tmp_p
     state["value"] = "abc 10"
     warmup._write_stamp("all")
     assert warmup.is_warm("fit")  # everything covers every target
+
+
+def test_the_explorer_target_leaves_nothing_for_the_first_page_to_compile(tmp_path):
+    """After ``--what explorer`` (scripts/serve runs it beside the starting server), building the
+    Projection Explorer page as a session does compiles nothing more: it warmed the probit path
+    while the page opened on Poisson-square, which then compiled 14 kernels in the server (~4 s of
+    the first page's wait on this machine, after the URL was printed)."""
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    root = Path(warmup.__file__).resolve().parents[1]
+    code = (
+        "import os, sys\n"
+        f"sys.path.insert(0, {str(root / 'app')!r})\n"
+        "from qpviz import warmup\n"
+        "def files():\n"
+        "    return sorted(str(p) for p in __import__('pathlib').Path(os.environ['NUMBA_CACHE_DIR']).rglob('*.nbi'))\n"
+        "for group in warmup.steps('explorer'):\n"
+        "    for label, step in group:\n"
+        "        step()\n"
+        "before = files()\n"
+        "import panel as pn\nimport projection_explorer\n"
+        "title, page = projection_explorer.page()\n"
+        "pn.panel(page).get_root()\n"
+        "print(len(before)); print([f for f in files() if f not in before])\n"
+    )
+    env = {**__import__("os").environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    count, compiled_later = done.stdout.strip().splitlines()[-2:]
+    assert int(count) > 0
+    assert compiled_later == "[]", f"the first page compiled what the warm-up did not: {compiled_later}"
