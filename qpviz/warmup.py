@@ -184,8 +184,9 @@ def steps(what: str) -> list[list[tuple[str, Callable[[], None]]]]:
 
     ``explorer`` is what the explorer's first page needs: the moments and the QP table of the
     likelihood it opens on (:data:`qpviz.explorer.OPENING_VIEW`; its one-point quadratures run on the
-    NumPy engine: nothing to compile); ``fit`` what probit EP and QP fits need; ``all`` adds the tilted quadrature, every
-    other likelihood the page offers, the fits, the sparse (Power EP / QP) fits and the MCMC reference.
+    NumPy engine: nothing to compile); ``fit`` what probit EP and QP fits need; ``all`` adds the
+    tilted quadrature, every other likelihood the page offers, the fits, the sparse (Power EP / QP)
+    fits and the MCMC reference.
     """
     from qpviz.explorer import likelihood_names
 

@@ -401,12 +401,12 @@ def hostile_values(field) -> tuple[str, ...]:
     return HOSTILE + EXTRA["integer"] * field.integer + EXTRA.get(field.name, ())
 
 
-def another_good_value(field, good: str, first_good: str | None = None) -> str:
-    """A valid value other than ``good`` (to prove the page refits and the message goes). Given the
-    box's ``first_good`` value, the values alternate between it and one step from it: stepping from
-    each last value instead compounded (the GP 1-D variance reached 27 after a dozen steps, where two
-    fits a step apart showed the same rounded numbers and the test waited for a change in vain)."""
-    if first_good is not None and first_good != good:
+def another_good_value(field, good: str, first_good: str) -> str:
+    """A valid value other than ``good`` (to prove the page refits and the message goes): the box's
+    ``first_good`` value, or one step from it. Stepping from each last value instead compounded (the
+    GP 1-D variance reached 27, where two fits a step apart showed the same rounded numbers and the
+    test waited for a change in vain)."""
+    if first_good != good:
         return first_good
     if field.integer:
         return field.show(field.low + 1 if field.show(field.low + 1) != good else field.low + 2)
