@@ -13,9 +13,15 @@ A session builds a page only when its tab is first opened (a page's construction
 may start a long job: twenty classroom sessions opening the app must not all build five pages).
 A page whose numerical kernels this server has not compiled or loaded yet (``python -m
 qpviz.warmup`` has not finished them: a first start) first shows a "preparing" note while they
-compile in a thread, off the event loop, and is built when they are ready.
+compile in a child process (at a low priority; numba's compiler in a thread of the server held
+its GIL and slowed every reply), and is built when they are ready; a page registered with
+``opens_before_kernels`` (the Projection Explorer) is built at once and computes without them
+meanwhile.
 """
 import logging
+import os
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import Future
@@ -71,14 +77,40 @@ class LazyPage:
 PAGES = [LazyPage(info) for info in registry.PAGES]
 VARIANCE_EFFECTS = next(page for page in PAGES if page.__name__ == "variance_effects")  # the GP pages hand data to it
 
+#: The dashboard's log, at INFO like the Bokeh server's own (panel serve sets only Bokeh's logger to INFO).
+LOG = logging.getLogger("qpviz.dashboard")
+LOG.setLevel(logging.INFO)
+
 _PREPARED: dict[str, Future] = {}
 _PREPARED_LOCK = threading.Lock()
 
 
+#: The server's log line when a page's kernels, compiled on its first use, are ready (+ the target).
+KERNELS_READY = "qpviz: kernels compiled in a child process and loaded:"
+
+
+def compile_and_load(target: str) -> None:
+    """Compile the kernels of warm-up ``target`` in a child process (``python -m qpviz.warmup``, one
+    process, at a low priority: the server's sessions and the browser come first), then load them
+    here from numba's cache (:func:`qpviz.warmup.prepare`: nothing left to compile). Compiled in a
+    thread of the server instead, numba's compiler (Python code) held the GIL: the first page's
+    build and every reply waited for it. A failed child is logged; the kernels then compile here."""
+    from qpviz import warmup  # noqa: PLC0415
+
+    start = time.perf_counter()
+    child = subprocess.run([sys.executable, "-m", "qpviz.warmup", "--what", target, "--jobs", "1", "--background",
+                            str(os.getpid())], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if child.returncode != 0:
+        LOG.warning("qpviz: compiling the %s kernels in a child process failed (exit %s); compiling them in the "
+                    "server instead:\n%s", target, child.returncode, child.stderr[-2000:])
+    warmup.prepare(target)
+    LOG.info("%s %s (%.1f s)", KERNELS_READY, target, time.perf_counter() - start)
+
+
 def kernels_ready(name: str) -> Future:
     """A future that is done when page ``name``'s kernels are compiled (or loaded) in this process:
-    done at once when a finished warm-up is recorded for them, else compiled in a thread (one for
-    every session that asks)."""
+    done at once when a finished warm-up is recorded for them, else compiled in a child process
+    and loaded by a thread (:func:`compile_and_load`; once for every session that asks)."""
     from qpviz import warmup  # noqa: PLC0415
 
     target = registry.info(name).kernels
@@ -91,7 +123,7 @@ def kernels_ready(name: str) -> Future:
             else:
                 def prepare():
                     try:
-                        warmup.prepare(target)
+                        compile_and_load(target)
                     except Exception as exc:  # noqa: BLE001 (the page then compiles on first use)
                         future.set_exception(exc)
                     else:
@@ -109,9 +141,6 @@ PRELOAD_DELAY = 5.0
 
 #: The server's log line when the background import is done (the browser tests wait for it).
 PRELOADED = "qpviz: QP tables derived and every page imported in the background"
-#: The dashboard's log, at INFO like the Bokeh server's own (panel serve sets only Bokeh's logger to INFO).
-LOG = logging.getLogger("qpviz.dashboard")
-LOG.setLevel(logging.INFO)
 
 
 def _preload() -> None:
@@ -214,6 +243,8 @@ class LazyPages:
             return self.built.get(index)
         ready = kernels_ready(self.modules[index].__name__)
         if not ready.done() and _in_session():
+            if registry.info(self.modules[index].__name__).opens_before_kernels:
+                return self._build(index, kernels=ready)
             title = self.titles[index]
             # a Markdown pane styled as a note (pn.pane.Alert first drawn in a tab opened later asks
             # the CDN for its stylesheets: console errors offline)
@@ -232,8 +263,9 @@ class LazyPages:
             self.preparing.pop(index, None)
             self._build(index)
 
-    def _build(self, index: int) -> pn.viewable.Viewable:
-        title, page = self.modules[index].page()
+    def _build(self, index: int, **options) -> pn.viewable.Viewable:
+        """Build page ``index`` (``options``: for its ``page()``) into its tab."""
+        title, page = self.modules[index].page(**options)
         self.built[index] = page
         self.holders[index].objects = [page]
         if self.connect is not None:

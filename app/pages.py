@@ -42,6 +42,10 @@ class PageInfo:
     #: query keys (``key=value&...``) that open the page without starting a long job (the GP 1-D
     #: page's default methods include an MCMC reference): what a test adds to the page's link
     quiet_query: str = ""
+    #: True: while its kernels compile (a first start), the page is built at once, given the future
+    #: of its kernels (``page(kernels=future)``), and computes without them until they are ready;
+    #: False: the tab shows a "preparing" note until they are (app/dashboard.py)
+    opens_before_kernels: bool = False
 
     @property
     def slug(self) -> str:
@@ -61,9 +65,10 @@ class PageInfo:
 PAGES: list[PageInfo] = []
 
 
-def register(module: str, title: str, *, kernels: str | None = None, quiet_query: str = "") -> PageInfo:
+def register(module: str, title: str, *, kernels: str | None = None, quiet_query: str = "",
+             opens_before_kernels: bool = False) -> PageInfo:
     """Add a page after those registered so far (its tab goes to the right of theirs)."""
-    entry = PageInfo(module, title, kernels, quiet_query)
+    entry = PageInfo(module, title, kernels, quiet_query=quiet_query, opens_before_kernels=opens_before_kernels)
     for other in PAGES:
         if entry.module == other.module or entry.slug == other.slug:
             raise ValueError(f"page {module!r} ({title!r}): {other.module!r} ({other.title!r}) has its module or slug")
@@ -92,7 +97,8 @@ def by_slug(slug: str) -> PageInfo:
     raise KeyError(f"no page has the slug {slug!r}: {[p.slug for p in PAGES]}")
 
 
-register("projection_explorer", "Projection Explorer", kernels="explorer")
+# the first page: shown at once on a first start, by NumPy quadrature until its kernels are compiled
+register("projection_explorer", "Projection Explorer", kernels="explorer", opens_before_kernels=True)
 register("gp_1d", "GP 1-D", kernels="fit", quiet_query="g1_methods=%5B%22ep%22%2C%22qp%22%5D")
 register("gp_2d", "GP 2-D", kernels="fit")
 register("sparse_page", "Sparse", kernels="sparse")

@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import json
 import weakref
+from concurrent.futures import Future
 
 import holoviews as hv
 import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh backend that .opts() needs)
@@ -130,9 +131,13 @@ class ProjectionExplorer(pn.viewable.Viewer):
 
     projector = param.Boolean(default=False, doc="Large fonts for a projector.")
 
-    def __init__(self, **params):
+    def __init__(self, kernels: Future | None = None, **params):
+        """``kernels``: done when this server's explorer kernels are ready (None: they are); until
+        then the views compute by NumPy quadrature (``engine="numpy"``, qpviz.explorer.views), so
+        that a first start shows the page at once."""
         super().__init__(**params)
-        self.state = ExplorerState(**explorer.OPENING_VIEW)
+        self.state = ExplorerState(**explorer.OPENING_VIEW, engine=explorer.engine_for(kernels))
+        self.state.follow(kernels)
         s = self.state
         self.likelihood = pn.widgets.Select(
             label="likelihood", options=list(s.param.likelihood.objects), value=s.likelihood, css_classes=["qpviz-likelihood"]
@@ -365,7 +370,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
         own colour range or (``scale`` "common") in explorer.COMMON_RATIO_SCALE for every likelihood."""
         title = f"(d) var_QP / var_EP for {likelihood}, y = {float(y):g}"
         try:
-            data = explorer.cached_ratio_map(likelihood, likelihood_params, y)
+            data = explorer.cached_ratio_map(likelihood, likelihood_params, y, engine=self.state.engine)
         except Exception as exc:  # shown on the page, never raised into the browser
             self.state.error = f"the var_QP/var_EP map could not be computed: {exc}"
             data = {"means": np.array(explorer.CAVITY_MEAN_SLIDER), "stds": np.array(explorer.CAVITY_STD_SLIDER),
@@ -478,6 +483,15 @@ def url_keys() -> tuple[str, ...]:
     return explorer.link_keys()
 
 
-def page() -> tuple[str, pn.viewable.Viewable]:
-    """(tab title, page) for app/dashboard.py."""
-    return TITLE, ProjectionExplorer()
+def warm_server(kernels: Future) -> str:
+    """Once per server, before its first session (app/app_hooks.py): the opening view and its map
+    computed as the page will compute them (explorer.opening_view); what was done, for the log."""
+    engine = explorer.engine_for(kernels)
+    explorer.opening_view(engine)
+    return "opening view and map computed" + ("" if engine == "auto" else
+                                              " by NumPy quadrature; its kernels are compiling")
+
+
+def page(kernels: Future | None = None) -> tuple[str, pn.viewable.Viewable]:
+    """(tab title, page) for app/dashboard.py (``kernels``: see :class:`ProjectionExplorer`)."""
+    return TITLE, ProjectionExplorer(kernels=kernels)

@@ -184,14 +184,14 @@ def steps(what: str) -> list[list[tuple[str, Callable[[], None]]]]:
 
     ``explorer`` is what the explorer's first page needs: the moments and the QP table of the
     likelihood it opens on (:data:`qpviz.explorer.OPENING_VIEW`; its one-point quadratures run on the
-    NumPy engine: nothing to compile); ``fit`` what probit EP and QP fits need; ``all`` adds the
-    tilted quadrature, every other likelihood the page offers, the fits, the sparse (Power EP / QP)
-    fits and the MCMC reference.
+    NumPy engine: nothing to compile); ``fit`` what probit EP and QP fits need; ``sparse`` adds the
+    sparse (Power EP / QP) fits (the Sparse and VSGP pages); ``all`` adds the tilted quadrature,
+    every other likelihood the page offers, the fits, the sparse fits and the MCMC reference.
     """
     from qpviz.explorer import likelihood_names
 
     # the explorer opens on its own likelihood (OPENING_VIEW, Poisson-square); the fits start with probit
-    firsts = {"explorer": [_opening_likelihood()], "fit": [FIRST_LIKELIHOOD]}.get(
+    firsts = {"explorer": [_opening_likelihood()], "fit": [FIRST_LIKELIHOOD], "sparse": [FIRST_LIKELIHOOD]}.get(
         what, [FIRST_LIKELIHOOD, _opening_likelihood()])
     core = [step for name in firsts for step in ((f"QP table (fast form): {name}", _table_load(name)),
                                                  (f"QP variance (table lookups): {name}", _qp_variance(name)))]
@@ -204,27 +204,25 @@ def steps(what: str) -> list[list[tuple[str, Callable[[], None]]]]:
         rest = list(kernels.values())
         core += rest[::2]
         others += rest[1::2]
-    if what in ("fit", "all"):
+    if what in ("fit", "sparse", "all"):
         last += [("EP and QP fits", _ep_fit)]
+    if what in ("sparse", "all"):
+        last += [("sparse Power EP and QP fits", _sparse_fits)]
     if what == "all":
-        last += [("sparse Power EP and QP fits", _sparse_fits), ("MCMC reference", _mcmc_reference)]
+        last += [("MCMC reference", _mcmc_reference)]
     return [core, others, last]
 
 
-#: The step labels of each target (for documentation and tests).
-STEPS = ("explorer", "fit", "all")
+#: The targets (a page's kernels, a fit's, or all; for the command line, documentation and tests).
+STEPS = ("explorer", "fit", "sparse", "all")
 
 
 def prepare(what: str) -> None:
     """Compile (or load from the cache) in this process, one step after the other, what ``what``
-    needs: a target of :data:`STEPS`, or ``sparse`` (the fits' kernels and the sparse fits'). The
-    dashboard calls this off its event loop for a page opened before a warm-up finished its
-    kernels; nothing is printed, and the finished run is stamped (a later server loads them at once)."""
-    if what == "sparse":
-        groups = [*steps("fit"), [("sparse Power EP and QP fits", _sparse_fits)]]
-    else:
-        groups = steps(what)
-    for group in groups:
+    (a target of :data:`STEPS`) needs; nothing is printed, and the finished run is stamped (a later
+    server loads them at once). The dashboard runs ``python -m qpviz.warmup`` in a child process for
+    a page opened before a warm-up finished its kernels, then this, which loads them."""
+    for group in steps(what):
         run(group, lambda label, seconds: None)
     _write_stamp(what)
 
@@ -306,6 +304,24 @@ def default_jobs() -> int:
     return 2 if cpus >= 2 and cpus - os.getloadavg()[0] >= 1.0 else 1
 
 
+#: Seconds between two checks that the process a background warm-up works for is still there.
+PARENT_CHECK_SECONDS = 1.0
+
+
+def _run_in_background_of(parent: int) -> None:
+    """A low priority for this process (the server that started it comes first), and a thread that
+    ends it when ``parent`` is no longer its parent (the server stopped: a stopped server's warm-up
+    went on compiling for tens of seconds). A stamp is written only by a finished run."""
+    os.nice(10)
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(PARENT_CHECK_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="qpviz-warmup-parent", daemon=True).start()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m qpviz.warmup", description=__doc__.split("\n\n")[0])
     parser.add_argument("--what", choices=STEPS, default="all", help="which kernels: a page's, a fit's, or all")
@@ -313,7 +329,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="processes, 1 or 2 (default: 2 when a CPU is idle by the load average)")
     parser.add_argument("--force", action="store_true", help="run even if a finished warm-up is recorded")
     parser.add_argument("--group", type=int, default=None, help=argparse.SUPPRESS)  # a worker of --jobs 2
+    parser.add_argument("--background", type=int, default=None, metavar="PID",
+                        help="run at a low priority, and stop when process PID (the one that started this) ends")
     args = parser.parse_args(argv)
+    if args.background is not None:
+        _run_in_background_of(args.background)
     if args.group is None and not args.force and is_warm(args.what):
         print("numerical kernels: compiled earlier, loaded from numba's cache on first use")
         return 0

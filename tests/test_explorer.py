@@ -292,7 +292,8 @@ def test_cached_ratio_map_computes_each_map_once_and_keeps_the_recent_ones(monke
     monkeypatch.setattr(views, "RATIO_MAP_CACHE", LRUCache(2))
     computed = []
     real = views.ratio_map
-    monkeypatch.setattr(views, "ratio_map", lambda lik, y: computed.append((lik.name, lik.params, y)) or real(lik, y, shape=(5, 4)))
+    monkeypatch.setattr(views, "ratio_map", lambda lik, y, **options: computed.append((lik.name, lik.params, y))
+                        or real(lik, y, shape=(5, 4), **options))
     first = explorer.cached_ratio_map("step", {"eps": 0.1}, 1.0)
     assert explorer.cached_ratio_map("step", {"eps": 0.1}, 1) is first  # the same map: not computed again
     assert len(computed) == 1 and computed[0][:2] == ("step", {"eps": 0.1})
@@ -526,7 +527,7 @@ def test_page_projector_mode_enlarges_fonts(explorer_page):
 def test_page_map_failure_is_shown_not_raised(explorer_page, monkeypatch):
     import projection_explorer  # app/ is on the path (pyproject: pythonpath = ["app"])
 
-    def broken(*args):
+    def broken(*args, **options):
         raise ValueError("table file damaged")
 
     monkeypatch.setattr(explorer, "cached_ratio_map", broken)  # the page asks the library
@@ -754,3 +755,51 @@ def test_page_url_state_reads_the_address_the_browser_reports_and_writes_the_vie
     assert read == [] and page.url.query()["other_page"] == "8"
     page.likelihood.value = "step"  # a widget change reaches the URL at once
     assert page.url.query()["lik"] == "step"
+
+
+# -- the NumPy engine: the page while its kernels compile (issue 22.4) -------------------------------
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_the_numpy_engine_gives_the_kernels_views_to_the_tables_error(name):
+    """engine="numpy" (quadrature alone) against the default (closed-form moments and the QP
+    tables, numba): the same numbers to the tables' ~1e-8, the same curves and map."""
+    lik = explorer.build_likelihood(name, **explorer.initial_params(name))
+    y = explorer.default_y(lik, 1.0)
+    for m, s in ((0.4, 1.3), (-2.0, 0.3), (3.0, 4.0)):
+        kernels, numpy_engine = explorer.compute(lik, y, m, s), explorer.compute(lik, y, m, s, engine="numpy")
+        for key in ("Z", "log_Z", "mean", "var_ep", "var_qp", "ratio"):
+            assert numpy_engine.summary[key] == pytest.approx(kernels.summary[key], rel=1e-7, abs=1e-12), key
+        for key in ("w2_ep", "w2_qp"):  # sqrt of a difference: rounding of ~1e-16 shows as ~1e-8
+            assert numpy_engine.summary[key] == pytest.approx(kernels.summary[key], rel=1e-6, abs=1e-7), key
+        for curve in ("cavity", "tilted", "ep", "qp", "likelihood"):
+            expected = kernels.densities[curve]
+            np.testing.assert_allclose(numpy_engine.densities[curve], expected, rtol=1e-6, atol=1e-9 * expected.max())
+        for line in ("tilted", "ep", "qp"):
+            np.testing.assert_allclose(numpy_engine.quantiles[line], kernels.quantiles[line], rtol=1e-6, atol=1e-7)
+    maps = [explorer.ratio_map(lik, y, shape=(5, 4), engine=engine) for engine in ("auto", "numpy")]
+    np.testing.assert_allclose(maps[1]["ratio"], maps[0]["ratio"], rtol=0, atol=1e-6)
+    assert (maps[1]["ratio"] <= 1.0).all()  # Theorem 2, as the kernels' map
+    with pytest.raises(ValueError, match="engine must be one of"):
+        explorer.compute(lik, y, 0.0, 1.0, engine="fast")
+
+
+def test_the_page_built_before_its_kernels_compiles_nothing(tmp_path):
+    """The Projection Explorer built while its kernels compile (a first start: a future not done)
+    writes nothing to an empty numba cache: its views and map come from NumPy quadrature. The
+    control afterwards (the kernels' own view) writes kernels there, so the cache is the one used."""
+    import empty_numba_cache  # noqa: PLC0415
+
+    code = (
+        "from concurrent.futures import Future\n"
+        "import panel as pn\nimport projection_explorer\n"
+        "from qpviz import explorer\n"
+        "title, page = projection_explorer.page(kernels=Future())\n"
+        "pn.panel(page).get_root()\n"
+        "page.state.update(cavity_mean=0.3, y=4)\n"
+        "assert page.state.engine == 'numpy' and page.state.error == '', page.state.error\n"
+        "print(cache_files())\n"
+        "explorer.ExplorerState(**explorer.OPENING_VIEW)\n"
+        "print(len(cache_files()))\n"
+    )
+    compiled, control = empty_numba_cache.run(code, tmp_path / "numba")[-2:]
+    assert compiled == "[]", f"the page compiled kernels before they were ready: {compiled}"
+    assert int(control) > 0

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+import empty_numba_cache
 from qpviz import warmup
 from qpviz.explorer import OPENING_VIEW, likelihood_names
 
@@ -15,14 +16,14 @@ def test_every_step_is_run_once_and_the_last_group_uses_the_others(what):
     tables = {label.split(": ")[1] for label, _ in groups[0] if label.startswith("QP table (fast form): ")}
     # the explorer's first page opens on its own likelihood; the fits start with probit
     opening = OPENING_VIEW["likelihood"]
-    assert tables == {"explorer": {opening}, "fit": {"probit"}, "all": {opening, "probit"}}[what]
+    assert tables == {"explorer": {opening}, "fit": {"probit"}, "sparse": {"probit"}, "all": {opening, "probit"}}[what]
     # the tilted quadrature only for "all": the explorer's one-point quadratures use the NumPy
     # engine and EP with closed-form moments compiles without it
     assert ("tilted quadrature: panels" in [label for label, _ in groups[0]]) == (what == "all")
     last = [label for label, _ in groups[2]]
-    assert ("explorer page" in last) == (what != "fit")
+    assert ("explorer page" in last) == (what in ("explorer", "all"))
     assert ("EP and QP fits" in last) == (what != "explorer")
-    assert ("sparse Power EP and QP fits" in last) == (what == "all")
+    assert ("sparse Power EP and QP fits" in last) == (what in ("sparse", "all"))
 
 
 def test_all_compiles_every_likelihood_the_page_offers_and_explorer_none():
@@ -56,30 +57,49 @@ def test_the_explorer_target_leaves_nothing_for_the_first_page_to_compile(tmp_pa
     Projection Explorer page as a session does compiles nothing more: it warmed the probit path
     while the page opened on Poisson-square, which then compiled 14 kernels in the server (~4 s of
     the first page's wait on this machine, after the URL was printed)."""
-    import subprocess  # noqa: PLC0415
-    import sys  # noqa: PLC0415
-    from pathlib import Path  # noqa: PLC0415
-
-    root = Path(warmup.__file__).resolve().parents[1]
     code = (
-        "import os, sys\n"
-        f"sys.path.insert(0, {str(root / 'app')!r})\n"
         "from qpviz import warmup\n"
-        "def files():\n"
-        "    return sorted(str(p) for p in __import__('pathlib').Path(os.environ['NUMBA_CACHE_DIR']).rglob('*.nbi'))\n"
         "for group in warmup.steps('explorer'):\n"
         "    for label, step in group:\n"
         "        step()\n"
-        "before = files()\n"
+        "before = cache_files()\n"
         "import panel as pn\nimport projection_explorer\n"
         "title, page = projection_explorer.page()\n"
         "pn.panel(page).get_root()\n"
-        "print(len(before)); print([f for f in files() if f not in before])\n"
+        "print(len(before)); print([f for f in cache_files() if f not in before])\n"
     )
-    env = {**__import__("os").environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
-    done = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True,
-                          timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    count, compiled_later = done.stdout.strip().splitlines()[-2:]
+    count, compiled_later = empty_numba_cache.run(code, tmp_path / "numba")[-2:]
     assert int(count) > 0
     assert compiled_later == "[]", f"the first page compiled what the warm-up did not: {compiled_later}"
+
+
+def test_a_background_warm_up_runs_at_a_low_priority_and_ends_with_the_process_that_started_it():
+    """``--background PID`` (the dashboard's child warm-up): niceness 10, and the run stops within
+    about PARENT_CHECK_SECONDS once PID is gone (a stopped server's warm-up went on compiling)."""
+    import os  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    worker = ("import os, sys, time\nfrom qpviz import warmup\nwarmup._run_in_background_of(os.getppid())\n"
+              "print(os.getpid(), os.nice(0), flush=True)\ntime.sleep(120)\n")
+    # the middle process starts the worker, passes its line on, and ends when told (stdin closed)
+    middle = ("import subprocess, sys\n"
+              f"child = subprocess.Popen([sys.executable, '-c', {worker!r}], stdout=subprocess.PIPE, text=True)\n"
+              "print(child.stdout.readline().strip(), flush=True)\nsys.stdin.read()\n")
+    parent = subprocess.Popen([sys.executable, "-c", middle], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    pid, niceness = (int(v) for v in parent.stdout.readline().split())
+    assert niceness == os.nice(0) + 10
+    time.sleep(2 * warmup.PARENT_CHECK_SECONDS)
+    os.kill(pid, 0)  # still running while its parent is
+    parent.stdin.close()
+    parent.wait(30)
+    parent.stdout.close()
+    deadline = time.monotonic() + 10 * warmup.PARENT_CHECK_SECONDS
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        assert time.monotonic() < deadline, "the background warm-up outlived the process that started it"
+        time.sleep(0.1)

@@ -26,7 +26,7 @@ from qpviz.explorer.inputs import (CAVITY_MEAN_SLIDER, CAVITY_STD_SLIDER, MAX_AB
                                    default_y, initial_params, likelihood_names, parameter_controls, parse_number,
                                    range_label)
 from qpviz.explorer.link import LINK_CHOICES, LINK_SLIDER_KEYS, LINK_SLIDER_NAMES, LinkReading, link_keys, read_link
-from qpviz.explorer.state import ExplorerState
+from qpviz.explorer.state import ExplorerState, engine_for, opening_view
 from qpviz.explorer.views import (COMMON_RATIO_SCALE, DENSITY_POINTS, MAP_SHAPE, QUANTILE_POINTS, RATIO_MAP_CACHE, Z_MAX,
                                   ExplorerResult, cached_ratio_map, compute, densities, normal_pdf, quantiles, ratio_map,
                                   summary)
@@ -35,6 +35,8 @@ __all__ = [
     "CAVITY_MEAN_SLIDER",
     "CAVITY_STD_SLIDER",
     "ExplorerState",
+    "engine_for",
+    "opening_view",
     "ExplorerResult",
     "ParameterControl",
     "likelihood_names",

@@ -5,14 +5,31 @@ last good state and sets ``error``) and keeps the data of every view in ``result
 """
 from __future__ import annotations
 
+import weakref
+
 import param
 
-from qpviz.explorer.inputs import (CAVITY_MEAN_SLIDER, CAVITY_STD_SLIDER, build_likelihood, check_inputs, default_y,
-                                   initial_params, likelihood_class, likelihood_names, parse_number)
-from qpviz.explorer.views import compute
+from qpviz.explorer.inputs import (CAVITY_MEAN_SLIDER, CAVITY_STD_SLIDER, OPENING_VIEW, build_likelihood, check_inputs,
+                                   default_y, initial_params, likelihood_class, likelihood_names, parse_number)
+from qpviz.explorer.views import ENGINES, cached_ratio_map, compute
 from qpviz.likelihoods.base import Likelihood
 
-__all__ = ["ExplorerState"]
+__all__ = ["ExplorerState", "engine_for", "opening_view"]
+
+
+def engine_for(kernels) -> str:
+    """The views' engine while ``kernels`` (a future, done when a server's compiled kernels are
+    ready; None: they are) is not done: "numpy", else "auto"."""
+    return "auto" if kernels is None or kernels.done() else "numpy"
+
+
+def opening_view(engine: str = "auto") -> "ExplorerState":
+    """The opening view (:data:`OPENING_VIEW`) computed with ``engine``, and its map, which is kept
+    for every session (:data:`qpviz.explorer.RATIO_MAP_CACHE`): what a server does once before its
+    first session (with the kernels this loads them from numba's cache and reads the QP table)."""
+    state = ExplorerState(**OPENING_VIEW, engine=engine)
+    cached_ratio_map(state.likelihood, state.likelihood_params, state.y, engine=engine)
+    return state
 
 
 class ExplorerState(param.Parameterized):
@@ -32,6 +49,9 @@ class ExplorerState(param.Parameterized):
     cavity_std = param.Number(default=1.5, softbounds=CAVITY_STD_SLIDER, doc="Cavity standard deviation s (> 0).")
     show_ep = param.Boolean(default=True, doc="Show the EP (KL) projection.")
     show_qp = param.Boolean(default=True, doc="Show the QP (W2) projection.")
+    engine = param.Selector(default="auto", objects=list(ENGINES), doc=(
+        "How the views project: 'auto' (numba kernels, QP tables) or 'numpy' (quadrature alone, nothing to "
+        "compile: a page shown while its kernels compile); see qpviz.explorer.views."))
     error = param.String(default="", doc="Why the last change was refused ('' if it was accepted).")
     result = param.Parameter(default=None, doc="ExplorerResult of the current inputs.")
 
@@ -45,6 +65,21 @@ class ExplorerState(param.Parameterized):
         self.update(**inputs)
         if self.error:
             raise ValueError(self.error)
+
+    def follow(self, kernels) -> None:
+        """Compute with the kernels (``engine`` "auto") once ``kernels`` (see :func:`engine_for`) is
+        done; the views shown until then by NumPy quadrature agree with them to the tables' ~1e-8.
+        The future keeps a weak reference (it lives as long as the server)."""
+        if kernels is None or kernels.done():
+            return
+        state_ref = weakref.ref(self)
+
+        def ready(_):
+            state = state_ref()
+            if state is not None:
+                state.engine = "auto"
+
+        kernels.add_done_callback(ready)
 
     def refresh_likelihoods(self) -> list[str]:
         """Offer every likelihood registered now (the registry may have grown since)."""
@@ -94,7 +129,7 @@ class ExplorerState(param.Parameterized):
             if "y" not in changes:
                 new["y"] = default_y(lik, new["y"])
             check_inputs(lik, new["y"], new["cavity_mean"], new["cavity_std"])
-            result = compute(lik, new["y"], new["cavity_mean"], new["cavity_std"])
+            result = compute(lik, new["y"], new["cavity_mean"], new["cavity_std"], engine=self.engine)
         except (ValueError, TypeError, ArithmeticError) as exc:
             self.error = str(exc)
             return False

@@ -2,6 +2,12 @@
 q(f) = p(y|f) N(f | m, s^2) / Z: (a) the densities, (b) the quantile functions, (c) the summary
 numbers and (d) the var_QP/var_EP map, as plain functions that tests call directly;
 :func:`compute` gathers (a)-(c) into an :class:`ExplorerResult`.
+
+``engine`` (of :func:`compute`, :func:`ratio_map`, :func:`cached_ratio_map`): ``"auto"`` projects
+with ``qpviz.project`` (closed-form moments and the QP tables: numba kernels); ``"numpy"`` with the
+NumPy engine's quadrature alone (:mod:`qpviz.tilted_numpy`: log Z, mean, variance and sigma_QP by
+eq. 7, the same numbers to the tables' ~1e-8), which compiles nothing: a server whose kernels are
+still compiling shows the page with it at once (a first start; ~7 ms a view, ~1 s a map).
 """
 from __future__ import annotations
 
@@ -19,7 +25,7 @@ from qpviz.tilted import tilted_quantile, tilted_summary
 
 __all__ = ["COMMON_RATIO_SCALE", "DENSITY_POINTS", "QUANTILE_POINTS", "Z_MAX", "MAP_SHAPE", "normal_pdf",
            "ExplorerResult", "densities", "quantiles", "summary", "ratio_map", "cached_ratio_map",
-           "RATIO_MAP_CACHE", "compute"]
+           "RATIO_MAP_CACHE", "compute", "ENGINES"]
 
 #: One colour range shared by every likelihood's var_QP/var_EP map (the "common colour scale"):
 #: at most 1 (Theorem 2); 0.5 is reached by Poisson-square maps from a count of 10 (larger counts
@@ -36,6 +42,28 @@ Z_MAX = 3.5
 
 #: Resolution of the var_QP/var_EP map (means x standard deviations).
 MAP_SHAPE = (41, 40)
+
+#: How the views project (module docstring): with the numba kernels, or by NumPy quadrature alone.
+ENGINES = ("auto", "numpy")
+
+
+def _check_engine(engine: str) -> None:
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}; got {engine!r}")
+
+
+def _numpy_projections(lik: Likelihood, y, cavity_mean, cavity_var):
+    """(EP projection, QP projection, tilted summary): the projections as ``qpviz.project`` gives
+    them, from the NumPy engine's quadrature alone (the summary it made): moments (eq. 5) and
+    sigma_QP (eq. 7) of the tilted distribution, every array shaped as the broadcast inputs; var_EP
+    capped at the cavity's for a log-concave likelihood and var_QP at var_EP (Theorem 2), as
+    ``qpviz.project`` caps them."""
+    tilted_dist = tilted_summary(lik, y, cavity_mean, cavity_var, closed_form=False, engine="numpy")
+    m, v = np.broadcast_arrays(np.asarray(cavity_mean, float), np.asarray(cavity_var, float))
+    var = np.minimum(tilted_dist.var, v) if lik.log_concave else tilted_dist.var
+    qp_var = var if lik.gaussian_tilted else np.minimum(tilted_dist.qp_std**2, var)
+    return (Projection("ep", tilted_dist.mean, var, tilted_dist.log_z, m, v),
+            Projection("qp", tilted_dist.mean, qp_var, tilted_dist.log_z, m, v), tilted_dist)
 
 
 def normal_pdf(x, mean, var) -> np.ndarray:
@@ -75,7 +103,11 @@ def densities(lik: Likelihood, y, cavity_mean, cavity_std, ep: Projection, qp: P
     x = _with_kinks(np.linspace(lo, hi, points), lik.kinks(y))  # a jump of p(y|f) is drawn vertically
     var = cavity_std**2
     cavity = normal_pdf(x, cavity_mean, var)
-    tilted = np.exp(lik.tilted_logpdf(x, y, cavity_mean, var))
+    # log q(x) = log p(y|x) + log N(x|m, s^2) - log Z (eq. 4), with the projection's log Z (the
+    # likelihood's tilted_logpdf computes the moments again, with numba kernels)
+    log_cavity = -0.5 * (x - cavity_mean) ** 2 / var - 0.5 * np.log(2 * np.pi * var)
+    with np.errstate(divide="ignore"):
+        tilted = np.exp(lik.log_prob(y, x) + log_cavity - float(ep.log_z))
     ep_pdf = normal_pdf(x, float(ep.mean), float(ep.var))
     qp_pdf = normal_pdf(x, float(qp.mean), float(qp.var))
     with np.errstate(divide="ignore", under="ignore"):
@@ -111,14 +143,16 @@ def quantiles(lik: Likelihood, y, cavity_mean, cavity_std, ep: Projection, qp: P
     return {"u": u, "z": z, "tilted": tilted, "ep": mean + ep_std * z, "qp": mean + qp_std * z}
 
 
-def summary(lik: Likelihood, y, cavity_mean, cavity_std, ep: Projection, qp: Projection) -> dict:
+def summary(lik: Likelihood, y, cavity_mean, cavity_std, ep: Projection, qp: Projection, tilted_dist=None) -> dict:
     """Panel (c): Z, log Z, tilted mean, var_EP, var_QP, var_QP/var_EP, W2 and KL of each Gaussian
-    to the tilted distribution (Prop. 1 / KL definition) and each site update (eq. 6)."""
+    to the tilted distribution (Prop. 1 / KL definition) and each site update (eq. 6).
+    ``tilted_dist``: the tilted distribution's :class:`qpviz.tilted.TiltedSummary`, if computed."""
     var = cavity_std**2
     means = np.array([float(ep.mean), float(qp.mean)])
     variances = np.array([float(ep.var), float(qp.var)])
-    # one quadrature serves W2 and KL; the NumPy engine (~1 ms for one point) needs no compilation
-    tilted_dist = tilted_summary(lik, y, cavity_mean, var, engine="numpy")
+    if tilted_dist is None:
+        # one quadrature serves W2 and KL; the NumPy engine (~1 ms for one point) needs no compilation
+        tilted_dist = tilted_summary(lik, y, cavity_mean, var, engine="numpy")
     w2 = w2_to_gaussian(lik, y, cavity_mean, var, means, variances, summary=tilted_dist)
     kl = kl_to_gaussian(lik, y, cavity_mean, var, means, variances, summary=tilted_dist)
     out = {
@@ -139,18 +173,23 @@ def summary(lik: Likelihood, y, cavity_mean, cavity_std, ep: Projection, qp: Pro
     return out
 
 
-def ratio_map(lik: Likelihood, y, shape: tuple[int, int] = MAP_SHAPE) -> dict:
+def ratio_map(lik: Likelihood, y, shape: tuple[int, int] = MAP_SHAPE, engine: str = "auto") -> dict:
     """Panel (d): var_QP / var_EP on a grid of cavity means x cavity stds (``ratio[i_std, i_mean]``).
 
     var_EP from ``lik.tilted_moments`` and var_QP from ``qpviz.projection.qp_variance`` (eq. 7),
     both vectorised over the grid; the ratio is <= 1 everywhere (QP paper Theorem 2; var_QP is
-    capped at var_EP, as ``qpviz.project`` does, against the tables' 1e-8 error).
+    capped at var_EP, as ``qpviz.project`` does, against the tables' 1e-8 error); ``engine="numpy"``:
+    both by the NumPy engine's quadrature (module docstring).
     """
+    _check_engine(engine)
     means = np.linspace(CAVITY_MEAN_SLIDER[0], CAVITY_MEAN_SLIDER[1], shape[0])
     stds = np.linspace(CAVITY_STD_SLIDER[0], CAVITY_STD_SLIDER[1], shape[1])
     M, S = np.meshgrid(means, stds)
     V = S**2
     y_grid = np.full_like(M, float(y))
+    if engine == "numpy":
+        ep, qp, _ = _numpy_projections(lik, y_grid, M, V)
+        return {"means": means, "stds": stds, "ratio": qp.var / ep.var}
     var_ep = lik.tilted_moments(y_grid, M, V).var
     # as in qpviz.project: a table's 1e-8 error must not cross Theorem 2's bound where QP ~ EP
     var_qp = np.minimum(qp_variance(lik, y_grid, M, V), var_ep)
@@ -162,22 +201,28 @@ def ratio_map(lik: Likelihood, y, shape: tuple[int, int] = MAP_SHAPE) -> dict:
 RATIO_MAP_CACHE = LRUCache(64)
 
 
-def cached_ratio_map(name: str, params: dict, y) -> dict:
+def cached_ratio_map(name: str, params: dict, y, engine: str = "auto") -> dict:
     """:func:`ratio_map` of likelihood ``name`` with ``params`` at ``y``, from :data:`RATIO_MAP_CACHE`
-    when it was computed before (the arrays are shared: read them, do not write them)."""
+    when it was computed before, by either engine (they agree to the tables' error; the arrays are
+    shared: read them, do not write them)."""
     key = (name, tuple(sorted(params.items())), float(y))
     data = RATIO_MAP_CACHE.get_recent(key)
     if data is None:
-        data = ratio_map(build_likelihood(name, **params), y)
+        data = ratio_map(build_likelihood(name, **params), y, engine=engine)
         RATIO_MAP_CACHE.put(key, data)
     return data
 
 
-def compute(lik: Likelihood, y: float, cavity_mean: float, cavity_std: float) -> ExplorerResult:
-    """The data of views (a)-(c) for one tilted distribution."""
+def compute(lik: Likelihood, y: float, cavity_mean: float, cavity_std: float, engine: str = "auto") -> ExplorerResult:
+    """The data of views (a)-(c) for one tilted distribution (``engine``: module docstring)."""
+    _check_engine(engine)
     var = cavity_std**2
-    ep = qpviz.project(lik, y, cavity_mean, var, method="ep")
-    qp = qpviz.project(lik, y, cavity_mean, var, method="qp")
+    tilted_dist = None
+    if engine == "numpy":
+        ep, qp, tilted_dist = _numpy_projections(lik, y, cavity_mean, var)
+    else:
+        ep = qpviz.project(lik, y, cavity_mean, var, method="ep")
+        qp = qpviz.project(lik, y, cavity_mean, var, method="qp")
     if not (np.isfinite(ep.var) and np.isfinite(qp.var) and ep.var > 0 and qp.var > 0):
         raise ArithmeticError(
             f"the projection failed for y={y:g}, cavity N({cavity_mean:g}, {cavity_std:g}^2) "
@@ -186,5 +231,5 @@ def compute(lik: Likelihood, y: float, cavity_mean: float, cavity_std: float) ->
     return ExplorerResult(
         densities=densities(lik, y, cavity_mean, cavity_std, ep, qp),
         quantiles=quantiles(lik, y, cavity_mean, cavity_std, ep, qp),
-        summary=summary(lik, y, cavity_mean, cavity_std, ep, qp),
+        summary=summary(lik, y, cavity_mean, cavity_std, ep, qp, tilted_dist),
     )

@@ -2,6 +2,7 @@
 is first opened, and the GP pages hand their data to Variance effects."""
 from __future__ import annotations
 
+import os
 import sys
 import types
 
@@ -225,6 +226,85 @@ def test_a_page_whose_kernels_are_not_ready_says_preparing_then_is_built(monkeyp
     assert note not in pages.holders[index].objects and len(pages.holders[index].objects) == 1
     assert pages.page(index) is page
     page.model.cancel_job() if hasattr(page.model, "cancel_job") else None
+
+
+def test_the_explorer_opens_at_once_while_its_kernels_compile_then_uses_them(monkeypatch):
+    """A first start (issue 22.4): the Projection Explorer (registered opens_before_kernels) is built
+    at once, computing by NumPy quadrature, and its views use the kernels once they are ready; a
+    page without the flag still waits behind its note (the test above)."""
+    from concurrent.futures import Future
+
+    future = Future()
+    monkeypatch.setattr(dashboard, "kernels_ready", lambda name: future)
+    monkeypatch.setattr(dashboard, "_in_session", lambda: True)
+    pages = dashboard.LazyPages(dashboard.PAGES)
+    index = pages.titles.index("Projection Explorer")
+    assert registry.info("projection_explorer").opens_before_kernels
+    assert [info.module for info in registry.PAGES if info.opens_before_kernels] == ["projection_explorer"]
+    page = pages.page(index)
+    assert pages.built[index] is page and len(pages.holders[index].objects) == 1 and index not in pages.preparing
+    assert page.state.engine == "numpy" and page.state.result.summary["var_qp"] < page.state.result.summary["var_ep"]
+    future.set_result(None)  # the kernels are ready: the next views use them
+    assert page.state.engine == "auto"
+    assert page.state.update(cavity_mean=0.3) and page.state.result.summary["mean"] != 0.3
+
+
+def test_kernels_compile_in_a_low_priority_child_then_load_here(monkeypatch, caplog):
+    """dashboard.compile_and_load: ``python -m qpviz.warmup`` in a child process, in the background of
+    this one (low priority, ends with it), then the kernels loaded here; a failed child is logged and
+    the kernels compile here."""
+    import subprocess  # noqa: PLC0415
+
+    from qpviz import warmup  # noqa: PLC0415
+
+    runs, loaded = [], []
+    returncode = {"value": 0}
+    monkeypatch.setattr(subprocess, "run", lambda command, **options: runs.append(command) or
+                        subprocess.CompletedProcess(command, returncode["value"], "", "numba exploded"))
+    monkeypatch.setattr(warmup, "prepare", loaded.append)
+    with caplog.at_level("INFO", logger="qpviz.dashboard"):
+        dashboard.compile_and_load("fit")
+    assert runs == [[sys.executable, "-m", "qpviz.warmup", "--what", "fit", "--jobs", "1", "--background",
+                     str(os.getpid())]]
+    assert loaded == ["fit"] and f"{dashboard.KERNELS_READY} fit" in caplog.text
+    returncode["value"] = 1
+    caplog.clear()
+    with caplog.at_level("INFO", logger="qpviz.dashboard"):
+        dashboard.compile_and_load("sparse")
+    assert loaded == ["fit", "sparse"]
+    assert "compiling the sparse kernels in a child process failed (exit 1)" in caplog.text and "numba exploded" in caplog.text
+
+
+@pytest.mark.parametrize("ready", [True, False])
+def test_the_server_start_hook_computes_the_first_pages_view_and_map(monkeypatch, ready):
+    """app/app_hooks.py: before the first request, the first page imported and its opening view and
+    map computed, with the kernels when they are ready, else by NumPy quadrature (then compiling)."""
+    from concurrent.futures import Future
+
+    import app_hooks  # noqa: PLC0415
+    import projection_explorer  # noqa: PLC0415
+    from qpviz import explorer  # noqa: PLC0415
+
+    future = Future()
+    if ready:
+        future.set_result(None)
+    asked = []
+    monkeypatch.setattr(dashboard, "kernels_ready", lambda name: asked.append(name) or future)
+    from qpviz.explorer import state as explorer_state  # noqa: PLC0415
+
+    engines = []
+    real = explorer_state.cached_ratio_map
+    monkeypatch.setattr(explorer_state, "cached_ratio_map",
+                        lambda *args, engine: engines.append(engine) or real(*args, engine=engine))
+    explorer.RATIO_MAP_CACHE.clear()
+    done = app_hooks.prepare_first_page()
+    assert asked == ["projection_explorer"] and engines == ["auto" if ready else "numpy"]
+    assert done.startswith("Projection Explorer: opening view and map computed")
+    assert ("NumPy quadrature" in done) == (not ready)
+    opening = explorer.ExplorerState(**explorer.OPENING_VIEW)
+    key = (opening.likelihood, tuple(sorted(opening.likelihood_params.items())), float(opening.y))
+    assert explorer.RATIO_MAP_CACHE.get_recent(key) is not None  # the first page's map is not computed again
+    assert dashboard.PAGES[0].warm_server is projection_explorer.warm_server  # the hook ran the first page's
 
 
 def test_a_page_module_that_fails_to_import_raises_its_error_not_a_recursion(monkeypatch):

@@ -35,7 +35,8 @@ def test_forward_skips_the_values_the_model_holds():
 def computations(monkeypatch):
     """Every ExplorerState computation of views (a)-(c), by its cavity."""
     done, real = [], explorer_state.compute
-    monkeypatch.setattr(explorer_state, "compute", lambda lik, y, m, s: done.append((lik.name, y, m, s)) or real(lik, y, m, s))
+    monkeypatch.setattr(explorer_state, "compute",
+                        lambda lik, y, m, s, **options: done.append((lik.name, y, m, s)) or real(lik, y, m, s, **options))
     return done
 
 

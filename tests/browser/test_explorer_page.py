@@ -284,3 +284,42 @@ def test_the_common_colour_scale_fixes_the_maps_colour_range(explorer: Page):
     explorer.locator(".qpviz-likelihood select").select_option("student_t")  # another likelihood, the same scale
     wait_for_title(explorer, "(d) var_QP / var_EP for student_t")
     explorer.wait_for_function(f"() => ({mappers_js})().some(([low, high]) => low === 0.5 && high === 1)", timeout=TIMEOUT_MS)
+
+
+def test_a_first_start_shows_the_explorer_at_once_then_moves_with_its_compiled_kernels(browser, tmp_path):
+    """A server whose kernels are not compiled (an empty numba cache; issue 22.4): its start hook
+    computes the opening view by NumPy quadrature while a child process compiles the kernels; the
+    page shows its numbers, and once the kernels are ready (logged) a typed cavity moves them."""
+    import sys  # noqa: PLC0415
+    import time  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    from pagetools import serve_app, stop  # noqa: PLC0415
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "app"))
+    import dashboard  # noqa: PLC0415
+
+    log = tmp_path / "serve.log"
+    process, url = serve_app(log, env={"NUMBA_CACHE_DIR": str(tmp_path / "numba")})
+    page = browser.new_page(viewport={"width": 1500, "height": 1200})
+    errors: list[str] = []
+    page.on("console", lambda message: errors.append(f"console: {message.text}") if message.type == "error" else None)
+    page.on("pageerror", lambda error: errors.append(f"pageerror: {error}"))
+    try:
+        assert "opening view and map computed by NumPy quadrature; its kernels are compiling" in log.read_text()
+        page.goto(url)
+        wait_for_title(page, "(a) densities: poisson_square, y = 10,\ncavity m = 1.00, s = 1.50", timeout_ms=60_000)
+        opening = numbers_text(page)
+        assert "0.0160866" in opening  # Z of the opening view, as the kernels give it
+        deadline = time.monotonic() + 300
+        while dashboard.KERNELS_READY not in log.read_text():
+            assert time.monotonic() < deadline, f"the kernels were not ready in 300 s:\n{log.read_text()[-2000:]}"
+            time.sleep(0.5)
+        box = page.locator(".qpviz-mean-text input")
+        box.fill("0.3")
+        box.press("Enter")
+        wait_for_title(page, "(a) densities: poisson_square, y = 10,\ncavity m = 0.30, s = 1.50")
+        assert numbers_text(page) != opening and errors == []
+    finally:
+        page.close()
+        stop(process)
