@@ -16,7 +16,8 @@ qpviz.warmup`` has not finished them: a first start) first shows a "preparing" n
 compile in a child process (at a low priority; numba's compiler in a thread of the server held
 its GIL and slowed every reply), and is built when they are ready; a page registered with
 ``opens_before_kernels`` (the Projection Explorer) is built at once and computes without them
-meanwhile.
+meanwhile. On a first start every other kernel then compiles in a child process too, after the
+first page has loaded (:func:`preload_later`): ``panel serve app`` and ``scripts/serve`` alike.
 """
 import logging
 import os
@@ -87,22 +88,31 @@ _PREPARED_LOCK = threading.Lock()
 
 #: The server's log line when a page's kernels, compiled on its first use, are ready (+ the target).
 KERNELS_READY = "qpviz: kernels compiled in a child process and loaded:"
+#: The server's log line when every kernel is compiled, in the background (:func:`_preload`).
+ALL_COMPILED = "qpviz: every page's kernels compiled in the background"
+
+
+def compile_in_child(target: str) -> bool:
+    """Compile the kernels of warm-up ``target`` in a child process (``python -m qpviz.warmup``, one
+    process, at a low priority and ending with the server: its sessions and the browser come
+    first); its progress lines go to the server's console. Compiled in a thread of the server
+    instead, numba's compiler (Python code) held the GIL: the first page's build and every reply
+    waited for it. Returns whether it succeeded (a failure is logged)."""
+    child = subprocess.run([sys.executable, "-m", "qpviz.warmup", "--what", target, "--jobs", "1", "--background",
+                            str(os.getpid())], stderr=subprocess.PIPE, text=True)
+    if child.returncode != 0:
+        LOG.warning("qpviz: compiling the %s kernels in a child process failed (exit %s); they compile where they "
+                    "are first used:\n%s", target, child.returncode, child.stderr[-2000:])
+    return child.returncode == 0
 
 
 def compile_and_load(target: str) -> None:
-    """Compile the kernels of warm-up ``target`` in a child process (``python -m qpviz.warmup``, one
-    process, at a low priority: the server's sessions and the browser come first), then load them
-    here from numba's cache (:func:`qpviz.warmup.prepare`: nothing left to compile). Compiled in a
-    thread of the server instead, numba's compiler (Python code) held the GIL: the first page's
-    build and every reply waited for it. A failed child is logged; the kernels then compile here."""
+    """:func:`compile_in_child`, then the kernels loaded here from numba's cache
+    (:func:`qpviz.warmup.prepare`: nothing left to compile, unless the child failed)."""
     from qpviz import warmup  # noqa: PLC0415
 
     start = time.perf_counter()
-    child = subprocess.run([sys.executable, "-m", "qpviz.warmup", "--what", target, "--jobs", "1", "--background",
-                            str(os.getpid())], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    if child.returncode != 0:
-        LOG.warning("qpviz: compiling the %s kernels in a child process failed (exit %s); compiling them in the "
-                    "server instead:\n%s", target, child.returncode, child.stderr[-2000:])
+    compile_in_child(target)
     warmup.prepare(target)
     LOG.info("%s %s (%.1f s)", KERNELS_READY, target, time.perf_counter() - start)
 
@@ -144,14 +154,27 @@ PRELOADED = "qpviz: QP tables derived and every page imported in the background"
 
 
 def _preload() -> None:
-    from qpviz import tables  # noqa: PLC0415
+    """The background work after the first page: every QP table derived and every page imported
+    (after the first page's kernels: on a first start they compile in a child process, and the
+    tables' derivation is among them), then, on a first start, every other kernel compiled in a
+    child process (:func:`compile_in_child`; the pages then load them from numba's cache)."""
+    from qpviz import tables, warmup  # noqa: PLC0415
 
     start = time.perf_counter()
+    first = kernels_ready(PAGES[0].__name__)
+    try:
+        first.result()
+    except Exception:  # noqa: BLE001 - logged where it failed; the tables then derive here
+        pass
     tables.preload(background=False)
     for page in PAGES:  # the other pages' imports, so that opening a tab imports nothing
         page.module
     server_memory.freeze_imports()
     LOG.info("%s (%.1f s)", PRELOADED, time.perf_counter() - start)
+    if not warmup.is_warm("all"):
+        start = time.perf_counter()
+        if compile_in_child("all"):
+            LOG.info("%s (%.1f s)", ALL_COMPILED, time.perf_counter() - start)
 
 
 _PRELOAD_STARTED = threading.Event()

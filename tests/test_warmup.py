@@ -53,7 +53,7 @@ def test_a_finished_run_is_recorded_until_the_sources_or_the_caches_change(tmp_p
 
 
 def test_the_explorer_target_leaves_nothing_for_the_first_page_to_compile(tmp_path):
-    """After ``--what explorer`` (scripts/serve runs it beside the starting server), building the
+    """After ``--what explorer`` (a first start's server runs it in a child process), building the
     Projection Explorer page as a session does compiles nothing more: it warmed the probit path
     while the page opened on Poisson-square, which then compiled 14 kernels in the server (~4 s of
     the first page's wait on this machine, after the URL was printed)."""

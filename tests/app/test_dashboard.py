@@ -275,6 +275,27 @@ def test_kernels_compile_in_a_low_priority_child_then_load_here(monkeypatch, cap
     assert "compiling the sparse kernels in a child process failed (exit 1)" in caplog.text and "numba exploded" in caplog.text
 
 
+@pytest.mark.parametrize("warm", [True, False])
+def test_the_background_work_waits_for_the_first_pages_kernels_then_compiles_the_rest_if_not_warm(monkeypatch, warm):
+    """dashboard._preload: the first page's kernels first (on a first start the tables' derivation
+    is among them), then the tables and the pages, then, unless a finished warm-up of everything is
+    recorded, every other kernel in a child process."""
+    from concurrent.futures import Future
+
+    from qpviz import tables, warmup  # noqa: PLC0415
+
+    done = []
+    first = Future()
+    monkeypatch.setattr(dashboard, "kernels_ready", lambda name: done.append(f"asked {name}") or first)
+    monkeypatch.setattr(first, "result", lambda: done.append("waited") or None)
+    monkeypatch.setattr(tables, "preload", lambda background: done.append("tables"))
+    monkeypatch.setattr(server_memory, "freeze_imports", lambda: done.append("frozen"))
+    monkeypatch.setattr(warmup, "is_warm", lambda what: warm if what == "all" else pytest.fail(what))
+    monkeypatch.setattr(dashboard, "compile_in_child", lambda target: done.append(f"compiled {target}") or True)
+    dashboard._preload()
+    assert done == ["asked projection_explorer", "waited", "tables", "frozen"] + ([] if warm else ["compiled all"])
+
+
 @pytest.mark.parametrize("ready", [True, False])
 def test_the_server_start_hook_computes_the_first_pages_view_and_map(monkeypatch, ready):
     """app/app_hooks.py: before the first request, the first page imported and its opening view and
