@@ -77,6 +77,13 @@ def timed_run(args: list[str]) -> tuple[float, float]:
     return time.perf_counter() - start, children_cpu() - cpu0
 
 
+def rewarm() -> None:
+    """Compile every kernel again after a cold run (a cold server stopped at its numbers has not
+    finished compiling them in the background: its warm-up child ends with it)."""
+    subprocess.run([PYTHON, "-m", "qpviz.warmup", "--what", "all"], cwd=ROOT, env=env(), check=True,
+                   stdout=subprocess.DEVNULL)
+
+
 def clear_caches() -> None:
     """What ``python -m qpviz.cache clear`` does, plus the warm-up's stamps (by hand, so that this
     file also measures checkouts from before qpviz.cache)."""
@@ -134,12 +141,15 @@ def serve_to_numbers(playwright, label: str) -> tuple[float, float]:
     return wall, cpu
 
 
+sys.path.insert(0, str(ROOT / "app"))
+from dashboard import ALL_COMPILED  # noqa: E402 - a first start's server line: every kernel compiled in the background
 #: Marker lines of a start's phases (old and new scripts): (phase, regex).
 MARKERS = [
     ("pip starts", r"^(qpviz: installing|Collecting|Obtaining|Processing|Looking in)"),
     ("pip ends", r"^Successfully installed"),
     ("warm-up starts", r"compiling numerical kernels"),
     ("warm-up ends", r"numerical kernels (ready|: compiled earlier)"),
+    ("all compiled", re.escape(ALL_COMPILED)),
     ("server asked", r"starting the dashboard"),
     ("URL printed", r"qpviz dashboard: "),
 ]
@@ -180,6 +190,11 @@ class Timeline:
         print(f"    {numbers_at:7.1f} s  numbers shown in Chromium")
         silence, at, before = self.longest_silence(numbers_at)
         print(f"    longest silence: {silence:.1f} s, from {at:.1f} s, after: {before[:100]}")
+        last = self.lines[-1][0] if self.lines else 0.0
+        if last > numbers_at:  # the background compile's lines after the numbers
+            silence, at, before = self.longest_silence(last)
+            print(f"    longest silence up to the last line ({last:.1f} s): {silence:.1f} s, from {at:.1f} s, "
+                  f"after: {before[:100]}")
 
 
 def goto_until_numbers(page, url: str, process: subprocess.Popen) -> None:
@@ -212,9 +227,11 @@ def stop_group(process: subprocess.Popen) -> None:
         pass
 
 
-def start_timeline(playwright, checkout: Path, label: str, log: Path) -> float:
+def start_timeline(playwright, checkout: Path, label: str, log: Path, wait_for: str | None = None) -> float:
     """Run ``bash scripts/serve`` in ``checkout`` (nothing of this checkout on its paths) until the
-    explorer shows its numbers; print the timeline; returns the seconds to the numbers."""
+    explorer shows its numbers (and then, with ``wait_for``, until a line holding it is printed, at
+    most 15 minutes: a user's first session lasts that long); print the timeline; returns the
+    seconds to the numbers."""
     port = free_port()
     browser, page = new_browser_page(playwright)
     clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
@@ -247,6 +264,12 @@ def start_timeline(playwright, checkout: Path, label: str, log: Path) -> float:
         goto_until_numbers(page, url[0], process)
         numbers_at = time.perf_counter() - start
         load = os.getloadavg()
+        deadline = time.perf_counter() + 900
+        while wait_for and not any(wait_for in line for _, line in timeline.lines):
+            if process.poll() is not None or time.perf_counter() > deadline:
+                print(f"    ({wait_for!r} not printed)")
+                break
+            time.sleep(0.5)
     finally:
         browser.close()
         stop_group(process)
@@ -267,7 +290,7 @@ def first_start(playwright, ref: str, keep: str | None) -> None:
     log = folder / "serve.log"
     pip_cache = "off (PIP_NO_CACHE_DIR)" if os.environ.get("PIP_NO_CACHE_DIR") else "pip's usual cache"
     print(f"first start of {ref} ({commit}) in {checkout}, {pip_cache}; full output in {log}")
-    start_timeline(playwright, checkout, "first start (install included)", log)
+    start_timeline(playwright, checkout, "first start (install included)", log, wait_for=ALL_COMPILED)
     start_timeline(playwright, checkout, "second start", log)
     if not keep:
         shutil.rmtree(folder, ignore_errors=True)
@@ -297,6 +320,7 @@ def panel_serve_to_numbers(playwright, python: str, label: str) -> float:
 def panel_serve(playwright, python: str, warm_repeats: int) -> None:
     clear_caches()
     panel_serve_to_numbers(playwright, python, "panel serve app -> numbers, cold numba cache")
+    rewarm()
     warm = [panel_serve_to_numbers(playwright, python, f"   warm run {k + 1} of {warm_repeats}")
             for k in range(warm_repeats)]
     print(f"panel serve app -> numbers, warm: median {statistics.median(warm):.2f} s")
@@ -342,6 +366,7 @@ def main() -> None:
         with sync_playwright() as playwright:
             clear_caches()
             serve_to_numbers(playwright, "2. bash scripts/serve -> numbers shown, cold numba cache")
+            rewarm()
             warm = [serve_to_numbers(playwright, f"   warm run {k + 1} of {args.warm_repeats}")[0]
                     for k in range(args.warm_repeats)]
             print(f"3. bash scripts/serve -> numbers shown, warm: median {statistics.median(warm):.2f} s wall "
