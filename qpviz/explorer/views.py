@@ -4,10 +4,11 @@ numbers and (d) the var_QP/var_EP map, as plain functions that tests call direct
 :func:`compute` gathers (a)-(c) into an :class:`ExplorerResult`.
 
 ``engine`` (of :func:`compute`, :func:`ratio_map`, :func:`cached_ratio_map`): ``"auto"`` projects
-with ``qpviz.project`` (closed-form moments and the QP tables: numba kernels); ``"numpy"`` with the
-NumPy engine's quadrature alone (:mod:`qpviz.tilted_numpy`: log Z, mean, variance and sigma_QP by
-eq. 7, the same numbers to the tables' ~1e-8), which compiles nothing: a server whose kernels are
-still compiling shows the page with it at once (a first start; ~7 ms a view, ~1 s a map).
+with ``qpviz.project`` (closed-form moments and the QP tables) and computes the quantiles, W2 and KL
+with the tilted quadrature's kernels (numba: ~2 ms a view); ``"numpy"`` does everything with the
+NumPy engine's quadrature (:mod:`qpviz.tilted_numpy`: log Z, mean, variance and sigma_QP by eq. 7,
+the same numbers to the tables' ~1e-8), which compiles nothing: a server whose kernels are still
+compiling shows the page with it at once (a first start; ~8 ms a view, ~1 s a map).
 """
 from __future__ import annotations
 
@@ -125,7 +126,8 @@ def densities(lik: Likelihood, y, cavity_mean, cavity_std, ep: Projection, qp: P
     }
 
 
-def quantiles(lik: Likelihood, y, cavity_mean, cavity_std, ep: Projection, qp: Projection, points: int = QUANTILE_POINTS) -> dict:
+def quantiles(lik: Likelihood, y, cavity_mean, cavity_std, ep: Projection, qp: Projection, points: int = QUANTILE_POINTS,
+              engine: str = "auto") -> dict:
     """Panel (b): quantile functions on u = Phi(z), z in [-3.5, 3.5].
 
     ``tilted`` = F^-1(u) (``qpviz.tilted.tilted_quantile``); ``ep`` = mu + sigma_EP z;
@@ -139,20 +141,22 @@ def quantiles(lik: Likelihood, y, cavity_mean, cavity_std, ep: Projection, qp: P
     mean = float(ep.mean)
     ep_std = float(np.sqrt(ep.var))
     qp_std = float(np.sqrt(qp.var))
-    tilted = tilted_quantile(lik, u, y, cavity_mean, cavity_std**2, engine="numpy")  # no compile; ~3 ms
+    # numba ~0.4-1.5 ms for the 121 points, the NumPy engine ~4-5 ms (nothing to compile)
+    tilted = tilted_quantile(lik, u, y, cavity_mean, cavity_std**2, engine=engine)
     return {"u": u, "z": z, "tilted": tilted, "ep": mean + ep_std * z, "qp": mean + qp_std * z}
 
 
-def summary(lik: Likelihood, y, cavity_mean, cavity_std, ep: Projection, qp: Projection, tilted_dist=None) -> dict:
+def summary(lik: Likelihood, y, cavity_mean, cavity_std, ep: Projection, qp: Projection, tilted_dist=None,
+            engine: str = "auto") -> dict:
     """Panel (c): Z, log Z, tilted mean, var_EP, var_QP, var_QP/var_EP, W2 and KL of each Gaussian
     to the tilted distribution (Prop. 1 / KL definition) and each site update (eq. 6).
-    ``tilted_dist``: the tilted distribution's :class:`qpviz.tilted.TiltedSummary`, if computed."""
+    ``tilted_dist``: the tilted distribution's :class:`qpviz.tilted.TiltedSummary`, if computed
+    (else computed with ``engine``)."""
     var = cavity_std**2
     means = np.array([float(ep.mean), float(qp.mean)])
     variances = np.array([float(ep.var), float(qp.var)])
-    if tilted_dist is None:
-        # one quadrature serves W2 and KL; the NumPy engine (~1 ms for one point) needs no compilation
-        tilted_dist = tilted_summary(lik, y, cavity_mean, var, engine="numpy")
+    if tilted_dist is None:  # one quadrature serves W2 and KL (numba ~0.2 ms, the NumPy engine ~1-4 ms)
+        tilted_dist = tilted_summary(lik, y, cavity_mean, var, engine=engine)
     w2 = w2_to_gaussian(lik, y, cavity_mean, var, means, variances, summary=tilted_dist)
     kl = kl_to_gaussian(lik, y, cavity_mean, var, means, variances, summary=tilted_dist)
     out = {
@@ -230,6 +234,6 @@ def compute(lik: Likelihood, y: float, cavity_mean: float, cavity_std: float, en
         )
     return ExplorerResult(
         densities=densities(lik, y, cavity_mean, cavity_std, ep, qp),
-        quantiles=quantiles(lik, y, cavity_mean, cavity_std, ep, qp),
-        summary=summary(lik, y, cavity_mean, cavity_std, ep, qp, tilted_dist),
+        quantiles=quantiles(lik, y, cavity_mean, cavity_std, ep, qp, engine=engine),
+        summary=summary(lik, y, cavity_mean, cavity_std, ep, qp, tilted_dist, engine=engine),
     )
