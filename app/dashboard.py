@@ -101,8 +101,8 @@ def compile_in_child(target: str) -> bool:
     child = subprocess.run([sys.executable, "-m", "qpviz.warmup", "--what", target, "--jobs", "1", "--background",
                             str(os.getpid())], stderr=subprocess.PIPE, text=True)
     if child.returncode != 0:
-        LOG.warning("qpviz: compiling the %s kernels in a child process failed (exit %s); they compile where they "
-                    "are first used:\n%s", target, child.returncode, child.stderr[-2000:])
+        LOG.warning("qpviz: compiling the %s kernels in a child process failed (exit %s); the server compiles them "
+                    "where it needs them:\n%s", target, child.returncode, child.stderr[-2000:])
     return child.returncode == 0
 
 
