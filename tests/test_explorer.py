@@ -785,7 +785,8 @@ def test_the_numpy_engine_gives_the_kernels_views_to_the_tables_error(name):
 def test_the_page_built_before_its_kernels_compiles_nothing(tmp_path):
     """The Projection Explorer built while its kernels compile (a first start: a future not done)
     writes nothing to an empty numba cache: its views and map come from NumPy quadrature. The
-    control afterwards (the kernels' own view) writes kernels there, so the cache is the one used."""
+    control afterwards (a likelihood's closed-form moments, a kernel) writes there, so the cache is
+    the one used."""
     import empty_numba_cache  # noqa: PLC0415
 
     code = (
@@ -797,7 +798,7 @@ def test_the_page_built_before_its_kernels_compiles_nothing(tmp_path):
         "page.state.update(cavity_mean=0.3, y=4)\n"
         "assert page.state.engine == 'numpy' and page.state.error == '', page.state.error\n"
         "print(cache_files())\n"
-        "explorer.ExplorerState(**explorer.OPENING_VIEW)\n"
+        "explorer.build_likelihood('probit').tilted_moments(1.0, 0.0, 1.0)\n"  # the control: a kernel, cached
         "print(len(cache_files()))\n"
     )
     compiled, control = empty_numba_cache.run(code, tmp_path / "numba")[-2:]
