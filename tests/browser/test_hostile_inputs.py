@@ -463,8 +463,9 @@ def enter(box, text: str) -> bool:
 
 
 def wait_for_any_message(page: Page, cls: str, needles: list[str], timeout_ms: float) -> None:
-    page.wait_for_function(f"([cls, needles]) => {{ const m = ({MESSAGE_JS})(cls); return needles.some(n => m.includes(n)); }}",
-                           arg=[cls, needles], timeout=timeout_ms)
+    page.wait_for_function(
+        f"([cls, needles]) => {{ const m = ({MESSAGE_JS})(cls); return needles.some(n => m.includes(n)); }}",
+        arg=[cls, needles], timeout=timeout_ms)
 
 
 @pytest.mark.parametrize("view_page", TYPED_VIEWS, indirect=True)
@@ -500,7 +501,8 @@ def test_every_typed_number_box_names_a_hostile_value_with_its_range_and_keeps_t
             # a number box (an editable slider's) drops the keystrokes it refuses at once, in the browser:
             # then no value reaches the page and no message is awaited (it would be 10 s of waiting)
             if not enter(box, typed):
-                assert box.input_value() in (first_good, ""), f"{field.name}={typed}: the box shows {box.input_value()!r}"
+                shown = box.input_value()
+                assert shown in (first_good, ""), f"{field.name}={typed}: the box shows {shown!r}"
                 assert not text_box or box.input_value() == first_good
             else:
                 wait_for_any_message(page, view.error_class, refusals_of(field, typed), 10_000)
