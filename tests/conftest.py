@@ -48,6 +48,8 @@ SLOW_FIRST = {
     "tests/browser/test_script_injection.py::test_a_link_value_is_shown_as_text": 10,
     "tests/gpdemo/test_mcmc_reference_presets.py::test_reference_agrees_with_ep_and_reports_its_diagnostics[Poisson": 25,
     "tests/browser/test_page_links.py": 25,
+    # a server of its own on an empty numba cache, kept until its kernels are compiled
+    "tests/browser/test_explorer_page.py::test_a_first_start": 25,
     "tests/browser/test_script_injection.py": 20,
     "tests/browser/test_layout.py": 15,
     "tests/browser/test_gp2d_page.py::test_slider_refits_and_redraws_then_projector_mode_enlarges_the_text": 20,
