@@ -98,8 +98,21 @@ def is_stale(package: Path = PACKAGE) -> bool:
         return True
 
 
+#: A finished warm-up's record (:mod:`qpviz.warmup`), one per target, in the package's __pycache__.
+WARMUP_STAMP = "warmup-{}.txt"
+
+
+def warmup_stamp(what: str, package: Path = PACKAGE) -> Path:
+    """Where the record of a finished warm-up of ``what`` is kept."""
+    return package / "__pycache__" / WARMUP_STAMP.format(what)
+
+
 def clear_caches(package: Path = PACKAGE) -> int:
-    """Delete every numba cache file of the package; returns how many were deleted."""
+    """Delete every numba cache file of the package, and the warm-ups' records of them (a record
+    left behind let a warm-up under way count as finished once it had written as many files: a
+    page then compiled in the server what a child process was compiling); returns how many cache
+    files were deleted."""
+    _unlink_all(sorted((package / "__pycache__").glob(WARMUP_STAMP.format("*"))))
     return _unlink_all(cache_files(package))
 
 

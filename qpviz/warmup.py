@@ -259,9 +259,9 @@ def run(group: list[tuple[str, Callable[[], None]]], report: Callable[[str, floa
 
 
 def _stamp(what: str):
-    from qpviz.cache import PACKAGE
+    from qpviz.cache import warmup_stamp
 
-    return PACKAGE / "__pycache__" / f"warmup-{what}.txt"
+    return warmup_stamp(what)
 
 
 def _state() -> str:

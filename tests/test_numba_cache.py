@@ -42,11 +42,15 @@ def test_caches_are_dropped_on_first_sight_and_after_any_edit_only(tmp_path, mon
     assert not any(c.exists() for c in caches)
 
 
-def test_clear_drops_every_cache_file_and_nothing_else(tmp_path):
+def test_clear_drops_every_cache_file_and_the_warm_ups_records_and_nothing_else(tmp_path):
     package, caches, bytecode = _fake_package(tmp_path)
+    stamps = [cache.warmup_stamp(what, package) for what in ("explorer", "all")]
+    for stamp in stamps:
+        stamp.write_text("fingerprint 2")
     assert cache.cache_files(package) == sorted(caches)
     assert cache.clear_caches(package) == 2
     assert cache.cache_files(package) == [] and bytecode.exists()
+    assert not any(stamp.exists() for stamp in stamps)  # a record of kernels no longer there
 
 
 def test_redirected_cache_dir_is_left_alone(tmp_path, monkeypatch):
