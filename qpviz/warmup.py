@@ -183,8 +183,9 @@ def steps(what: str) -> list[list[tuple[str, Callable[[], None]]]]:
     the module docstring), group 2 runs after both and uses everything.
 
     ``explorer`` is what the explorer's first page needs: the moments and the QP table of the
-    likelihood it opens on (:data:`qpviz.explorer.OPENING_VIEW`; its one-point quadratures run on the
-    NumPy engine: nothing to compile); ``fit`` what probit EP and QP fits need; ``sparse`` adds the
+    likelihood it opens on (:data:`qpviz.explorer.OPENING_VIEW`) and, in its last step (the opening
+    view), the tilted quadrature's kernels of its quantiles, W2 and KL (until they are ready the page
+    computes by NumPy quadrature); ``fit`` what probit EP and QP fits need; ``sparse`` adds the
     sparse (Power EP / QP) fits (the Sparse and VSGP pages); ``all`` adds the tilted quadrature,
     every other likelihood the page offers, the fits, the sparse fits and the MCMC reference.
     """

@@ -17,8 +17,8 @@ def test_every_step_is_run_once_and_the_last_group_uses_the_others(what):
     # the explorer's first page opens on its own likelihood; the fits start with probit
     opening = OPENING_VIEW["likelihood"]
     assert tables == {"explorer": {opening}, "fit": {"probit"}, "sparse": {"probit"}, "all": {opening, "probit"}}[what]
-    # the tilted quadrature only for "all": the explorer's one-point quadratures use the NumPy
-    # engine and EP with closed-form moments compiles without it
+    # the tilted quadrature's own steps only for "all": the explorer's opening view (its last step)
+    # compiles what it uses of it, and EP with closed-form moments compiles without it
     assert ("tilted quadrature: panels" in [label for label, _ in groups[0]]) == (what == "all")
     last = [label for label, _ in groups[2]]
     assert ("explorer page" in last) == (what in ("explorer", "all"))
