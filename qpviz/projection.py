@@ -131,10 +131,7 @@ def project(likelihood: Likelihood, y, cavity_mean, cavity_var, method: str = "e
         raise TypeError("likelihood must be a qpviz likelihood, e.g. qpviz.likelihood('probit')")
     y, m, v = _validated(likelihood, y, cavity_mean, cavity_var)  # once: vectorised, no per-point Python
     log_z, mean, var = (np.asarray(a, float) for a in likelihood._tilted_moments(y, m, v))
-    if likelihood.log_concave:
-        # a log-concave likelihood never widens the cavity (var_EP <= v, Brascamp-Lieb); quadrature
-        # rounding may (laplace, y = 0, m = 5, s = 0.05: var = v (1 + 4e-15), a site precision < 0)
-        var = np.minimum(var, v)
+    var = ep_variance(likelihood, var, v)
     if method == "qp" and not likelihood.gaussian_tilted:
         # Theorem 2 bounds sigma_QP by sigma_EP; a table's 1e-8 error must not cross the bound where
         # the two are nearly equal (far-out cavities: both ~ cavity_var (1 - 1e-14))
@@ -142,6 +139,13 @@ def project(likelihood: Likelihood, y, cavity_mean, cavity_var, method: str = "e
         reuse = isinstance(qp_var, np.ndarray) and qp_var.shape == var.shape and qp_var.flags.writeable
         var = np.minimum(qp_var, var, out=qp_var if reuse else None)  # no second 1e6-point array
     return Projection(method, mean, var, log_z, m, v)
+
+
+def ep_variance(likelihood: Likelihood, var, cavity_var):
+    """var_EP from the tilted variance ``var``: capped at ``cavity_var`` for a log-concave likelihood,
+    which never widens the cavity (var_EP <= v, Brascamp-Lieb); quadrature rounding may (laplace,
+    y = 0, m = 5, s = 0.05: var = v (1 + 4e-15), a site precision < 0)."""
+    return np.minimum(var, cavity_var) if likelihood.log_concave else var
 
 
 def _validated(likelihood, y, cavity_mean, cavity_var):

@@ -21,7 +21,7 @@ import qpviz
 from qpviz.explorer.inputs import CAVITY_MEAN_SLIDER, CAVITY_STD_SLIDER, build_likelihood
 from qpviz.gpdemo.jobs import LRUCache
 from qpviz.likelihoods.base import Likelihood
-from qpviz.projection import Projection, kl_to_gaussian, qp_variance, w2_to_gaussian
+from qpviz.projection import Projection, ep_variance, kl_to_gaussian, qp_variance, w2_to_gaussian
 from qpviz.tilted import tilted_quantile, tilted_summary
 
 __all__ = ["COMMON_RATIO_SCALE", "DENSITY_POINTS", "QUANTILE_POINTS", "Z_MAX", "MAP_SHAPE", "normal_pdf",
@@ -61,7 +61,7 @@ def _numpy_projections(lik: Likelihood, y, cavity_mean, cavity_var):
     ``qpviz.project`` caps them."""
     tilted_dist = tilted_summary(lik, y, cavity_mean, cavity_var, closed_form=False, engine="numpy")
     m, v = np.broadcast_arrays(np.asarray(cavity_mean, float), np.asarray(cavity_var, float))
-    var = np.minimum(tilted_dist.var, v) if lik.log_concave else tilted_dist.var
+    var = ep_variance(lik, tilted_dist.var, v)
     qp_var = var if lik.gaussian_tilted else np.minimum(tilted_dist.qp_std**2, var)
     return (Projection("ep", tilted_dist.mean, var, tilted_dist.log_z, m, v),
             Projection("qp", tilted_dist.mean, qp_var, tilted_dist.log_z, m, v), tilted_dist)
@@ -104,11 +104,8 @@ def densities(lik: Likelihood, y, cavity_mean, cavity_std, ep: Projection, qp: P
     x = _with_kinks(np.linspace(lo, hi, points), lik.kinks(y))  # a jump of p(y|f) is drawn vertically
     var = cavity_std**2
     cavity = normal_pdf(x, cavity_mean, var)
-    # log q(x) = log p(y|x) + log N(x|m, s^2) - log Z (eq. 4), with the projection's log Z (the
-    # likelihood's tilted_logpdf computes the moments again, with numba kernels)
-    log_cavity = -0.5 * (x - cavity_mean) ** 2 / var - 0.5 * np.log(2 * np.pi * var)
-    with np.errstate(divide="ignore"):
-        tilted = np.exp(lik.log_prob(y, x) + log_cavity - float(ep.log_z))
+    # the projection's log Z: not computed again (with numba kernels)
+    tilted = np.exp(lik.tilted_logpdf(x, y, cavity_mean, var, log_z=float(ep.log_z)))
     ep_pdf = normal_pdf(x, float(ep.mean), float(ep.var))
     qp_pdf = normal_pdf(x, float(qp.mean), float(qp.var))
     with np.errstate(divide="ignore", under="ignore"):

@@ -211,12 +211,14 @@ class Likelihood:
         out = batch(*leading, *(np.ascontiguousarray(a, dtype=np.float64).reshape(-1) for a in (y, m, v)))
         return tuple(out[j].reshape(np.shape(y)) for j in range(3))
 
-    def tilted_logpdf(self, x, y, cavity_mean, cavity_var) -> np.ndarray:
-        """log q(x) of the tilted distribution."""
+    def tilted_logpdf(self, x, y, cavity_mean, cavity_var, log_z=None) -> np.ndarray:
+        """log q(x) of the tilted distribution (eq. 4); ``log_z``: its log Z if already known (else
+        computed with :meth:`tilted_moments`)."""
         y = self.check_y(y)
         m, v = check_cavity(cavity_mean, cavity_var)
         x = as_float_array(x, "x")
-        log_z = self.tilted_moments(y, m, v).log_z
+        if log_z is None:
+            log_z = self.tilted_moments(y, m, v).log_z
         log_cavity = -0.5 * (x - m) ** 2 / v - 0.5 * np.log(2 * np.pi * v)
         with np.errstate(divide="ignore"):
             return self.log_prob(y, x) + log_cavity - log_z  # a tempered log_prob includes alpha
