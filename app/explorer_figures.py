@@ -8,16 +8,20 @@ from __future__ import annotations
 
 import math
 import weakref
+from dataclasses import dataclass
 
 import numpy as np
 import panel as pn
-from bokeh.models import CDSView, ColorBar, ColumnDataSource, GlyphRenderer, IndexFilter, Range1d
+from bokeh import events
+from bokeh.models import CDSView, ColorBar, ColumnDataSource, GlyphRenderer, HoverTool, IndexFilter, LinearColorMapper, Range1d
+from bokeh.palettes import Cividis256
 from bokeh.plotting import figure
 
 from qpviz import explorer
 
-__all__ = ["COLOURS", "DASHES", "LABELS", "CURVES", "ExplorerFigures", "NumbersPane", "numbers_html", "html_table", "set_data", "show_columns",
-           "style_figure", "legend_below", "EmptyExtent", "PAD_TO", "padded"]
+__all__ = ["COLOURS", "DASHES", "LABELS", "CURVES", "ExplorerFigures", "MapView", "RatioMap", "map_view", "NumbersPane",
+           "numbers_html", "html_table", "set_data", "show_columns", "style_figure", "legend_below", "EmptyExtent", "PAD_TO",
+           "padded", "centred_image"]
 
 #: Okabe-Ito colours (colour-blind safe); curves also differ by dash pattern.
 COLOURS = {
@@ -354,3 +358,90 @@ class ExplorerFigures:
             # a fixed room for the y tick labels: a cavity move that changes their width then
             # repaints the figure without laying the page out again (~10 ms per move measured)
             fig.min_border_left = 100 if projector else 70
+
+
+def centred_image(xs: np.ndarray, ys: np.ndarray) -> dict:
+    """Where a Bokeh image of values on the grid ``xs`` x ``ys`` goes (its ``x``, ``y``, ``dw`` and
+    ``dh`` columns) so that each pixel is centred on its grid point."""
+    lo, hi, blo, bhi = float(xs[0]), float(xs[-1]), float(ys[0]), float(ys[-1])
+    half_x, half_y = (hi - lo) / (len(xs) - 1) / 2, (bhi - blo) / (len(ys) - 1) / 2
+    return {"x": [lo - half_x], "y": [blo - half_y], "dw": [hi - lo + 2 * half_x], "dh": [bhi - blo + 2 * half_y]}
+
+
+#: The ratio of view (d), as the hover tool and the colour bar name it.
+RATIO_LABEL = "var_QP / var_EP"
+
+
+@dataclass(frozen=True)
+class MapView:
+    """What view (d) draws: ``ratio[i_std, i_mean]`` on the grid ``means`` x ``stds``, its title
+    and its colour range (``low``, ``high``)."""
+
+    means: np.ndarray
+    stds: np.ndarray
+    ratio: np.ndarray
+    title: str
+    low: float
+    high: float
+
+
+def map_view(data: dict | None, likelihood: str, y, scale: str = "own") -> MapView:
+    """View (d) of a ratio map (:func:`qpviz.explorer.ratio_map`'s dict; None: it could not be
+    computed, shown as "not available" over the valid cavities), in its own colour range (its
+    smallest to largest ratio) or, ``scale`` "common", in explorer.COMMON_RATIO_SCALE."""
+    title = f"(d) {RATIO_LABEL} for {likelihood}, y = {float(y):g}"
+    if data is None:
+        data = {"means": np.array(explorer.CAVITY_MEAN_SLIDER), "stds": np.array(explorer.CAVITY_STD_SLIDER),
+                "ratio": np.full((2, 2), np.nan)}
+        title += ": not available"
+    ratio = data["ratio"]
+    finite = ratio[np.isfinite(ratio)]
+    if scale == "common":
+        low, high = explorer.COMMON_RATIO_SCALE
+    elif finite.size:
+        low, high = float(finite.min()), float(finite.max())
+        if not high > low:  # one value everywhere (a Gaussian likelihood: ratio 1): its colour is the top one
+            low = high - 0.01
+    else:
+        low, high = explorer.COMMON_RATIO_SCALE
+    return MapView(data["means"], data["stds"], ratio, title, low, high)
+
+
+class RatioMap:
+    """View (d): the var_QP/var_EP map as a Bokeh image (canvas, not WebGL: without a GPU, as on
+    classroom laptops and CI, canvas draws faster), with its colour bar, a hover tool, the cavity
+    marker and a click that calls ``on_tap(mean, std)``.
+
+    Plain Bokeh rather than a HoloViews element: HoloViews, and the pandas and colorcet it imported
+    to draw one image, cost the page's first build about a second (issue 22 point 4). The axes
+    show the valid cavities only, and zoom and pan stay within them (the image's half pixels beyond
+    them include a negative std). :meth:`show` replaces the image's data in place.
+    """
+
+    def __init__(self, marker: ColumnDataSource, on_tap):
+        (mean_lo, mean_hi), (std_lo, std_hi) = explorer.CAVITY_MEAN_SLIDER, explorer.CAVITY_STD_SLIDER
+        self.colours = LinearColorMapper(palette=list(Cividis256), low=0.0, high=1.0, nan_color="#d9d9d9")
+        self.source = ColumnDataSource({"ratio": [np.full((2, 2), np.nan)], "x": [mean_lo], "y": [std_lo],
+                                        "dw": [mean_hi - mean_lo], "dh": [std_hi - std_lo]})
+        fig = figure(x_range=Range1d(mean_lo, mean_hi, bounds=(mean_lo, mean_hi)),
+                     y_range=Range1d(std_lo, std_hi, bounds=(std_lo, std_hi)),
+                     x_axis_label="cavity mean m", y_axis_label="cavity std s", height=330, min_width=300,
+                     sizing_mode="stretch_width", tools="pan,wheel_zoom,box_zoom,reset,save", active_scroll="wheel_zoom",
+                     toolbar_location="right", output_backend="canvas")
+        image = fig.image(image="ratio", x="x", y="y", dw="dw", dh="dh", source=self.source, color_mapper=self.colours)
+        fig.add_tools(HoverTool(renderers=[image], tooltips=[
+            ("cavity mean m", "$x{0.00}"), ("cavity std s", "$y{0.00}"), (RATIO_LABEL, "@ratio{0.0000}")]))
+        fig.add_layout(ColorBar(color_mapper=self.colours, width=12), "right")
+        fig.grid.visible = False
+        # level "overlay": Bokeh repaints only the overlay canvas of the map when the marker moves,
+        # not the image, axes and colour bar beneath it
+        fig.scatter("x", "y", source=marker, marker="circle_x", size=18, line_width=2.5, line_color="black",
+                    fill_color="white", level="overlay")
+        fig.on_event(events.Tap, lambda event: on_tap(event.x, event.y))
+        self.figure = fig
+
+    def show(self, view: MapView) -> None:
+        """Draw ``view`` (call inside pn.io.hold)."""
+        self.source.data = {"ratio": [view.ratio], **centred_image(view.means, view.stds)}
+        self.colours.update(low=view.low, high=view.high)
+        self.figure.title.text = view.title

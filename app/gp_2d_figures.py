@@ -17,7 +17,7 @@ from bokeh.plotting import figure as bokeh_figure
 from bokeh.plotting.contour import contour_data
 
 from colours import METHOD_COLOURS
-from explorer_figures import legend_below, padded, set_data, style_figure
+from explorer_figures import centred_image, legend_below, padded, set_data, style_figure
 from qpviz.gpdemo import sd_ratio, twod
 from qpviz.gpdemo.twod_model import INLINE_METHODS, METHOD_LABELS
 
@@ -136,18 +136,15 @@ class GridFigure:
              centre: float = 0.0) -> None:
         """Draw ``values`` (indexed [x2, x1] on fit's grid), the points (X, y) and the title;
         ``clim`` = c sets the colour range to [centre - c, centre + c]."""
-        lo, hi, blo, bhi = float(fit.x1[0]), float(fit.x1[-1]), float(fit.x2[0]), float(fit.x2[-1])
-        # the image's pixels are centred on the grid points
-        half1, half2 = (hi - lo) / (len(fit.x1) - 1) / 2, (bhi - blo) / (len(fit.x2) - 1) / 2
-        place = {"x": [lo - half1], "y": [blo - half2], "dw": [hi - lo + 2 * half1], "dh": [bhi - blo + 2 * half2]}
+        place = centred_image(fit.x1, fit.x2)  # the image's pixels are centred on the grid points
         shown = self.image.data
         if all(shown[key] == value for key, value in place.items()) and shown["image"][0].shape == values.shape:
             # the same grid (a slider step): only the new pixels travel (a patch), not a new source
             self.image.patch({"image": [(0, values)]})
         else:
             self.image.data = {"image": [values], **place}
-        self.x_range.update(start=lo - half1, end=hi + half1)
-        self.y_range.update(start=blo - half2, end=bhi + half2)
+        self.x_range.update(start=place["x"][0], end=place["x"][0] + place["dw"][0])
+        self.y_range.update(start=place["y"][0], end=place["y"][0] + place["dh"][0])
         if clim is not None:
             self.mapper.update(low=centre - clim, high=centre + clim)
         elif not self.fixed_clim:

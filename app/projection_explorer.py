@@ -4,15 +4,15 @@ A thin Panel view over :mod:`qpviz.explorer`: the widgets call ``ExplorerState.u
 validates and computes), views (a)-(c) are Bokeh figures whose data sources are patched in
 place from the state's ``result``, so a slider move only streams new arrays to the browser
 (a HoloViews DynamicMap per plot cost ~100 ms of Python per update here, too slow for the
-100 ms budget). The var_QP/var_EP map (d) is a HoloViews image, recomputed (and cached by
-``explorer.cached_ratio_map``) only when the likelihood, its parameters or y change; moving the
-cavity only moves its marker. Clicking the map moves the cavity (HoloViews Tap stream).
+100 ms budget). The var_QP/var_EP map (d) is a Bokeh image too (explorer_figures.RatioMap),
+recomputed (and cached by ``explorer.cached_ratio_map``) only when the likelihood, its parameters
+or y change; moving the cavity only moves its marker. Clicking the map moves the cavity.
 
 Where the time of a slider move goes, and what keeps it within 100 ms (key press to painted
 plots, benchmarks/bench_explorer_latency.py): see explorer_figures.show_columns (patches, not
 new data: no legend rebuild), explorer_figures.ExplorerFigures (ranges set here, shared quantile
 source), explorer_widgets.PromptFloatSlider (5 ms debounce), explorer_widgets.UrlState (URL
-written once the sliders rest), _add_marker (marker on the overlay layer), map_image (canvas,
+written once the sliders rest), explorer_figures.RatioMap (marker on the overlay layer; canvas,
 not WebGL) and app/tcp_nodelay.py (no Nagle waits).
 
 A link is read whole (:meth:`ProjectionExplorer.apply_link`, :func:`qpviz.explorer.read_link`): a
@@ -28,19 +28,15 @@ in app/explorer_widgets.py.
 """
 from __future__ import annotations
 
-import functools
 import json
-import weakref
 from concurrent.futures import Future
 
-import holoviews as hv
-import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh backend that .opts() needs)
 import numpy as np
 import panel as pn
 import param
 
 from binding import forward, holds
-from explorer_figures import ExplorerFigures, NumbersPane, numbers_html, style_figure
+from explorer_figures import ExplorerFigures, MapView, NumbersPane, RatioMap, map_view, numbers_html, style_figure
 from explorer_widgets import PROJECTOR_WIDGET_CSS, ParameterInputs, PromptFloatSlider, PromptIntSlider, UrlState
 from figure_export import export_buttons
 from layout import CONTROLS_WIDTH, enlarge, explained, set_projector, view_grid
@@ -112,18 +108,6 @@ EXPLANATIONS = {
     ),
 }
 
-
-
-def _call_page_hook(page_ref: weakref.ref, method: str, plot, element) -> None:
-    """A HoloViews hook that calls ``method`` of the page if it is still alive.
-
-    HoloViews keeps every hook in its global options store (``Store._custom_options``) for the
-    life of the server; a bound method there kept each closed session's page, with its figures
-    and widgets, alive for ever (measured: every explorer session stayed in memory). The store
-    holds this function and a weak reference instead."""
-    page = page_ref()
-    if page is not None:
-        getattr(page, method)(plot, element)
 
 
 class ProjectionExplorer(pn.viewable.Viewer):
@@ -334,7 +318,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
         self.alert.visible = bool(self.state.error)
 
     def _on_tap(self, x=None, y=None) -> None:
-        """Tap stream subscriber: move the cavity to the clicked (mean, std), clipped to the map."""
+        """A click on the map: move the cavity to the clicked (mean, std), clipped to the map."""
         if x is None or y is None:
             return
         lo, hi = explorer.CAVITY_STD_SLIDER
@@ -362,56 +346,32 @@ class ProjectionExplorer(pn.viewable.Viewer):
     def _style_figures(self, *events) -> None:
         """Font sizes of every figure (larger in projector mode)."""
         self.views.style(self.projector)
-        if self._map_figure is not None:
-            style_figure(self._map_figure, self.projector)
+        style_figure(self._map_figure, self.projector)
 
-    def map_image(self, likelihood, likelihood_params, y, scale="own") -> hv.Image:
-        """View (d): the var_QP/var_EP map for the current likelihood and y (not the cavity), in its
-        own colour range or (``scale`` "common") in explorer.COMMON_RATIO_SCALE for every likelihood."""
-        title = f"(d) var_QP / var_EP for {likelihood}, y = {float(y):g}"
+    def map_view(self, likelihood, likelihood_params, y, scale="own") -> MapView:
+        """View (d): the var_QP/var_EP map for a likelihood and y (not the cavity), in its own colour
+        range or (``scale`` "common") in explorer.COMMON_RATIO_SCALE for every likelihood; a map
+        that cannot be computed is shown "not available" and its error in the page's alert."""
         try:
             data = explorer.cached_ratio_map(likelihood, likelihood_params, y, engine=self.state.engine)
         except Exception as exc:  # shown on the page, never raised into the browser
             self.state.error = f"the var_QP/var_EP map could not be computed: {exc}"
-            data = {"means": np.array(explorer.CAVITY_MEAN_SLIDER), "stds": np.array(explorer.CAVITY_STD_SLIDER),
-                    "ratio": np.full((2, 2), np.nan)}
-            title += ": not available"
-        image = hv.Image((data["means"], data["stds"], data["ratio"]), ["cavity mean m", "cavity std s"], "var_QP / var_EP")
-        common = {"clim": explorer.COMMON_RATIO_SCALE} if scale == "common" else {}
-        return image.opts(
-            cmap="cividis", colorbar=True, tools=["hover", "tap"], title=title, height=330, responsive=True,
-            min_width=300, toolbar="right", hooks=[functools.partial(_call_page_hook, weakref.ref(self), "_add_marker")],
-            # the axes show the valid cavities only (the image's half pixels beyond them included
-            # a negative std)
-            xlim=explorer.CAVITY_MEAN_SLIDER, ylim=explorer.CAVITY_STD_SLIDER,
-            # HoloViews asks for WebGL; without a GPU (classroom laptops, CI) canvas draws faster
-            backend_opts={"plot.output_backend": "canvas"}, **common,
-        )
+            data = None
+        return map_view(data, likelihood, y, scale)
 
-    def _add_marker(self, plot, element) -> None:
-        """HoloViews hook: draw the cavity marker from self.marker on the map's Bokeh figure once,
-        so moving the cavity updates one tiny data source instead of re-rendering the map; bound
-        its zoom and pan to the valid cavities."""
-        fig = plot.state
-        self._map_figure = fig
-        fig.x_range.bounds = explorer.CAVITY_MEAN_SLIDER  # the wheel zoomed out to negative stds
-        fig.y_range.bounds = explorer.CAVITY_STD_SLIDER
-        if self._marker_renderer is None or self._marker_renderer not in fig.renderers:
-            # level "overlay": Bokeh repaints only the overlay canvas of the map when the marker
-            # moves, not the image, axes and colour bar beneath it
-            self._marker_renderer = fig.scatter("x", "y", source=self.marker, marker="circle_x", size=18, line_width=2.5,
-                                                  line_color="black", fill_color="white", level="overlay")
-        self._style_figures()
+    def _refresh_map(self, *events) -> None:
+        s = self.state
+        with pn.io.hold():
+            self.map.show(self.map_view(s.likelihood, s.likelihood_params, s.y, self.map_scale.value))
 
-    def _build_map(self) -> pn.pane.HoloViews:
-        self._map_figure = None
-        self._marker_renderer = None
-        inputs = hv.streams.Params(self.state, ["likelihood", "likelihood_params", "y"])
-        scale = hv.streams.Params(self.map_scale, ["value"], rename={"value": "scale"})
-        image = hv.DynamicMap(self.map_image, streams=[inputs, scale])
-        self.tap = hv.streams.Tap(source=image, x=None, y=None)
-        self.tap.add_subscriber(self._on_tap)
-        return pn.pane.HoloViews(image, sizing_mode="stretch_width", css_classes=["qpviz-map"])
+    def _build_map(self) -> pn.pane.Bokeh:
+        self.map = RatioMap(self.marker, self._on_tap)
+        self._map_figure = self.map.figure
+        self.state.param.watch(self._refresh_map, ["likelihood", "likelihood_params", "y"])
+        self.map_scale.param.watch(self._refresh_map, "value")
+        self._refresh_map()
+        self.map.figure.css_classes = ["qpviz-map"]  # (Panel's Bokeh pane does not pass its own to the figure)
+        return pn.pane.Bokeh(self.map.figure, sizing_mode="stretch_width")
 
     def _explained(self, view, key: str) -> pn.Column:
         return explained(view, EXPLANATIONS[key], self._texts)
@@ -485,11 +445,17 @@ def url_keys() -> tuple[str, ...]:
 
 def warm_server(kernels: Future) -> str:
     """Once per server, before its first session (app/app_hooks.py): the opening view and its map
-    computed as the page will compute them (explorer.opening_view); what was done, for the log."""
+    computed as the page will compute them (explorer.opening_view; the map read from disk where a
+    warm-up stored it); what was done, for the log."""
+    from qpviz import warmup  # noqa: PLC0415
+
     engine = explorer.engine_for(kernels)
     explorer.opening_view(engine)
-    return "opening view and map computed" + ("" if engine == "auto" else
-                                              " by NumPy quadrature; its kernels are compiling")
+    if engine == "auto":
+        return "opening view and map computed"
+    if warmup.is_warm(pages.info(__name__).kernels):  # dashboard.kernels_ready deferred their loading
+        return "opening view and map computed by NumPy quadrature; its kernels load after the first page"
+    return "opening view and map computed by NumPy quadrature; its kernels are compiling"
 
 
 def page(kernels: Future | None = None) -> tuple[str, pn.viewable.Viewable]:

@@ -87,7 +87,7 @@ def rewarm() -> None:
 def clear_caches() -> None:
     """What ``python -m qpviz.cache clear`` does, plus the warm-up's stamps (by hand, so that this
     file also measures checkouts from before qpviz.cache)."""
-    for pattern in ("*.nbi", "*.nbc", "warmup-*.txt", "*.fastform.npz"):  # and the tables' cached fast forms
+    for pattern in ("*.nbi", "*.nbc", "warmup-*.txt", "*.fastform.npz", "*.ratiomap.npz"):  # and the tables' cached fast forms, the stored maps
         for path in (ROOT / "qpviz").rglob(f"__pycache__/{pattern}"):
             path.unlink()
 

@@ -34,7 +34,7 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["PACKAGE", "STAMP_NAME", "TABLE_CACHE_SUFFIX", "cache_files", "table_cache_dir", "table_cache_files",
+__all__ = ["PACKAGE", "STAMP_NAME", "TABLE_CACHE_SUFFIX", "RATIO_MAP_SUFFIX", "cache_files", "table_cache_dir", "table_cache_files",
            "clear_table_caches", "source_fingerprint", "is_stale", "drop_stale_caches",
            "clear_caches", "main"]
 
@@ -42,6 +42,9 @@ PACKAGE = Path(__file__).resolve().parent
 STAMP_NAME = "numba-sources.sha256"
 #: File name ending of a cached fast form of a QP table (:mod:`qpviz.tables.derived`).
 TABLE_CACHE_SUFFIX = ".fastform.npz"
+#: File name ending of a stored var_QP/var_EP map of the Projection Explorer (kept in the same
+#: folder: :func:`qpviz.explorer.views.store_ratio_map`).
+RATIO_MAP_SUFFIX = ".ratiomap.npz"
 
 
 def source_fingerprint(package: Path = PACKAGE) -> str:
@@ -82,7 +85,9 @@ def _unlink_all(paths) -> int:
 
 
 def clear_table_caches(package: Path = PACKAGE) -> int:
-    """Delete the cached fast forms of the QP tables; returns how many were deleted."""
+    """Delete the cached fast forms of the QP tables, and the explorer's stored maps beside them;
+    returns how many fast forms were deleted."""
+    _unlink_all(sorted(table_cache_dir(package).glob(f"*{RATIO_MAP_SUFFIX}")))
     return _unlink_all(table_cache_files(package))
 
 

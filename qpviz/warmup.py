@@ -125,10 +125,14 @@ def _opening_likelihood() -> str:
 
 
 def _explorer_page() -> None:
-    """The explorer's opening view, as the served page computes it."""
-    from qpviz.explorer import OPENING_VIEW, ExplorerState
+    """The explorer's opening view, as the served page computes it, and its map, kept on disk for
+    the server's start (qpviz.explorer.opening_view reads it there: a warm start loads no kernel
+    before its first page is shown)."""
+    from qpviz.explorer import OPENING_VIEW, ExplorerState, ratio_map
+    from qpviz.explorer.views import store_ratio_map
 
-    ExplorerState(**OPENING_VIEW)
+    state = ExplorerState(**OPENING_VIEW)
+    store_ratio_map(state.likelihood, state.likelihood_params, state.y, ratio_map(state.likelihood_object(), state.y))
 
 
 def _small_data():

@@ -504,11 +504,19 @@ def test_page_projection_toggles_hide_curves_and_numbers(explorer_page):
     assert "<th>EP</th>" not in explorer_page.numbers.object and "<th>QP</th>" in explorer_page.numbers.object
 
 
+def click_map(page, x: float, y: float) -> None:
+    """A click on the map as the browser reports it: Bokeh's Tap event on its figure."""
+    from bokeh.events import Tap  # noqa: PLC0415
+
+    page.map.figure._trigger_event(Tap(page.map.figure, x=x, y=y))
+
+
 def test_page_map_tap_moves_the_cavity(explorer_page):
-    explorer_page.tap.event(x=2.345, y=0.61)
+    click_map(explorer_page, 2.345, 0.61)
     assert (explorer_page.state.cavity_mean, explorer_page.state.cavity_std) == (2.35, 0.61)
     assert explorer_page.mean_slider.value == 2.35
-    explorer_page.tap.event(x=100.0, y=-3.0)  # outside the map: clipped into range
+    assert explorer_page.marker.data == {"x": [2.35], "y": [0.61]}  # the map's marker moved with it
+    click_map(explorer_page, 100.0, -3.0)  # outside the map: clipped into range
     assert (explorer_page.state.cavity_mean, explorer_page.state.cavity_std) == (explorer.CAVITY_MEAN_SLIDER[1], explorer.CAVITY_STD_SLIDER[0])
 
 
@@ -531,13 +539,64 @@ def test_page_map_failure_is_shown_not_raised(explorer_page, monkeypatch):
         raise ValueError("table file damaged")
 
     monkeypatch.setattr(explorer, "cached_ratio_map", broken)  # the page asks the library
-    image = explorer_page.map_image("probit", {}, 1.0)
-    assert "not available" in image.opts.get().kwargs["title"]
-    assert np.isnan(image.dimension_values(2)).all()
+    explorer_page.likelihood.value = "logistic"  # a map the page has not drawn
+    view = explorer_page.map_view("logistic", {}, 1.0)
+    assert "not available" in view.title and np.isnan(view.ratio).all()
+    assert explorer_page.map.figure.title.text == view.title and np.isnan(explorer_page.map.source.data["ratio"][0]).all()
+    assert np.isfinite([view.low, view.high]).all()  # the colour bar keeps a range
     assert "table file damaged" in shown(explorer_page.alert.object) and explorer_page.alert.visible
 
 
 # -- the classroom's findings (issue 10) ------------------------------------------------------------
+@pytest.fixture
+def map_folder(tmp_path, monkeypatch):
+    """The stored maps go to a folder of the test's (qpviz.cache.table_cache_dir follows NUMBA_CACHE_DIR)."""
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    return tmp_path / "qpviz-tables"
+
+
+def test_a_stored_map_is_read_back_for_the_same_sources_only(map_folder, monkeypatch):
+    from qpviz import cache  # noqa: PLC0415
+    from qpviz.explorer import views  # noqa: PLC0415
+
+    lik = explorer.build_likelihood("probit")
+    data = explorer.ratio_map(lik, 1.0)
+    assert views.stored_ratio_map("probit", {}, 1.0) is None
+    assert views.store_ratio_map("probit", {}, 1.0, data)
+    [path] = map_folder.glob(f"*{cache.RATIO_MAP_SUFFIX}")
+    read = views.stored_ratio_map("probit", {}, 1.0)
+    assert all(np.array_equal(read[key], data[key]) for key in ("means", "stds", "ratio"))
+    assert views.stored_ratio_map("probit", {}, -1.0) is None  # another observation: another map
+    monkeypatch.setattr(cache, "source_fingerprint", lambda package=cache.PACKAGE: "edited sources")
+    assert views.stored_ratio_map("probit", {}, 1.0) is None  # a map of other sources is never read
+    monkeypatch.undo()
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(map_folder.parent))
+    path.write_bytes(b"damaged")
+    assert views.stored_ratio_map("probit", {}, 1.0) is None
+    np.savez(path, means=data["means"], stds=data["stds"], ratio=data["ratio"][:-1])  # not the map's shape
+    assert views.stored_ratio_map("probit", {}, 1.0) is None
+    assert views.store_ratio_map("probit", {}, 1.0, data) and views.stored_ratio_map("probit", {}, 1.0) is not None
+    cache.clear_table_caches()  # `python -m qpviz.cache clear` (and a change of the sources) removes it
+    assert list(map_folder.glob(f"*{cache.RATIO_MAP_SUFFIX}")) == []
+
+
+def test_the_opening_view_keeps_the_kernels_map_on_disk_and_a_later_start_reads_it(map_folder, monkeypatch):
+    """explorer.opening_view, what a server's start runs: with the kernels it stores the opening map;
+    by NumPy quadrature (a warm start's first page, before its kernels load) it reads it and
+    computes no map."""
+    from qpviz.explorer import state as explorer_state  # noqa: PLC0415
+
+    explorer.RATIO_MAP_CACHE.clear()
+    opening = explorer.opening_view("auto")
+    key = explorer.views.map_key(opening.likelihood, opening.likelihood_params, opening.y)
+    computed = explorer.RATIO_MAP_CACHE.get_recent(key)
+    explorer.RATIO_MAP_CACHE.clear()
+    monkeypatch.setattr(explorer_state, "cached_ratio_map", lambda *args, **options: pytest.fail("computed the map"))
+    assert explorer.opening_view("numpy").engine == "numpy"
+    np.testing.assert_array_equal(explorer.RATIO_MAP_CACHE.get_recent(key)["ratio"], computed["ratio"])
+    explorer.RATIO_MAP_CACHE.clear()
+
+
 def test_the_opening_view_shows_qp_visibly_narrower_than_ep():
     state = ExplorerState(**explorer.OPENING_VIEW)
     s = state.result.summary
@@ -683,25 +742,52 @@ def test_page_sliders_cover_the_valid_ranges_shown_in_their_labels(explorer_page
     assert page.state.y == 1000.0 and not page.alert.visible
 
 
-def render_map(page):
-    """Render the page's Bokeh models, as a served page does (runs the map's HoloViews hook)."""
-    from bokeh.document import Document
-
-    page._layout.get_root(Document())
-    return page._map_figure
-
-
 def test_page_map_zoom_is_bounded_to_the_valid_cavities(explorer_page):
-    fig = render_map(explorer_page)
+    fig = explorer_page.map.figure
     assert fig.x_range.bounds == explorer.CAVITY_MEAN_SLIDER and fig.y_range.bounds == explorer.CAVITY_STD_SLIDER
     assert (fig.y_range.start, fig.y_range.end) == explorer.CAVITY_STD_SLIDER  # no negative std on the axis
+    assert fig.toolbar.active_scroll in fig.tools and type(fig.toolbar.active_scroll).__name__ == "WheelZoomTool"
+
+
+def test_page_map_shows_the_ratio_map_with_its_pixels_centred_on_the_grid(explorer_page):
+    s = explorer_page.state
+    data = explorer.cached_ratio_map(s.likelihood, s.likelihood_params, s.y)
+    shown = explorer_page.map.source.data
+    assert shown["ratio"][0] is data["ratio"]  # rows: cavity stds, columns: means (Bokeh draws row 0 at the bottom)
+    half = (data["means"][1] - data["means"][0]) / 2
+    assert shown["x"][0] == pytest.approx(data["means"][0] - half)
+    assert shown["x"][0] + shown["dw"][0] == pytest.approx(data["means"][-1] + half)
+    half = (data["stds"][1] - data["stds"][0]) / 2
+    assert shown["y"][0] == pytest.approx(data["stds"][0] - half)
+    assert shown["y"][0] + shown["dh"][0] == pytest.approx(data["stds"][-1] + half)
+    colours = explorer_page.map.colours
+    assert (colours.low, colours.high) == (data["ratio"].min(), data["ratio"].max())
+    assert explorer_page.map.figure.title.text == f"(d) var_QP / var_EP for {s.likelihood}, y = {s.y:g}"
+    explorer_page.likelihood.value = "cloglog"  # a new likelihood: a new map
+    assert explorer_page.map.figure.title.text.startswith("(d) var_QP / var_EP for cloglog")
+    assert shown is not explorer_page.map.source.data
+    explorer_page.mean_slider.value = 1.5  # the cavity: only the marker moves
+    data_before = explorer_page.map.source.data
+    explorer_page.std_slider.value = 2.0
+    assert explorer_page.map.source.data is data_before and explorer_page.marker.data == {"x": [1.5], "y": [2.0]}
 
 
 def test_page_common_colour_scale_is_one_range_for_every_likelihood(explorer_page):
     for name, params, y in (("probit", {}, 1.0), ("student_t", {"nu": 3.0, "scale": 1.0}, 0.0)):
-        own = explorer_page.map_image(name, params, y).opts.get().kwargs
-        common = explorer_page.map_image(name, params, y, scale="common").opts.get().kwargs
-        assert "clim" not in own and common["clim"] == explorer.COMMON_RATIO_SCALE
+        own = explorer_page.map_view(name, params, y)
+        common = explorer_page.map_view(name, params, y, scale="common")
+        assert (own.low, own.high) == (np.nanmin(own.ratio), np.nanmax(own.ratio)) != explorer.COMMON_RATIO_SCALE
+        assert (common.low, common.high) == explorer.COMMON_RATIO_SCALE
+    explorer_page.map_scale.value = "common"  # the page's choice reaches its colour bar
+    assert (explorer_page.map.colours.low, explorer_page.map.colours.high) == explorer.COMMON_RATIO_SCALE
+
+
+def test_a_gaussian_map_of_one_ratio_everywhere_gets_a_colour_range():
+    from explorer_figures import map_view  # noqa: PLC0415
+
+    flat = {"means": np.array([0.0, 1.0]), "stds": np.array([0.5, 1.0]), "ratio": np.ones((2, 2))}
+    view = map_view(flat, "gaussian", 0.0)
+    assert view.high == 1.0 and view.low < view.high
 
 
 @pytest.mark.parametrize("name", [n for n in REGISTRY if n != "poisson_square"])
@@ -724,7 +810,7 @@ def test_the_common_colour_scale_reaches_down_to_square_rate_counts_of_ten():
 def test_page_colour_bar_labels_grow_in_projector_mode(explorer_page):
     from bokeh.models import ColorBar
 
-    fig = render_map(explorer_page)
+    fig = explorer_page.map.figure
     [bar] = [r for r in fig.right if isinstance(r, ColorBar)]
     assert bar.major_label_text_font_size == "11px"
     explorer_page.projector = True

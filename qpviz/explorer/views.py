@@ -12,7 +12,12 @@ compiling shows the page with it at once (a first start; ~8 ms a view, ~1 s a ma
 """
 from __future__ import annotations
 
+import hashlib
+import os
+import threading
+import zipfile
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from scipy import special
@@ -26,7 +31,7 @@ from qpviz.tilted import tilted_quantile, tilted_summary
 
 __all__ = ["COMMON_RATIO_SCALE", "DENSITY_POINTS", "QUANTILE_POINTS", "Z_MAX", "MAP_SHAPE", "normal_pdf",
            "ExplorerResult", "densities", "quantiles", "summary", "ratio_map", "cached_ratio_map",
-           "RATIO_MAP_CACHE", "compute", "ENGINES"]
+           "RATIO_MAP_CACHE", "compute", "ENGINES", "map_key", "stored_ratio_map", "store_ratio_map"]
 
 #: One colour range shared by every likelihood's var_QP/var_EP map (the "common colour scale"):
 #: at most 1 (Theorem 2); 0.5 is reached by Poisson-square maps from a count of 10 (larger counts
@@ -202,16 +207,62 @@ def ratio_map(lik: Likelihood, y, shape: tuple[int, int] = MAP_SHAPE, engine: st
 RATIO_MAP_CACHE = LRUCache(64)
 
 
+def map_key(name: str, params: dict, y) -> tuple:
+    """The key of likelihood ``name``'s map with ``params`` at ``y`` in :data:`RATIO_MAP_CACHE`."""
+    return (name, tuple(sorted(params.items())), float(y))
+
+
 def cached_ratio_map(name: str, params: dict, y, engine: str = "auto") -> dict:
     """:func:`ratio_map` of likelihood ``name`` with ``params`` at ``y``, from :data:`RATIO_MAP_CACHE`
     when it was computed before, by either engine (they agree to the tables' error; the arrays are
     shared: read them, do not write them)."""
-    key = (name, tuple(sorted(params.items())), float(y))
+    key = map_key(name, params, y)
     data = RATIO_MAP_CACHE.get_recent(key)
     if data is None:
         data = ratio_map(build_likelihood(name, **params), y, engine=engine)
         RATIO_MAP_CACHE.put(key, data)
     return data
+
+
+def _stored_map_path(name: str, params: dict, y) -> Path:
+    """Where :func:`store_ratio_map` keeps a map: beside the QP tables' derived forms
+    (:func:`qpviz.cache.table_cache_dir`), named by a digest of the package's sources, the map's
+    likelihood, parameters and y, and its grid (a file of other sources is never read)."""
+    from qpviz import cache  # noqa: PLC0415
+
+    key = repr((cache.source_fingerprint(), *map_key(name, params, y), MAP_SHAPE,
+                CAVITY_MEAN_SLIDER, CAVITY_STD_SLIDER))
+    return cache.table_cache_dir() / f"{name}.{hashlib.sha256(key.encode()).hexdigest()[:24]}{cache.RATIO_MAP_SUFFIX}"
+
+
+def stored_ratio_map(name: str, params: dict, y) -> dict | None:
+    """The map :func:`store_ratio_map` kept for these sources, or None (none, unreadable, or not a
+    map of :data:`MAP_SHAPE`). A server's start reads the opening view's map here: a warm start
+    then shows it without loading a kernel (issue 22 point 4)."""
+    try:
+        with np.load(_stored_map_path(name, params, y)) as data:
+            stored = {key: np.array(data[key], dtype=np.float64) for key in ("means", "stds", "ratio")}
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError):
+        return None
+    shape_ok = stored["ratio"].shape == (MAP_SHAPE[1], MAP_SHAPE[0]) == (stored["stds"].size, stored["means"].size)
+    return stored if shape_ok and np.isfinite(stored["ratio"]).all() else None
+
+
+def store_ratio_map(name: str, params: dict, y, data: dict) -> bool:
+    """Keep ``data`` (:func:`ratio_map` of likelihood ``name`` with ``params`` at ``y``) on disk for
+    :func:`stored_ratio_map`, atomically; returns whether it was written (a read-only
+    installation keeps nothing)."""
+    path = _stored_map_path(name, params, y)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **{key: np.asarray(data[key]) for key in ("means", "stds", "ratio")})
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        return False
+    return True
 
 
 def compute(lik: Likelihood, y: float, cavity_mean: float, cavity_std: float, engine: str = "auto") -> ExplorerResult:
