@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import re
 import sys
+import time
+from functools import partial
 from pathlib import Path
 from urllib.parse import quote
 
@@ -48,8 +50,9 @@ LINK_MARKDOWN_PAYLOAD = "x" + MARKDOWN_PAYLOAD
 TIMEOUT_MS = 90_000
 #: A page has settled when its elements and texts (shadow DOMs included) have not changed this long.
 QUIET_S = 1.5
-#: The same, once the page shows what it was waited for (drawn, and its answer to a link): a link's
-#: values are read when the page is built, so its banner comes with the first drawing.
+#: The same, once the page shows what it was waited for (drawn, and its answer to a link: a link's
+#: values are read when the page is built, so its banner comes with the first drawing), or once it
+#: answered a typed value or an upload (changed).
 ANSWERED_QUIET_S = 0.75
 
 #: Installed before any page script: counts calls, so a payload that ran is seen.
@@ -139,6 +142,19 @@ def settle(page: Page, ready: tuple[str, ...] = (), quiet_s: float = QUIET_S) ->
         wait_ready(page, mark, TIMEOUT_MS)
     still(lambda: page.evaluate(SIGNATURE_JS), quiet_s, TIMEOUT_MS / 1000, poll_s=0.25)
     return deep(page)
+
+
+def answered(page: Page, act) -> dict:
+    """Do ``act()`` (type, upload), wait for the page's answer (its elements or texts change; at most
+    QUIET_S), then until it stands still for ANSWERED_QUIET_S; returns its last deep view. (A fixed
+    QUIET_S after each act cost every typed box and file 1.5 s at least, and passed a page that had not
+    answered yet for a settled one.)"""
+    before = page.evaluate(SIGNATURE_JS)
+    act()
+    end = time.monotonic() + QUIET_S
+    while page.evaluate(SIGNATURE_JS) == before and time.monotonic() < end:
+        time.sleep(0.1)
+    return settle(page, (), ANSWERED_QUIET_S)
 
 
 def open_page(context, url: str) -> Page:
@@ -271,9 +287,8 @@ def typed_values_are_safe(page: Page, slug: str) -> int:
         box.press("Control+a")
         # a number box refuses the letters keystroke by keystroke, as a user would see it
         box.press_sequentially(PAYLOAD if kind != "number" else PAYLOAD + "1")
-        box.press("Enter")
         typed += 1
-        assert_safe(settle(page))
+        assert_safe(answered(page, partial(box.press, "Enter")))
     print(f"{slug}: {typed} typed box(es) given the payload")
     return typed
 
@@ -291,8 +306,8 @@ def uploads_are_safe(page: Page, slug: str) -> int:
     ]
     for i in range(uploads.count()):
         for name, content in files:
-            uploads.nth(i).set_input_files(files=[{"name": name, "mimeType": "text/csv", "buffer": content}])
-            view = settle(page)
+            file = {"name": name, "mimeType": "text/csv", "buffer": content}
+            view = answered(page, partial(uploads.nth(i).set_input_files, files=[file]))
             assert_safe(view)
             if name.startswith("<img"):  # the upload names its file: literally
                 assert any(LITERAL in text for text in view["texts"]), "the file name is not shown as text"
