@@ -52,7 +52,8 @@ SLOW_FIRST = {
     "tests/browser/test_explorer_page.py::test_a_first_start": 25,
     "tests/browser/test_script_injection.py": 20,
     "tests/browser/test_layout.py": 15,
-    "tests/browser/test_gp2d_page.py::test_slider_refits_and_redraws_then_projector_mode_enlarges_the_text": 20,
+    # the slider, a click's point added and removed (a reload between), then projector mode: one load
+    "tests/browser/test_gp2d_page.py::test_slider_refits_and_redraws_a_click_adds_then_removes_a_point": 30,
     "tests/browser/": 8,
     "tests/gpdemo/test_mcmc_reference_presets.py": 6,
     # child processes and subprocesses (spawned Python, imports, numba caches): 20-60 s each on 2

@@ -107,6 +107,23 @@ def title_starting(page, prefix: str) -> str:
     return matches[-1] if matches else ""
 
 
+def wait_ready(page, ready: str, timeout_ms: float, name: str = "the page") -> None:
+    """Wait until ``page`` shows ``ready``: a CSS selector, or ``title:<prefix>`` of a plot title (drawn
+    on a canvas, read from the Bokeh document); on a timeout, fail saying what the page shows instead
+    (a note, a status, an error)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError  # noqa: PLC0415
+
+    try:
+        if ready.startswith("title:"):
+            page.wait_for_function(f"p => window.Bokeh && Bokeh.documents.length && ({TITLES_JS})().some(t => t.startsWith(p))",
+                                   arg=ready.removeprefix("title:"), timeout=timeout_ms)
+        else:
+            page.locator(ready).first.wait_for(timeout=timeout_ms)
+    except PlaywrightTimeoutError as exc:
+        raise AssertionError(f"{name} not ready within {timeout_ms} ms; the page shows:\n"
+                             f"{page.evaluate(VISIBLE_TEXT_JS)[:3000]}") from exc
+
+
 def wait_for_new_text(locator, old: str, timeout_ms: float = 60_000, ready=None) -> str:
     """Wait until ``locator.inner_text()`` differs from ``old`` (and ``ready(text)`` holds, if
     given: e.g. a table row has all its cells, not a moment of Bokeh rewriting the pane) and

@@ -36,6 +36,8 @@ PAGES = {info.slug: f"&{info.quiet_query}" if info.quiet_query else "" for info 
 WHITE_THRESHOLD = 0.9
 #: Smallest share of drawn pixels in a figure's region (axes, ticks and labels alone give more).
 MIN_DRAWN_SHARE = 0.005
+#: The page whose load, once its exports are checked, also checks that nothing drawn saves nothing.
+NOTHING_DRAWN_PAGE = "variance-effects"
 
 #: JavaScript defining ``figureViews()``: every Bokeh Figure/Plot view of the document and every
 #: image shown in a pane's shadow DOM, open tab or not.
@@ -112,14 +114,19 @@ def common_box(figures: list[dict]) -> tuple[float, float, float, float]:
 def test_png_and_svg_hold_every_figure_where_it_is_on_screen(page: Page, app_url: str, console_errors, slug):
     """One load of the page, both exports (saving changes nothing on the page; a load per format
     cost each page a second load): the PNG holds every figure where it is on screen, the SVG has
-    one element per figure at its place. The SVG is checked even if the PNG's checks fail."""
+    one element per figure at its place. On NOTHING_DRAWN_PAGE, last (it hides the figures): nothing
+    drawn saves nothing (a test of its own loaded that page again). Each part is checked even if
+    another fails."""
     figures = open_page(page, app_url, slug)
     failures = []
-    for fmt, check in (("png", png_holds_every_figure), ("svg", svg_has_one_element_per_figure)):
+    checks = [("png", png_holds_every_figure), ("svg", svg_has_one_element_per_figure)]
+    if slug == NOTHING_DRAWN_PAGE:
+        checks.append(("nothing drawn", lambda page, slug, figures: nothing_drawn_saves_nothing_and_says_so(page)))
+    for part, check in checks:
         try:
             check(page, slug, figures)
         except AssertionError as exc:
-            failures.append(f"{fmt}: {exc}")
+            failures.append(f"{part}: {exc}")
     assert failures == [], "\n".join(failures)
 
 
@@ -160,8 +167,7 @@ def svg_has_one_element_per_figure(page: Page, slug: str, figures: list[dict]) -
     assert kinds == sorted(f["kind"] for f in figures), (kinds, figures)
 
 
-def test_nothing_drawn_saves_nothing_and_says_so(page: Page, app_url: str, console_errors):
-    open_page(page, app_url, "variance-effects")
+def nothing_drawn_saves_nothing_and_says_so(page: Page) -> None:
     # the figures not (yet) laid out: every figure's box is 0 x 0, as on a tab still loading
     page.evaluate(HIDE_FIGURES_JS)
     assert page.evaluate(SHOWN_FIGURES_JS) == []

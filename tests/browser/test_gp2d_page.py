@@ -49,7 +49,9 @@ def open_gp2d(page: Page, link: str) -> Page:
 gp2d, gp2d_by_tab = link_and_tab_fixtures(open_gp2d, "gp-2-d")
 
 
-def test_page_shows_every_default_view(gp2d_by_tab: Page):
+def test_page_shows_every_default_view_then_a_preset_and_methods(gp2d_by_tab: Page):
+    """The tab's click shows the default views; then, on the same load (a test of its own loaded the
+    page again, ~10 s on 2 busy cores), another preset and another method."""
     gp2d = gp2d_by_tab
     titles = plot_titles(gp2d)
     for prefix in ("EP: p(y=+1|x)", "QP: p(y=+1|x)", "EP: latent var", "QP: latent var",
@@ -59,9 +61,14 @@ def test_page_shows_every_default_view(gp2d_by_tab: Page):
     largest = float(re.search(r"in \[\S+, (\S+)\]", difference).group(1))
     assert largest <= 1e-8  # var_QP <= var_EP everywhere (QP paper Theorem 2)
     expect(gp2d.locator(".katex").first).to_be_visible()
+    preset_and_methods(gp2d)
 
 
-def test_slider_refits_and_redraws_then_projector_mode_enlarges_the_text(gp2d: Page):
+def test_slider_refits_and_redraws_a_click_adds_then_removes_a_point_then_projector_mode_enlarges_the_text(
+        gp2d: Page):
+    """One load of the page's link for three parts (each its own load before; they change the page, in
+    this order: the click's point is placed where the default square holds no point, whatever the
+    length-scale, and projector mode goes last)."""
     before = gp2d.evaluate(IMAGE_SUM_JS)
     handle = gp2d.locator(".qpviz-gp2d-lengthscale .noUi-handle")
     handle.focus()
@@ -71,12 +78,13 @@ def test_slider_refits_and_redraws_then_projector_mode_enlarges_the_text(gp2d: P
     gp2d.wait_for_function(f"before => ({IMAGE_SUM_JS})() !== before", arg=before, timeout=TIMEOUT_MS)
     gp2d.wait_for_url(re.compile(r"[?&]g2_ls=0\.85"), timeout=TIMEOUT_MS)
     assert gp2d.evaluate(ALERT_JS) == ""
+    clicking_the_plot_adds_then_removes_a_point(gp2d)
     # projector mode, on the same load (a test of its own loaded the page; opened by its link, so the
     # only colour bars are this page's: the opening page's, built by a tab's click, would answer too)
     projector_mode_enlarges_titles_and_colour_bar_numbers(gp2d)
 
 
-def test_preset_and_methods(gp2d: Page):
+def preset_and_methods(gp2d: Page) -> None:
     gp2d.locator(".qpviz-gp2d-preset select").select_option("xor")
     wait_for_title(gp2d, "EP: p(y=+1|x),\nxor N=100")
     gp2d.get_by_role("button", name="VB", exact=True).click()
@@ -85,13 +93,13 @@ def test_preset_and_methods(gp2d: Page):
     gp2d.wait_for_url(re.compile(r"g2_preset=xor"), timeout=TIMEOUT_MS)
 
 
-def test_clicking_the_plot_adds_then_removes_a_point(gp2d: Page):
+def clicking_the_plot_adds_then_removes_a_point(gp2d: Page) -> None:
     box = gp2d.locator(".qpviz-gp2d-proba-ep canvas").first.bounding_box()
     # about (1.2, 1.9): above the moons, where no preset point lies, and inside the default square
     # (a point near its edge would widen the plot, and the same pixel would then be elsewhere)
     x, y = box["x"] + 0.6 * box["width"], box["y"] + 0.3 * box["height"]
     gp2d.mouse.click(x, y)
-    wait_for_title(gp2d, "EP: p(y=+1|x),\nmoons N=101")
+    wait_for_title(gp2d, "EP: p(y=+1|x),\nmoons N=101, rbf σ_f²=4 ℓ=0.85")  # the slider's ℓ kept
     # the point itself, not the empty list the page wrote first
     gp2d.wait_for_url(re.compile(r"[?&]g2_added=%5B%5B"), timeout=TIMEOUT_MS)
     gp2d.goto(gp2d.url)  # the link reopens the clicked point

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, TimeoutError as PlaywrightTimeoutError
+from playwright.sync_api import Browser, Page
 
-from pagetools import TITLES_JS, VISIBLE_TEXT_JS
+from pagetools import wait_ready
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "app"))
 import pages  # noqa: E402
@@ -167,15 +167,7 @@ class OpenPages:
             page = self.context.new_page()
             self.errors[name] = collect_errors(page)
             page.goto(f"{self.app_url}?{view.query}")
-            try:
-                if view.ready.startswith("title:"):
-                    page.wait_for_function(f"p => window.Bokeh && Bokeh.documents.length && ({TITLES_JS})().some(t => t.startsWith(p))",
-                                           arg=view.ready.removeprefix("title:"), timeout=view.timeout_ms)
-                else:
-                    page.locator(view.ready).first.wait_for(timeout=view.timeout_ms)
-            except PlaywrightTimeoutError as exc:  # say what the page showed instead (a note, a status, an error)
-                raise AssertionError(f"{name} not ready within {view.timeout_ms} ms; the page shows:\n"
-                                     f"{page.evaluate(VISIBLE_TEXT_JS)[:3000]}") from exc
+            wait_ready(page, view.ready, view.timeout_ms, name)
             if name.startswith("gp1d"):  # the link's methods (EP, QP) replace the default fit: header + 2 rows
                 wait_until(lambda: page.locator(view.numbers).first.locator("tr").count() == 3, view.timeout_ms)
             settle(page, view)

@@ -194,8 +194,9 @@ LAYOUT_JS = f"""() => [document.documentElement.scrollWidth, innerWidth, ({FIGUR
 STEADY_MS = 400
 
 
-def wait_for_steady_layout(page: Page) -> None:
-    """Wait for the page's fonts, then until what the checks read stays the same for STEADY_MS."""
+def wait_for_steady_layout(page: Page) -> list:
+    """Wait for the page's fonts, then until what the checks read stays the same for STEADY_MS;
+    return it (LAYOUT_JS's list: the checks read the steady value instead of measuring again)."""
     page.evaluate("() => document.fonts.ready.then(() => true)")
     last, steady_since = None, 0.0
     end = time.monotonic() + LOAD_MS / 1000
@@ -204,12 +205,13 @@ def wait_for_steady_layout(page: Page) -> None:
         if now != last:
             last, steady_since = now, time.monotonic()
         elif time.monotonic() - steady_since >= STEADY_MS / 1000:
-            return
+            return now
         page.wait_for_timeout(100)
     raise AssertionError(f"the layout did not settle within {LOAD_MS / 1000:g} s")
 
 
-def open_tab(page: Page, app_url: str, tab: str, projector: bool) -> None:
+def open_tab(page: Page, app_url: str, tab: str, projector: bool) -> list:
+    """Open ``tab`` by its link in the window's size; its steady layout (LAYOUT_JS's list)."""
     # opened by its link, not by a click on its tab: after a click the first tab's figures passed
     # the wait below while a slow page (Sparse's first fits) was still being built
     page.goto(app_url + f"?page={tab_slug(tab)}" + ("&projector=true" if projector else ""), timeout=LOAD_MS)
@@ -228,7 +230,7 @@ def open_tab(page: Page, app_url: str, tab: str, projector: bool) -> None:
         expect(toggle).to_have_class(re.compile(r"\bbk-active\b"), timeout=LOAD_MS)
     else:
         expect(toggle).not_to_have_class(re.compile(r"\bbk-active\b"))
-    wait_for_steady_layout(page)  # fonts, KaTeX and the responsive figures
+    return wait_for_steady_layout(page)  # fonts, KaTeX and the responsive figures
 
 
 def px(size: str) -> float:
@@ -274,31 +276,32 @@ def check_mode(page: Page, app_url: str, tab: str, projector: bool, failures: li
     label font sizes at COLOUR_BAR_SCREEN."""
     mode = "projector" if projector else "normal"
     page.set_viewport_size({"width": VIEWPORTS[0][0], "height": VIEWPORTS[0][1]})
-    open_tab(page, app_url, tab, projector)
+    layout = open_tab(page, app_url, tab, projector)  # steady at the first screen already
     fonts: list[str] = []
     for width, height in VIEWPORTS:
-        page.set_viewport_size({"width": width, "height": height})
-        wait_for_steady_layout(page)  # the responsive figures and the formulas re-flow
+        if (width, height) != VIEWPORTS[0]:
+            page.set_viewport_size({"width": width, "height": height})
+            layout = wait_for_steady_layout(page)  # the responsive figures and the formulas re-flow
         if (width, height) == COLOUR_BAR_SCREEN:
-            fonts = page.evaluate(COLOUR_BAR_FONTS_JS)
+            fonts = layout[6]
         try:
-            check_screen(page, tab, f"{width}x{height}")
+            check_screen(layout, tab, f"{width}x{height}")
             if projector and (width, height) == (1280, 720):
                 # a projector's 1280 x 720: one plot with its legend (below it) fits the screen under
                 # the header and the tabs (about 110 px in projector mode)
-                for fig in page.evaluate(FIGURES_JS):
+                for fig in layout[2]:
                     assert fig["height"] <= height - PROJECTOR_CHROME, (fig["title"].splitlines()[:1], fig["height"])
         except AssertionError as exc:
             failures.append(f"{mode}, {width}x{height}: {exc}")
     return fonts
 
 
-def check_screen(page: Page, tab: str, screen: str) -> None:
-    scroll_width, inner_width = page.evaluate("() => [document.documentElement.scrollWidth, innerWidth]")
+def check_screen(layout: list, tab: str, screen: str) -> None:
+    """The checks of one screen on its steady layout (LAYOUT_JS's list, measured once the page stood still)."""
+    scroll_width, inner_width, figures, spilling_boxes, spilling_formulas, clipped, _ = layout
     assert scroll_width <= inner_width, f"{screen}: the page is {scroll_width} px wide in a {inner_width} px window"
-    figures = page.evaluate(FIGURES_JS)
     assert figures or tab in DRAWN_WITHOUT_FIGURES, screen
-    assert page.evaluate(SPILLING_BOXES_JS) == [], screen
+    assert spilling_boxes == [], screen
     for fig in figures:
         name = fig["title"].splitlines()[0] if fig["title"] else "untitled figure"
         assert fig["frame_width"] >= MIN_FRAME_WIDTH and fig["frame_height"] >= MIN_FRAME_HEIGHT, (screen, name, fig)
@@ -306,5 +309,5 @@ def check_screen(page: Page, tab: str, screen: str) -> None:
         # the title starts at the frame's left edge; past the frame's right edge it runs under
         # the toolbar or off the canvas
         assert fig["title_width"] <= fig["frame_width"] + 2, (screen, name, fig)
-    assert page.evaluate(SPILLING_FORMULAS_JS) == [], screen
-    assert page.evaluate(CLIPPED_JS) == [], screen
+    assert spilling_formulas == [], screen
+    assert clipped == [], screen

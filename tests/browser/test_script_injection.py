@@ -20,18 +20,22 @@ from __future__ import annotations
 
 import re
 import sys
+import time
+from functools import partial
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 from playwright.sync_api import Browser, Page
 
-from pagetools import still
+from pagetools import still, wait_ready
+from test_hostile_inputs import VIEWS
 
 pytestmark = pytest.mark.browser
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "app"))
 import dashboard  # noqa: E402
+import pages  # noqa: E402
 
 #: Runs script if any page inserts it as HTML; short enough not to be shortened in a banner.
 PAYLOAD = '<img src=x onerror=qpvizRan()><svg onload=qpvizRan()>'
@@ -44,13 +48,19 @@ MARKDOWN_PAYLOAD = "[link](javascript:qpvizRan())"
 #: MARKDOWN_PAYLOAD itself.
 LINK_MARKDOWN_PAYLOAD = "x" + MARKDOWN_PAYLOAD
 TIMEOUT_MS = 90_000
-#: A page has settled when its number of elements (shadow DOMs included) has not changed this long.
+#: A page has settled when its elements and texts (shadow DOMs included) have not changed this long.
 QUIET_S = 1.5
+#: The same, once the page shows what it was waited for (drawn, and its answer to a link: a link's
+#: values are read when the page is built, so its banner comes with the first drawing), or once it
+#: answered a typed value or an upload (changed).
+ANSWERED_QUIET_S = 0.75
 
 #: Installed before any page script: counts calls, so a payload that ran is seen.
 INIT_JS = "window.qpvizRuns = 0; window.qpvizRan = () => { window.qpvizRuns += 1; };"
 
-#: Every element and the text of the page, shadow roots included.
+#: Every element and the text of the page, shadow roots included; the text of a style sheet only where
+#: it holds the payload's name (Bokeh's and Panel's ~5 MB of shadow-DOM style sheets, sent whole,
+#: took 0.2-0.4 s a call; every text the checks read holds ``qpvizRan``, or is no style sheet's).
 DEEP_JS = """() => {
     const elements = [], texts = [];
     const walk = root => {
@@ -61,7 +71,9 @@ DEEP_JS = """() => {
     };
     walk(document);
     for (const node of elements) {
-        for (const child of node.childNodes) if (child.nodeType === 3 && child.textContent.trim()) texts.push(child.textContent);
+        for (const child of node.childNodes)
+            if (child.nodeType === 3 && child.textContent.trim()
+                && (node.tagName !== 'STYLE' || child.textContent.includes('qpvizRan'))) texts.push(child.textContent);
     }
     const injected = elements.filter(e => (e.tagName === 'IMG' && e.getAttribute('src') === 'x')
         || e.hasAttribute('onerror') || e.hasAttribute('onload')
@@ -85,29 +97,64 @@ BOXES_JS = """() => {
 
 PAGES = dashboard.url_keys()
 URL_CASES = [(slug, key) for slug, keys in PAGES.items() for key in keys]
+#: What each page shows once drawn (a CSS selector or ``title:<prefix>``), from the views of
+#: test_hostile_inputs.py (which fails until every registered page has one). Without it, a quiet
+#: moment of a loaded server (load 10 on 2 cores) passed for a settled page: a page checked before
+#: its boxes existed was skipped as having none, and a banner looked for before it was drawn was missed.
+READY: dict[str, str] = {}
+for _view in VIEWS.values():
+    READY.setdefault(_view.query.split("&")[0].removeprefix("page="), _view.ready)
+#: What the page a link names no page of shows: the first page, and its banner naming the refused page.
+NO_PAGE_READY = (READY[next(iter(PAGES))], ".qpviz-page-link")
 
 
-#: What settle() compares, computed in the page (the deep view's element count and a hash of its
-#: texts): polling the whole view sent every text of the page, its style sheets included, each time.
-SIGNATURE_JS = f"""() => {{
-    const view = ({DEEP_JS})();
-    let hash = 0;
-    for (const text of view.texts) {{
-        for (let i = 0; i < text.length; i++) hash = (Math.imul(hash, 31) + text.charCodeAt(i)) | 0;
-        hash = (Math.imul(hash, 31) + 1) | 0;
-    }}
-    return [view.count, view.texts.length, hash];
-}}"""
+#: What settle() compares, computed in the page: the number of elements and a hash of the texts, style
+#: sheets left out (they never change once drawn; hashing their ~5 MB took 16-120 ms a poll).
+SIGNATURE_JS = """() => {
+    let count = 0, texts = 0, hash = 0;
+    const walk = root => {
+        for (const node of root.querySelectorAll('*')) {
+            count += 1;
+            if (node.shadowRoot) walk(node.shadowRoot);
+            if (node.tagName === 'STYLE' || node.tagName === 'SCRIPT') continue;
+            for (const child of node.childNodes) {
+                if (child.nodeType !== 3) continue;
+                const text = child.textContent;
+                for (let i = 0; i < text.length; i++) hash = (Math.imul(hash, 31) + text.charCodeAt(i)) | 0;
+                hash = (Math.imul(hash, 31) + 1) | 0;
+                texts += 1;
+            }
+        }
+    };
+    walk(document);
+    return [count, texts, hash];
+}"""
 
 
 def deep(page: Page) -> dict:
     return page.evaluate(DEEP_JS)
 
 
-def settle(page: Page) -> dict:
-    """Wait until the page stops changing (or TIMEOUT_MS has passed); returns its last deep view."""
-    still(lambda: page.evaluate(SIGNATURE_JS), QUIET_S, TIMEOUT_MS / 1000, poll_s=0.25)
+def settle(page: Page, ready: tuple[str, ...] = (), quiet_s: float = QUIET_S) -> dict:
+    """Wait until the page shows each of ``ready`` (see :data:`READY`), then until it stops changing
+    for ``quiet_s`` (or TIMEOUT_MS has passed); returns its last deep view."""
+    for mark in ready:
+        wait_ready(page, mark, TIMEOUT_MS)
+    still(lambda: page.evaluate(SIGNATURE_JS), quiet_s, TIMEOUT_MS / 1000, poll_s=0.25)
     return deep(page)
+
+
+def answered(page: Page, act) -> dict:
+    """Do ``act()`` (type, upload), wait for the page's answer (its elements or texts change; at most
+    QUIET_S), then until it stands still for ANSWERED_QUIET_S; returns its last deep view. (A fixed
+    QUIET_S after each act cost every typed box and file 1.5 s at least, and passed a page that had not
+    answered yet for a settled one.)"""
+    before = page.evaluate(SIGNATURE_JS)
+    act()
+    end = time.monotonic() + QUIET_S
+    while page.evaluate(SIGNATURE_JS) == before and time.monotonic() < end:
+        time.sleep(0.1)
+    return settle(page, (), ANSWERED_QUIET_S)
 
 
 def open_page(context, url: str) -> Page:
@@ -153,10 +200,11 @@ def named_keys(view: dict, keys, payload: str) -> set[str]:
     return {key for key in keys if re.search(rf"(?<![\w]){re.escape(key)}='?{head}", text)}
 
 
-def checked(page: Page) -> tuple[dict, str | None]:
-    """Let ``page`` settle and close it; its last deep view and what went wrong (None if nothing)."""
+def checked(page: Page, ready: tuple[str, ...]) -> tuple[dict, str | None]:
+    """Let ``page`` show ``ready`` and settle, and close it; its last deep view and what went wrong
+    (None if nothing)."""
     try:
-        view = settle(page)
+        view = settle(page, ready, ANSWERED_QUIET_S)
         assert_safe(view)
         assert page.locator("a[href^='javascript']").count() == 0, "a javascript: link is shown"
         return view, None
@@ -178,7 +226,7 @@ def link_findings(context, app_url: str, slug: str, keys, payload: str) -> dict[
     together = [key for key in keys if key != dashboard.PAGE_KEY]
     if together:
         query = f"page={slug}&" + "&".join(f"{key}={quote(payload)}" for key in together)
-        view, wrong = checked(open_page(context, f"{app_url}?{query}"))
+        view, wrong = checked(open_page(context, f"{app_url}?{query}"), (READY[slug],))
         named = set() if wrong else named_keys(view, together, payload)
         alone += [key for key in together if key not in named]
         print(f"{slug}: {len(named)} URL keys in one link given {payload!r}" + (f" ({wrong})" if wrong else ""))
@@ -187,7 +235,7 @@ def link_findings(context, app_url: str, slug: str, keys, payload: str) -> dict[
         for key in alone[start:start + BATCH]:
             pages[key] = open_page(context, f"{app_url}?page={slug}&{key}={quote(payload)}")
         for key, page in pages.items():
-            wrong = checked(page)[1]
+            wrong = checked(page, (READY[slug],))[1]
             if wrong:
                 findings[key] = wrong
     print(f"{slug}: {len(alone)} URL keys each in a link of its own: {alone}")
@@ -206,14 +254,15 @@ def test_a_link_value_is_shown_as_text(context, app_url: str, slug: str, payload
 def test_a_page_key_value_is_shown_as_text(context, app_url: str, payload: str):
     """The ``page`` key (every page reads it) given the payload: one link, whichever page it opens."""
     assert all(dashboard.PAGE_KEY in keys for keys in PAGES.values())
-    assert checked(open_page(context, f"{app_url}?page={quote(payload)}"))[1] is None
+    assert checked(open_page(context, f"{app_url}?page={quote(payload)}"), NO_PAGE_READY)[1] is None
 
 
 @pytest.mark.parametrize("slug, key", [("gp-1-d", "g1_n")])
 def test_a_link_value_starting_with_a_bracket_is_refused_as_text(context, app_url: str, slug: str, key: str):
     """A value starting with "[" that is no JSON (Panel's query parsing drops it) reaches the page: its
     banner names the key and shows the value as its characters, refused, with no link made of it."""
-    view, wrong = checked(open_page(context, f"{app_url}?page={slug}&{key}={quote(MARKDOWN_PAYLOAD)}"))
+    view, wrong = checked(open_page(context, f"{app_url}?page={slug}&{key}={quote(MARKDOWN_PAYLOAD)}"),
+                          (READY[slug], ".qpviz-link-alert"))
     assert wrong is None, wrong
     assert named_keys(view, [key], MARKDOWN_PAYLOAD) == {key}, [t for t in view["texts"] if key in t]
     said = [text for text in view["texts"] if f"{key}={MARKDOWN_PAYLOAD} (" in text]  # the refusal's words follow
@@ -238,9 +287,8 @@ def typed_values_are_safe(page: Page, slug: str) -> int:
         box.press("Control+a")
         # a number box refuses the letters keystroke by keystroke, as a user would see it
         box.press_sequentially(PAYLOAD if kind != "number" else PAYLOAD + "1")
-        box.press("Enter")
         typed += 1
-        assert_safe(settle(page))
+        assert_safe(answered(page, partial(box.press, "Enter")))
     print(f"{slug}: {typed} typed box(es) given the payload")
     return typed
 
@@ -258,8 +306,8 @@ def uploads_are_safe(page: Page, slug: str) -> int:
     ]
     for i in range(uploads.count()):
         for name, content in files:
-            uploads.nth(i).set_input_files(files=[{"name": name, "mimeType": "text/csv", "buffer": content}])
-            view = settle(page)
+            file = {"name": name, "mimeType": "text/csv", "buffer": content}
+            view = answered(page, partial(uploads.nth(i).set_input_files, files=[file]))
             assert_safe(view)
             if name.startswith("<img"):  # the upload names its file: literally
                 assert any(LITERAL in text for text in view["texts"]), "the file name is not shown as text"
@@ -271,10 +319,13 @@ def test_a_typed_value_and_an_uploaded_csv_are_shown_as_text(context, app_url: s
     """One load of the page (a load each for the typed boxes and the uploads cost every page a
     second load, and a page without uploads loaded only to be skipped): the typed boxes first, then
     the uploads. Each part is checked even if the other fails; skipped only if the page has neither."""
-    page = open_page(context, f"{app_url}?page={slug}")
+    # the page's quiet link: GP 1-D's default MCMC reference reran for each typed number and uploaded
+    # file, its progress kept every settle waiting for its end (30-48 s a call); no value typed here reaches it
+    quiet = next(info.quiet_query for info in pages.PAGES if info.slug == slug)
+    page = open_page(context, f"{app_url}?page={slug}" + (f"&{quiet}" if quiet else ""))
     failures, counts = [], {}
     try:
-        settle(page)
+        settle(page, (READY[slug],))
         for part, check in (("typed boxes", typed_values_are_safe), ("uploads", uploads_are_safe)):
             try:
                 counts[part] = check(page, slug)
