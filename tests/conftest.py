@@ -54,7 +54,6 @@ SLOW_FIRST = {
     "tests/browser/test_layout.py": 15,
     "tests/browser/test_gp2d_page.py::test_slider_refits_and_redraws_then_projector_mode_enlarges_the_text": 20,
     "tests/browser/": 8,
-    "tests/gpdemo/test_mcmc_reference_presets.py": 6,
     # child processes and subprocesses (spawned Python, imports, numba caches): 20-60 s each on 2
     # workers at load 5-8, 4-7 s alone; started early so that none of them ends the run alone
     "tests/reproduce/test_reproduce_sep.py::test_sep_digits_same_test_error_on_one_and_two_dask_workers": 24,
