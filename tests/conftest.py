@@ -55,7 +55,6 @@ SLOW_FIRST = {
     # the slider, a click's point added and removed (a reload between), then projector mode: one load
     "tests/browser/test_gp2d_page.py::test_slider_refits_and_redraws_a_click_adds_then_removes_a_point": 30,
     "tests/browser/": 8,
-    "tests/gpdemo/test_mcmc_reference_presets.py": 6,
     # child processes and subprocesses (spawned Python, imports, numba caches): 20-60 s each on 2
     # workers at load 5-8, 4-7 s alone; started early so that none of them ends the run alone
     "tests/reproduce/test_reproduce_sep.py::test_sep_digits_same_test_error_on_one_and_two_dask_workers": 24,

@@ -2,6 +2,7 @@
 is first opened, and the GP pages hand their data to Variance effects."""
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import types
@@ -418,29 +419,18 @@ def test_the_registry_names_each_page_once_and_its_module_agrees():
         registry.title("no_such_page")
 
 
-def test_starting_the_dashboard_imports_no_page_module():
-    """The registry is light: a server's start imports a page only when it is used."""
-    import subprocess  # noqa: PLC0415
-    from pathlib import Path  # noqa: PLC0415
-
-    app = Path(registry.__file__).parent
-    code = ("import sys; import dashboard, pages; "
-            "print(sorted(p.module for p in pages.PAGES if p.module in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", code], cwd=app, capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "[]"
-
-
-def test_every_custom_component_class_exists_before_any_page_is_imported():
-    """Panel sends a custom component's data model only with the documents made after its class (or
-    with its first use in a session connected while the class was made): a class first made by the
-    background import of the pages was unknown to the sessions opened before it ("could not resolve
-    type 'CsvUpload1'", GP 1-D's tab empty). So importing the dashboard, as app/main.py does before
-    the first document, makes them all, and importing every page afterwards makes none."""
+@functools.cache
+def dashboard_start_in_a_new_process() -> tuple[str, str, str]:
+    """One new Python process in app/ (as a server starts) imports the dashboard and the registry,
+    then every page: (the registered page modules imported by then, the custom component classes
+    made by then, those first made by the pages' imports), each as printed. Both tests below read
+    it (one process start instead of two, when they run in the same worker)."""
     import subprocess  # noqa: PLC0415
     from pathlib import Path  # noqa: PLC0415
 
     app = Path(registry.__file__).parent
     code = ("import sys, dashboard, pages\n"
+            "print(sorted(p.module for p in pages.PAGES if p.module in sys.modules))\n"
             "from panel.reactive import ReactiveCustomBase\n"
             "def made():\n"
             "    found, todo = set(), [ReactiveCustomBase]\n"
@@ -455,7 +445,23 @@ def test_every_custom_component_class_exists_before_any_page_is_imported():
             "for info in pages.PAGES: info.load()\n"
             "print(sorted(before)); print(sorted(made() - before))")
     done = subprocess.run([sys.executable, "-c", code], cwd=app, capture_output=True, text=True, check=True)
-    before, later = done.stdout.strip().splitlines()
+    imported, before, later = done.stdout.strip().splitlines()
+    return imported, before, later
+
+
+def test_starting_the_dashboard_imports_no_page_module():
+    """The registry is light: a server's start imports a page only when it is used."""
+    imported, _, _ = dashboard_start_in_a_new_process()
+    assert imported == "[]"
+
+
+def test_every_custom_component_class_exists_before_any_page_is_imported():
+    """Panel sends a custom component's data model only with the documents made after its class (or
+    with its first use in a session connected while the class was made): a class first made by the
+    background import of the pages was unknown to the sessions opened before it ("could not resolve
+    type 'CsvUpload1'", GP 1-D's tab empty). So importing the dashboard, as app/main.py does before
+    the first document, makes them all, and importing every page afterwards makes none."""
+    _, before, later = dashboard_start_in_a_new_process()
     assert "csv_upload.CsvUpload" in before and "step_keys.StepKeys" in before
     assert later == "[]", f"custom components first made by a page's import (import them in app/dashboard.py): {later}"
 
