@@ -133,7 +133,7 @@ def kernels_ready(name: str) -> Future:
     A page that opens before its kernels (the Projection Explorer) does not wait for them even on a
     warm start: there its future is done once :func:`load_deferred_kernels` has loaded them from
     numba's cache, after the first page was shown (loading them before cost a warm start's first
-    page ~0.5 s of the server's CPU, issue 22 point 4)."""
+    page ~0.4 s of the server's CPU, issue 22 point 4)."""
     from qpviz import warmup  # noqa: PLC0415
 
     info = registry.info(name)
@@ -142,9 +142,10 @@ def kernels_ready(name: str) -> Future:
         future = _PREPARED.get(target)
         if future is None:
             future = _PREPARED[target] = Future()
-            if target is None or (warmup.is_warm(target) and not info.opens_before_kernels):
+            warm = target is None or warmup.is_warm(target)
+            if warm and (target is None or not info.opens_before_kernels):
                 future.set_result(None)
-            elif warmup.is_warm(target):
+            elif warm:
                 _DEFERRED.append((target, future))
             else:
                 def prepare():
