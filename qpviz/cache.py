@@ -32,11 +32,12 @@ import argparse
 import hashlib
 import os
 import sys
+import threading
 from pathlib import Path
 
 __all__ = ["PACKAGE", "STAMP_NAME", "TABLE_CACHE_SUFFIX", "RATIO_MAP_SUFFIX", "cache_files", "table_cache_dir", "table_cache_files",
            "clear_table_caches", "source_fingerprint", "is_stale", "drop_stale_caches",
-           "clear_caches", "main"]
+           "clear_caches", "save_npz", "main"]
 
 PACKAGE = Path(__file__).resolve().parent
 STAMP_NAME = "numba-sources.sha256"
@@ -82,6 +83,23 @@ def _unlink_all(paths) -> int:
         except OSError:  # another process removed it first
             pass
     return removed
+
+
+def save_npz(path: Path, **arrays) -> None:
+    """Write ``arrays`` to the ``.npz`` file ``path`` atomically (a temporary file of this process
+    and thread, then renamed: a reader never sees half a file), making its folder if needed; an
+    OSError (e.g. a read-only installation) leaves no temporary file behind and is raised."""
+    import numpy as np  # noqa: PLC0415 - `python -m qpviz.cache check` needs no NumPy
+
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **arrays)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def clear_table_caches(package: Path = PACKAGE) -> int:

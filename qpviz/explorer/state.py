@@ -34,10 +34,11 @@ def opening_view(engine: str = "auto") -> "ExplorerState":
     ``engine`` "numpy" the opening view then loads no kernel and takes ~10 ms instead of ~1 s."""
     state = ExplorerState(**OPENING_VIEW, engine=engine)
     name, params, y = state.likelihood, state.likelihood_params, state.y
-    if RATIO_MAP_CACHE.get_recent(map_key(name, params, y)) is None:
+    key = map_key(name, params, y)
+    if RATIO_MAP_CACHE.get_recent(key) is None:
         stored = stored_ratio_map(name, params, y)
         if stored is not None:
-            RATIO_MAP_CACHE.put(map_key(name, params, y), stored)
+            RATIO_MAP_CACHE.put(key, stored)
         else:
             data = cached_ratio_map(name, params, y, engine=engine)
             if engine == "auto":  # (the NumPy engine's map agrees to ~1e-8, but only the kernels' is kept)

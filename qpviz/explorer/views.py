@@ -13,8 +13,6 @@ compiling shows the page with it at once (a first start; ~8 ms a view, ~1 s a ma
 from __future__ import annotations
 
 import hashlib
-import os
-import threading
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -252,15 +250,11 @@ def store_ratio_map(name: str, params: dict, y, data: dict) -> bool:
     """Keep ``data`` (:func:`ratio_map` of likelihood ``name`` with ``params`` at ``y``) on disk for
     :func:`stored_ratio_map`, atomically; returns whether it was written (a read-only
     installation keeps nothing)."""
-    path = _stored_map_path(name, params, y)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    from qpviz import cache  # noqa: PLC0415
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "wb") as fh:
-            np.savez(fh, **{key: np.asarray(data[key]) for key in ("means", "stds", "ratio")})
-        os.replace(tmp, path)
+        cache.save_npz(_stored_map_path(name, params, y), **{key: np.asarray(data[key]) for key in ("means", "stds", "ratio")})
     except OSError:
-        tmp.unlink(missing_ok=True)
         return False
     return True
 

@@ -24,8 +24,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
-import threading
 import zipfile
 from pathlib import Path
 
@@ -88,18 +86,10 @@ def _read(path: Path, key: str):
 def _write(path: Path, key: str, coef: np.ndarray, meta: np.ndarray, stats: dict) -> str:
     """Write the cache file atomically and remove this table's caches of other keys; returns
     what happened, for the stats."""
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "wb") as fh:
-            np.savez(fh, key=np.array(key), coef=coef, meta=meta, sha256=np.array(store.checksum(coef, meta)),
-                     stats=np.array(json.dumps(stats)))
-        os.replace(tmp, path)
+        cache.save_npz(path, key=np.array(key), coef=coef, meta=meta, sha256=np.array(store.checksum(coef, meta)),
+                       stats=np.array(json.dumps(stats)))
     except OSError as exc:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
         return f"derived (not cached: {exc.strerror or exc})"
     stem = _table_stem(path)
     for old in path.parent.glob(f"{stem}.*{cache.TABLE_CACHE_SUFFIX}"):
