@@ -63,8 +63,19 @@ def test_tab_opens_with_ep_and_qp_and_every_view(gp1d_by_tab: Page):
 def test_a_hyperparameter_change_refits_and_a_bad_value_or_csv_keeps_the_fit(gp1d: Page, tmp_path):
     """One load (each part was a test loading the page): a new length-scale refits, a bad one is
     refused with a message and the fit stays; then a bad CSV is refused (the fit stays), a good one
-    is taken."""
+    is taken. First a key press on the slider: its whole answer (the number box's echo of the new
+    value and the refit) arrives as one message (app/explorer_widgets.py: PromptFloatSlider)."""
     before = table_text(gp1d)
+    cdp = gp1d.context.new_cdp_session(gp1d)
+    received = []  # the server's websocket frames: each message's content is one JSON text frame
+    cdp.on("Network.webSocketFrameReceived", lambda event: received.append(event["response"]["payloadData"]))
+    cdp.send("Network.enable")
+    gp1d.locator(".qpviz-gp1d-lengthscale .noUi-handle").first.press("ArrowRight")
+    before = wait_for_new_text(gp1d.locator(".qpviz-gp1d-table table").first, before)
+    cdp.detach()
+    contents = [frame for frame in received if frame.startswith('{"events"')]
+    echoes = [frame for frame in contents if '"attr":"value"' in frame]
+    assert len(echoes) == 1 and ('"ColumnsPatched"' in echoes[0] or '"ColumnDataChanged"' in echoes[0]), contents
     set_lengthscale(gp1d, "2.5")
     after = wait_for_new_text(gp1d.locator(".qpviz-gp1d-table table").first, before)
     set_lengthscale(gp1d, "0")
