@@ -64,7 +64,12 @@ def settle(page, quiet_ms: int = 1000, timeout_ms: int = 120_000) -> None:
 
 
 def measure(page, action, quiet_ms: int = QUIET_MS, timeout_ms: int = TIMEOUT_MS) -> float:
-    """Milliseconds from ``action(page)`` to the last document change it caused."""
+    """Milliseconds from ``action(page)`` to the last document change it caused. An action's
+    ``prepare(page)``, if it has one (finding and scrolling to what it will click), runs before
+    the timer starts."""
+    prepare = getattr(action, "prepare", None)
+    if prepare is not None:
+        prepare(page)
     page.evaluate(ARM_JS)
     action(page)
     return float(page.evaluate(WAIT_JS, [quiet_ms, timeout_ms]))
