@@ -24,6 +24,7 @@ import param
 from qpviz import explorer
 from qpviz.gpdemo import jobs, oned, presets, sd_ratio
 from qpviz.gpdemo.oned_data import MAX_UPLOAD_BYTES, decode_data, encode_data, parse_csv, too_large_message
+from qpviz.gpdemo.warm_start import carried_sites
 from qpviz.number_rules import NumberField
 
 __all__ = ["GP1DModel", "FIT_CACHE", "TYPED", "DEFAULT_PRESET", "INLINE_METHODS", "MCMC_SETTINGS", "CACHE_SIZE"]
@@ -87,6 +88,7 @@ class GP1DModel(param.Parameterized):
         self._loading = False
         self._writing_query = False
         self._fitted_data = None  # digest of the data the fits belong to
+        self._fitted_points = None  # (X, y) the fits belong to: their sites start the next data's fit
         self.load_preset()
 
     # -- inputs ------------------------------------------------------------------------------
@@ -187,7 +189,8 @@ class GP1DModel(param.Parameterized):
                 if method in INLINE_METHODS:
                     fits[method] = FIT_CACHE.get_recent((method, *keys))
                     if fits[method] is None:
-                        fits[method] = oned.fit_method(X, y, lik, kernel, method, grid, **self._warm_start(method, keys))
+                        fits[method] = oned.fit_method(X, y, lik, kernel, method, grid,
+                                                       **self._warm_start(method, keys, X, y, lik))
                         FIT_CACHE.put((method, *keys), fits[method])
             reference = FIT_CACHE.get_recent(("mcmc", *keys))
         except (ValueError, TypeError, ArithmeticError, np.linalg.LinAlgError) as exc:
@@ -201,18 +204,22 @@ class GP1DModel(param.Parameterized):
             self._start_mcmc(X, y, lik, kernel, grid, keys)
         if "mcmc" not in self.methods and self._job is not None and self._job["key"][0] == "mcmc":
             self.cancel_job(quiet=True)  # nobody waits for the reference any more
-        self._fitted_data = keys[0]
+        self._fitted_data, self._fitted_points = keys[0], (X, y)
         self.param.update(fits=fits, message="", version=self.version + 1)
         return True
 
-    def _warm_start(self, method: str, keys) -> dict:
-        """EP / QP start from the sites of the same method's last fit of the same data (a
-        hyper-parameter step moves the fixed point a little: fewer sweeps, same fixed point
-        within the tolerance)."""
+    def _warm_start(self, method: str, keys, X, y, lik) -> dict:
+        """EP / QP start from the sites of the same method's last fit: a hyper-parameter step
+        moves the fixed point a little (fewer sweeps, same fixed point within the tolerance); after
+        a click or an upload, the points that stayed keep their sites
+        (:func:`qpviz.gpdemo.warm_start.carried_sites`)."""
         last = self.fits.get(method)
-        if method not in ("ep", "qp") or last is None or self._fitted_data != keys[0] or last.site_tau is None:
+        if method not in ("ep", "qp") or last is None or last.site_tau is None or self._fitted_points is None:
             return {}
-        return {"init": (last.site_tau, last.site_nu)}
+        if self._fitted_data == keys[0]:
+            return {"init": (last.site_tau, last.site_nu)}
+        carried = carried_sites(*self._fitted_points, last.site_tau, last.site_nu, X, y, lik.initial_sites(y))
+        return {} if carried is None else {"init": carried}
 
     # -- long jobs ---------------------------------------------------------------------------
     def _submit(self, kind: str, key, start) -> None:

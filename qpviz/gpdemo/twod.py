@@ -164,7 +164,9 @@ class GridFit:
     ``proba[m]`` = p(y_* = +1 | x_*), ``mean[m]`` / ``var[m]`` the latent mean and variance;
     ``var_difference`` = var_QP - var_EP (None unless both were fitted); ``seconds[m]`` the time
     of the fit and of the grid prediction; ``notes`` the warnings the fits raised;
-    ``mcmc_noise`` the MCMC reference's own Monte Carlo error (:func:`mcmc_grid`), {} without it.
+    ``mcmc_noise`` the MCMC reference's own Monte Carlo error (:func:`mcmc_grid`), {} without it;
+    ``sites[m]`` = (tau, nu) of a site method (EP, QP), None for the others: the next fit of
+    edited data or other hyper-parameters starts from them (:func:`fit_grid`'s ``inits``).
     """
 
     x1: np.ndarray
@@ -179,6 +181,7 @@ class GridFit:
     log_evidence: dict = field(default_factory=dict)
     converged: dict = field(default_factory=dict)
     seconds: dict = field(default_factory=dict)
+    sites: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
     var_difference: np.ndarray | None = None
     mcmc_noise: dict = field(default_factory=dict)
@@ -191,7 +194,7 @@ class GridFit:
 
 
 #: GridFit's fields that hold one entry per method.
-PER_METHOD_FIELDS = ("proba", "mean", "var", "log_evidence", "converged", "seconds")
+PER_METHOD_FIELDS = ("proba", "mean", "var", "log_evidence", "converged", "seconds", "sites")
 
 
 def make_grid(X, grid_size: int = 60, extent=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -205,15 +208,16 @@ def make_grid(X, grid_size: int = 60, extent=None) -> tuple[np.ndarray, np.ndarr
 
 
 def fit_grid(X, y, kernel, methods=("ep", "qp"), grid_size: int = 60, likelihood="probit", extent=None,
-             **options) -> GridFit:
+             inits=None, **options) -> GridFit:
     """Fit each of ``methods`` to (X, y) with ``likelihood`` and ``kernel`` (no hyper-parameter
     optimisation) and predict on a ``grid_size`` x ``grid_size`` grid over ``extent``
     (default :func:`grid_extent`).
 
     Per method: q(f_*) = N(m_*, v_*) from one vectorised ``predict_f`` call (R&W eqs. 3.60-3.61)
     and p(y_* = +1 | x_*) = int p(+1 | f) q(f_*) df (probit: Phi(m_* / sqrt(1 + v_*))).
-    ``options`` go to every method that accepts them (:data:`qpviz.fit.OPTIONS`). Warnings the
-    fits raise (e.g. no convergence) are collected in ``notes`` instead of being raised.
+    ``options`` go to every method that accepts them (:data:`qpviz.fit.OPTIONS`); ``inits``
+    (method -> (tau, nu)) are starting sites, e.g. the last fit's (:func:`qpviz.gpdemo.warm_start.carried_sites`).
+    Warnings the fits raise (e.g. no convergence) are collected in ``notes`` instead of being raised.
     """
     X, y = check_data(X, y)
     methods = tuple(methods)
@@ -230,6 +234,8 @@ def fit_grid(X, y, kernel, methods=("ep", "qp"), grid_size: int = 60, likelihood
     cross = []  # K(X, grid) and diag K(grid), computed once for every method that can share them
     for method in methods:
         accepted = {k: v for k, v in options.items() if k in OPTIONS[method]}
+        if (inits or {}).get(method) is not None:
+            accepted["init"] = inits[method]
         start = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -249,6 +255,8 @@ def fit_grid(X, y, kernel, methods=("ep", "qp"), grid_size: int = 60, likelihood
         result.log_evidence[method] = float(posterior.log_marginal_likelihood)
         result.converged[method] = bool(posterior.converged)
         result.seconds[method] = (fitted - start, time.perf_counter() - fitted)
+        tau, nu = getattr(posterior, "site_precision", None), getattr(posterior, "site_nu", None)
+        result.sites[method] = None if tau is None or nu is None else (np.array(tau, float), np.array(nu, float))
         result.notes += [f"{method.upper()}: {w.message}" for w in caught]
     if "ep" in methods and "qp" in methods:
         result.var_difference = result.var["qp"] - result.var["ep"]
@@ -314,6 +322,7 @@ def mcmc_grid(X, y, kernel, grid_size: int = 60, likelihood="probit", extent=Non
     result.log_evidence["mcmc"] = float("nan")  # sampling gives no evidence
     result.converged["mcmc"] = run.converged
     result.seconds["mcmc"] = (fitted - start, time.perf_counter() - fitted)
+    result.sites["mcmc"] = None
     result.mcmc_diagnostics = {"rhat": run.rhat, "ess": run.ess, "seconds": run.seconds, "note": run.note,
                                "status": run.status()}
     result.mcmc_noise = {"proba": float(np.mean(np.abs(p_a - p_b))) / 2,

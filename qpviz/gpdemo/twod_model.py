@@ -25,6 +25,8 @@ import param
 from qpviz import kernels
 from qpviz.checks import quoted
 from qpviz.gpdemo import jobs, oned, twod
+from qpviz.gpdemo.warm_start import carried_sites
+from qpviz.likelihoods import likelihood as make_likelihood
 
 __all__ = ["GP2DModel", "METHOD_LABELS", "INLINE_METHODS", "MCMC_SETTINGS", "MCMC_CACHE", "KERNELS", "RANGES",
            "GRID_SIZE", "validated"]
@@ -106,13 +108,27 @@ class GP2DModel(param.Parameterized):
         found = {m: self._cache.get_recent(key) for m, key in keys.items()}
         missing = [m for m, result in found.items() if result is None]
         if missing:
-            fitted = twod.fit_grid(self.X, self.y, kernel, methods=missing, grid_size=GRID_SIZE, extent=extent)
+            fitted = twod.fit_grid(self.X, self.y, kernel, methods=missing, grid_size=GRID_SIZE, extent=extent,
+                                   inits=self._warm_starts(missing))
             for m in missing:
                 found[m] = twod.GridFit(x1=fitted.x1, x2=fitted.x2, X=fitted.X, y=fitted.y, likelihood=fitted.likelihood,
                                         kernel=fitted.kernel, notes=[n for n in fitted.notes if n.startswith(f"{m.upper()}: ")],
                                         **{name: {m: getattr(fitted, name)[m]} for name in twod.PER_METHOD_FIELDS})
                 self._cache.put(keys[m], found[m])
         return [found[m] for m in methods]
+
+    def _warm_starts(self, methods) -> dict:
+        """Starting sites of each site method (EP, QP) from the last fit shown: a hyper-parameter
+        step or a click moves the fixed point a little, so the sweeps start near it (fewer
+        sweeps to the same tolerance); the points that stayed keep their sites
+        (:func:`qpviz.gpdemo.warm_start.carried_sites`), a new one starts flat."""
+        last = self.fit
+        if last is None:
+            return {}
+        initial = make_likelihood(last.likelihood).initial_sites(self.y)
+        inits = {m: carried_sites(last.X, last.y, *last.sites[m], self.X, self.y, initial)
+                 for m in methods if last.sites.get(m) is not None}
+        return {m: sites for m, sites in inits.items() if sites is not None}
 
     def refit(self) -> bool:
         """Fit every shown method (and EP and QP for the difference map) to the current data.
