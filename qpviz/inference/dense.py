@@ -129,6 +129,7 @@ class DenseGaussian:
 
     def _factorise(self, K, n, tau, nu):
         self.stable = bool(np.all(tau >= 0))
+        self._whitening = None  # L^-1 T^1/2, formed on first use (_whitener)
         if self.stable and not tau.any():
             # no site has a precision yet (every run's start): B = I, V = 0, Sigma = K, weights = nu,
             # exactly what the general branch below computes, without its O(N^3) Cholesky,
@@ -200,6 +201,17 @@ class DenseGaussian:
         t = self.tau.reshape((-1,) + (1,) * (rhs.ndim - 1))
         return linalg.lu_solve(self._lu, t * rhs, check_finite=False)
 
+    def _whitener(self) -> np.ndarray:
+        """L^-1 T^1/2 (N x N, all tau >= 0; formed once, on first use). For M >= 4 N test points (a
+        page's grid), forming it (a solve with N right-hand sides) and applying it (one matrix
+        product) is faster than a triangular solve with M right-hand sides: a 60 x 60 grid on one
+        thread took 3.2 -> 0.7 ms at N = 60 and 11.9 -> 6.8 ms at N = 200; below M = 4 N the solve
+        was as fast or faster (N = 500, M = 1000: 14.4 against 15.9 ms). B = I + T^1/2 K T^1/2 has
+        every eigenvalue >= 1, so L^-1 is as well conditioned as L."""
+        if self._whitening is None:
+            self._whitening = linalg.solve_triangular(self._L, np.diag(self._sw), lower=True, check_finite=False)
+        return self._whitening
+
     def predict_f(self, X_new, full_cov: bool = False):
         """Latent mean k_*^T weights and variance k_** - k_*^T (K + T^-1)^-1 k_* (R&W eqs. 3.60-3.61;
         marginal variances with all tau >= 0: k_** - |L^-1 T^1/2 k_*|^2, R&W Alg. 3.6 line 7)."""
@@ -219,8 +231,11 @@ class DenseGaussian:
             mean = Ks.T @ self.weights
             if self.stable:
                 # k_*^T W k_* = |L^-1 T^1/2 k_*|^2 with B = L L^T: one triangular solve, half of cho_solve's two
-                V = linalg.solve_triangular(self._L, self._sw[:, None] * Ks, lower=True, overwrite_b=True,
-                                            check_finite=False)
+                if Ks.shape[1] >= 4 * self.prior.n:  # a grid: see _whitener
+                    V = self._whitener() @ Ks
+                else:
+                    V = linalg.solve_triangular(self._L, self._sw[:, None] * Ks, lower=True, overwrite_b=True,
+                                                check_finite=False)
                 return mean, kss - np.einsum("ij,ij->j", V, V)
             return mean, kss - np.einsum("ij,ij->j", Ks, self._solve_w(Ks))
 

@@ -129,3 +129,24 @@ def test_count_test_error_is_not_halved():
     """Sec. 6.2: for counts TE = sum |y - yhat| / m (sec. 6.1 halves it only for labels -1/+1)."""
     assert metrics.test_error([3.0, 0.0], [1.0, 1.0], labels=False) == pytest.approx(1.5)
     assert metrics.test_error([1.0, -1.0], [1.0, 1.0]) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("n_test", [5, 400])  # fewer test points than data (a triangular solve), more (L^-1 T^1/2)
+def test_marginal_predictions_equal_the_full_covariance_diagonal(n_test, rng):
+    """Dense EP's marginal variances at test points, by either route of ``predict_from_cross``
+    (qpviz/inference/dense.py: a triangular solve for few points, the whitening matrix L^-1 T^1/2
+    applied by one product for a grid), against k_** - k_*^T (K + T^-1)^-1 k_* from the full
+    predictive covariance (its own solve) and a direct solve with K + T^-1."""
+    X = rng.uniform(-3, 3, (40, 2))
+    y = np.sign(X[:, 0] * X[:, 1] + 0.3 * rng.standard_normal(40))
+    kernel = kernels.RBF(variance=3.0, lengthscale=1.2)
+    post = fit(X, y, "probit", kernel, method="ep")
+    X_new = rng.uniform(-4, 4, (n_test, 2))
+    mean, var = post.predict_f(X_new)
+    mean_full, cov_full = post.predict_f(X_new, full_cov=True)
+    np.testing.assert_allclose(mean, mean_full, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(var, np.diag(cov_full), rtol=0, atol=1e-11)
+    Ks = kernel(X, X_new)
+    K = post.state.prior.K  # the prior's K(X, X), its jitter included
+    direct = kernel.diag(X_new) - np.einsum("ij,ij->j", Ks, np.linalg.solve(K + np.diag(1.0 / post.site_precision), Ks))
+    np.testing.assert_allclose(var, direct, rtol=0, atol=1e-10)
