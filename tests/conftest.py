@@ -47,17 +47,23 @@ SLOW_FIRST = {
     "tests/browser/test_hostile_inputs.py::test_every_typed_number_box": 20,  # 9-16 s a call (60 before 2026-11-27)
     "tests/browser/test_script_injection.py::test_a_link_value_is_shown_as_text": 10,
     "tests/gpdemo/test_mcmc_reference_presets.py::test_reference_agrees_with_ep_and_reports_its_diagnostics[Poisson": 25,
-    "tests/browser/test_page_links.py": 25,
+    # a server of its own, its background import awaited, then every tab clicked (35 s)
+    "tests/browser/test_page_links.py::test_a_session_opened_before_the_background_import": 35,
     # a server of its own on an empty numba cache, kept until its kernels are compiled
     "tests/browser/test_explorer_page.py::test_a_first_start": 25,
     "tests/browser/test_script_injection.py": 20,
     "tests/browser/test_layout.py": 15,
     # the slider, a click's point added and removed (a reload between), then projector mode: one load
     "tests/browser/test_gp2d_page.py::test_slider_refits_and_redraws_a_click_adds_then_removes_a_point": 30,
+    # an MCMC reference run in the server (12-14 s each in the suite, load 3-5): not left for the end
+    "tests/browser/test_gp2d_page.py::test_mcmc_reference_runs_with_progress": 14,
+    "tests/browser/test_gp2d_page.py::test_a_link_with_mcmc_starts_the_reference": 12,
     "tests/browser/": 8,
     # child processes and subprocesses (spawned Python, imports, numba caches): 20-60 s each on 2
     # workers at load 5-8, 4-7 s alone; started early so that none of them ends the run alone
     "tests/reproduce/test_reproduce_sep.py::test_sep_digits_same_test_error_on_one_and_two_dask_workers": 24,
+    # a child process compiling the explorer's kernels into an empty numba cache: 26 s in the suite
+    "tests/test_warmup.py::test_the_explorer_target_leaves_nothing_for_the_first_page_to_compile": 26,
     "tests/gpdemo/test_scalable_demo.py::test_stop_ends_a_run_and_reports_stopped": 23,
     "tests/gpdemo/test_scalable_demo.py::test_gfitc_run_in_a_child_sends_start_entries_and_done_in_order": 22,
     "tests/gpdemo/test_scalable_model.py::test_a_short_run_is_drained_until_done_with_its_curve_points": 22,

@@ -92,20 +92,37 @@ def test_opening_view_ranges_beside_the_inputs_and_projector_mode(explorer: Page
     explorer.wait_for_url(re.compile(r"projector=true"), timeout=TIMEOUT_MS)
 
 
-def test_likelihood_and_slider_update_numbers_and_plots(explorer: Page):
+def test_likelihood_step_eps_and_slider_update_numbers_plots_and_the_link(explorer: Page):
+    """Step from the menu, its eps input, then the mean slider, on one load (two tests loaded the page
+    each, both choosing step): each changes the numbers and goes into the link, and the shared link
+    reopens step with eps = 0.2 at m = 1.05, with the same numbers."""
+    table = explorer.locator(".qpviz-numbers table").first
     before_numbers = numbers_text(explorer)
     explorer.locator(".qpviz-likelihood select").select_option("step")
     wait_for_title(explorer, "(a) densities: step, y = 1,\ncavity m = 1.00")
     wait_for_title(explorer, "(d) var_QP / var_EP for step")
-    wait_for_new_text(explorer.locator(".qpviz-numbers table").first, before_numbers)
+    wait_for_new_text(table, before_numbers)
     after_likelihood = numbers_text(explorer)
+
+    eps = explorer.locator(".qpviz-param-step_eps select")
+    expect(eps).to_be_visible(timeout=TIMEOUT_MS)
+    eps.select_option("0.2")
+    wait_for_new_text(table, after_likelihood)
+    explorer.wait_for_url(re.compile(r"[?&]step_eps=0\.2(&|$)"), timeout=TIMEOUT_MS)
+    with_eps = numbers_text(explorer)
 
     handle = explorer.locator(".qpviz-mean .noUi-handle")
     handle.focus()
     handle.press("ArrowRight")
     wait_for_title(explorer, "(a) densities: step, y = 1,\ncavity m = 1.05")
-    wait_for_new_text(explorer.locator(".qpviz-numbers table").first, after_likelihood)
+    wait_for_new_text(table, with_eps)
     explorer.wait_for_url(re.compile(r"lik=step.*m=1\.05|m=1\.05.*lik=step"), timeout=TIMEOUT_MS)
+    shown = numbers_text(explorer)
+
+    explorer.goto(explorer.url)  # the shared link reopens step with eps = 0.2 at m = 1.05
+    wait_for_title(explorer, "(a) densities: step, y = 1,\ncavity m = 1.05")
+    wait_for_numbers(explorer, shown)
+    expect(explorer.locator(".qpviz-param-step_eps select")).to_have_value("0.2")
 
 
 def test_shared_link_reopens_the_same_view(explorer: Page, app_url: str):
@@ -149,19 +166,6 @@ def test_bad_typed_value_shows_a_message_and_keeps_the_view(explorer: Page):
     expect(alert).to_be_hidden()
 
 
-def test_clicking_the_map_moves_the_cavity(explorer: Page):
-    before = title_starting(explorer, "(a) densities")
-    explorer.locator(".qpviz-map").scroll_into_view_if_needed()  # below the fold: a mouse click needs it on screen
-    box = explorer.locator(".qpviz-map").bounding_box()
-    explorer.mouse.click(box["x"] + 0.3 * box["width"], box["y"] + 0.4 * box["height"])
-    explorer.wait_for_function(
-        f"before => ({TITLES_JS})().some(text => text.startsWith('(a) densities') && text !== before)",
-        arg=before,
-        timeout=TIMEOUT_MS,
-    )
-    assert title_starting(explorer, "(a) densities") != before
-
-
 def test_cloglog_from_the_registry_is_in_the_menu_and_computes(explorer: Page):
     before = numbers_text(explorer)
     explorer.locator(".qpviz-likelihood select").select_option("cloglog")
@@ -170,22 +174,6 @@ def test_cloglog_from_the_registry_is_in_the_menu_and_computes(explorer: Page):
     wait_for_new_text(explorer.locator(".qpviz-numbers table").first, before)
     assert explorer.evaluate(ALERT_JS) == ""
     explorer.wait_for_url(re.compile(r"[?&]lik=cloglog"), timeout=TIMEOUT_MS)
-
-
-def test_step_eps_input_reaches_the_numbers_and_the_url(explorer: Page):
-    explorer.locator(".qpviz-likelihood select").select_option("step")
-    wait_for_title(explorer, "(a) densities: step, y = 1,\ncavity m = 1.00")
-    eps = explorer.locator(".qpviz-param-step_eps select")
-    expect(eps).to_be_visible(timeout=TIMEOUT_MS)
-    before = numbers_text(explorer)
-    eps.select_option("0.2")
-    wait_for_new_text(explorer.locator(".qpviz-numbers table").first, before)
-    explorer.wait_for_url(re.compile(r"[?&]step_eps=0\.2(&|$)"), timeout=TIMEOUT_MS)
-    with_eps = numbers_text(explorer)
-    explorer.goto(explorer.url)  # the shared link reopens step with eps = 0.2
-    wait_for_title(explorer, "(a) densities: step, y = 1,\ncavity m = 1.00")
-    wait_for_numbers(explorer, with_eps)
-    expect(explorer.locator(".qpviz-param-step_eps select")).to_have_value("0.2")
 
 
 # -- the classroom's findings (issue 10) ----------------------------------------------------------
@@ -253,7 +241,17 @@ def map_ranges(page: Page) -> list[float]:
     }""")
 
 
-def test_the_map_zooms_and_pans_only_within_the_valid_cavities(explorer: Page):
+def test_the_map_zooms_and_pans_within_the_valid_cavities_a_click_moves_the_cavity_and_a_common_scale(
+        explorer: Page):
+    """The map (d) on one load (three tests loaded the page each): its zoom and pan stay within the
+    valid cavities (first: it reads the opening ranges), a click on it moves the cavity, then (it
+    changes the likelihood: last) the common colour scale fixes its colour range."""
+    the_map_zooms_and_pans_only_within_the_valid_cavities(explorer)
+    clicking_the_map_moves_the_cavity(explorer)
+    the_common_colour_scale_fixes_the_maps_colour_range(explorer)
+
+
+def the_map_zooms_and_pans_only_within_the_valid_cavities(explorer: Page) -> None:
     from qpviz import explorer as computation
 
     (m_lo, m_hi), (s_lo, s_hi) = computation.CAVITY_MEAN_SLIDER, computation.CAVITY_STD_SLIDER
@@ -273,7 +271,20 @@ def test_the_map_zooms_and_pans_only_within_the_valid_cavities(explorer: Page):
     assert m_lo - 1e-9 <= x0 < x1 <= m_hi + 1e-9 and s_lo - 1e-9 <= y0 < y1 <= s_hi + 1e-9, (x0, x1, y0, y1)
 
 
-def test_the_common_colour_scale_fixes_the_maps_colour_range(explorer: Page):
+def clicking_the_map_moves_the_cavity(explorer: Page) -> None:
+    before = title_starting(explorer, "(a) densities")
+    explorer.locator(".qpviz-map").scroll_into_view_if_needed()  # below the fold: a mouse click needs it on screen
+    box = explorer.locator(".qpviz-map").bounding_box()
+    explorer.mouse.click(box["x"] + 0.3 * box["width"], box["y"] + 0.4 * box["height"])
+    explorer.wait_for_function(
+        f"before => ({TITLES_JS})().some(text => text.startsWith('(a) densities') && text !== before)",
+        arg=before,
+        timeout=TIMEOUT_MS,
+    )
+    assert title_starting(explorer, "(a) densities") != before
+
+
+def the_common_colour_scale_fixes_the_maps_colour_range(explorer: Page) -> None:
     mappers_js = """() => [...Bokeh.documents[0].all_models].filter(m => m.constructor.__name__ === 'LinearColorMapper')
         .map(m => [m.low, m.high])"""
     own = explorer.evaluate(mappers_js)

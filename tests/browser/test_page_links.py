@@ -13,7 +13,14 @@ pytestmark = pytest.mark.browser
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "app"))
 
-from pagetools import serve_app, stop  # noqa: E402
+from pagetools import serve_app, stop, wait_ready  # noqa: E402
+from test_hostile_inputs import VIEWS  # noqa: E402
+
+
+def ready_view(slug: str):
+    """The view of test_hostile_inputs.VIEWS that opens page ``slug`` by its link alone (no other
+    key): what that page shows when it is ready, and how long it may take."""
+    return next(view for view in VIEWS.values() if view.query.split("&")[0] == f"page={slug}")
 
 
 def test_tab_slugs():
@@ -25,9 +32,10 @@ def test_tab_slugs():
 
 
 def test_each_page_opens_from_its_link_and_a_click_writes_it(page: Page, app_url: str):
-    """The link naming no page: its tabs, and a click on the last and then the first tab writes each
-    one's link; then each tab's link opens that tab (with its page's quiet keys: no MCMC reference
-    left running in the server for the next tests)."""
+    """The link naming no page: its tabs are the registered pages', and a click on the last and then
+    the first tab writes each one's link. That each tab's link opens that tab is checked where every
+    page is opened by its link anyway: tests/browser/test_layout.py's open_tab, for every registered
+    page (this test loaded every page once more for it, ~20 s of a run)."""
     from dashboard import tab_slug  # noqa: PLC0415
     import pages as registry  # noqa: PLC0415
 
@@ -38,18 +46,13 @@ def test_each_page_opens_from_its_link_and_a_click_writes_it(page: Page, app_url
     page.goto(app_url)
     page.locator(".bk-tab").first.wait_for(timeout=60_000)
     tab_titles = [t.strip() for t in page.locator(".bk-tab").all_inner_texts()]
-    assert tab_titles, "no tabs"
+    assert tab_titles == [info.title for info in registry.PAGES]  # the pages test_layout opens by their links
     first = tab_titles[0]
     if len(tab_titles) > 1:  # on the first load (a load of its own before, ~3 s on 2 busy cores)
         page.locator(".bk-tab", has_text=tab_titles[-1]).click()
         page.wait_for_url(re.compile(rf"[?&]page={tab_slug(tab_titles[-1])}"), timeout=30_000)
         page.locator(".bk-tab", has_text=first).click()
         page.wait_for_url(re.compile(rf"[?&]page={tab_slug(first)}"), timeout=30_000)
-    quiet = {info.slug: info.quiet_query for info in registry.PAGES}
-    for title in tab_titles:
-        slug = tab_slug(title)
-        page.goto(f"{app_url}?page={slug}" + (f"&{quiet[slug]}" if quiet.get(slug) else ""))
-        expect(page.locator(".bk-tab.bk-active")).to_have_text(title, timeout=30_000)
     assert errors == []
 
 
@@ -95,9 +98,10 @@ def test_a_session_opened_before_the_background_import_builds_every_tab(browser,
         for info in registry.PAGES[1:]:
             page.locator(".bk-tab", has_text=info.title).first.click()
             expect(page.locator(".bk-tab.bk-active")).to_have_text(info.title, timeout=30_000)
-            page.wait_for_timeout(1500)  # the page is built when its tab opens
-            if info.module == "gp_1d":
-                page.locator(".qpviz-gp1d-table table").first.wait_for(timeout=60_000)
+            # the page is built when its tab opens: it has come (with any error about its models) once
+            # it shows what it shows when ready (a fixed 1.5 s wait per tab before)
+            view = ready_view(info.slug)
+            wait_ready(page, view.ready, view.timeout_ms, info.title)
         assert errors == []
         context.close()
     finally:
