@@ -165,8 +165,8 @@ class GridFit:
     ``var_difference`` = var_QP - var_EP (None unless both were fitted); ``seconds[m]`` the time
     of the fit and of the grid prediction; ``notes`` the warnings the fits raised;
     ``mcmc_noise`` the MCMC reference's own Monte Carlo error (:func:`mcmc_grid`), {} without it;
-    ``sites[m]`` = (tau, nu) of a site method (EP, QP), None for the others: the next fit of
-    edited data or other hyper-parameters starts from them (:func:`fit_grid`'s ``inits``).
+    ``sites[m]`` = (tau, nu) of a method whose posterior has sites, None for the others: the next
+    EP / QP fit of edited data or other hyper-parameters starts from them (:func:`fit_grid`'s ``inits``).
     """
 
     x1: np.ndarray
@@ -216,7 +216,8 @@ def fit_grid(X, y, kernel, methods=("ep", "qp"), grid_size: int = 60, likelihood
     Per method: q(f_*) = N(m_*, v_*) from one vectorised ``predict_f`` call (R&W eqs. 3.60-3.61)
     and p(y_* = +1 | x_*) = int p(+1 | f) q(f_*) df (probit: Phi(m_* / sqrt(1 + v_*))).
     ``options`` go to every method that accepts them (:data:`qpviz.fit.OPTIONS`); ``inits``
-    (method -> (tau, nu)) are starting sites, e.g. the last fit's (:func:`qpviz.gpdemo.warm_start.carried_sites`).
+    (method -> (tau, nu)) are starting sites, e.g. the last fit's (:func:`qpviz.gpdemo.warm_start.carried_sites`),
+    for the methods that take ``init`` (EP, QP; VB and Laplace start as usual).
     Warnings the fits raise (e.g. no convergence) are collected in ``notes`` instead of being raised.
     """
     X, y = check_data(X, y)
@@ -234,7 +235,7 @@ def fit_grid(X, y, kernel, methods=("ep", "qp"), grid_size: int = 60, likelihood
     cross = []  # K(X, grid) and diag K(grid), computed once for every method that can share them
     for method in methods:
         accepted = {k: v for k, v in options.items() if k in OPTIONS[method]}
-        if (inits or {}).get(method) is not None:
+        if (inits or {}).get(method) is not None and "init" in OPTIONS[method]:
             accepted["init"] = inits[method]
         start = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:

@@ -92,3 +92,16 @@ def test_gp2d_a_change_starts_from_the_last_sites_and_reaches_the_cold_fit(chang
         warm_run = qpviz.fit(model.X, model.y, "probit", model.kernel_object(), method=method, init=starts[0][method])
         cold_run = qpviz.fit(model.X, model.y, "probit", model.kernel_object(), method=method)
         assert warm_run.n_sweeps < cold_run.n_sweeps, (method, warm_run.n_sweeps, cold_run.n_sweeps)
+
+
+def test_gp2d_vb_and_laplace_shown_a_step_still_refits_every_method():
+    """VB's and Laplace's posteriors have sites too, but their fits take no ``init``: a step with
+    them shown refits all four (the warm start only reaches EP and QP)."""
+    model = GP2DModel(n=30, methods=["ep", "qp", "vb", "laplace"])
+    model.drawn = True
+    model.ensure_fit()
+    before = {m: model.fit.mean[m] for m in ("ep", "qp", "vb", "laplace")}
+    model.lengthscale += 0.1
+    assert model.message == "" and model.fit.kernel.lengthscale == pytest.approx(model.lengthscale)
+    for method, mean in before.items():
+        assert model.fit.converged[method] and not np.allclose(model.fit.mean[method], mean), method
