@@ -87,8 +87,7 @@ class GP1DModel(param.Parameterized):
         self._job = None
         self._loading = False
         self._writing_query = False
-        self._fitted_data = None  # digest of the data the fits belong to
-        self._fitted_points = None  # (X, y) the fits belong to: their sites start the next data's fit
+        self._fitted_points = None  # (X, y) the fits belong to: their sites start the next fit
         self.load_preset()
 
     # -- inputs ------------------------------------------------------------------------------
@@ -190,7 +189,7 @@ class GP1DModel(param.Parameterized):
                     fits[method] = FIT_CACHE.get_recent((method, *keys))
                     if fits[method] is None:
                         fits[method] = oned.fit_method(X, y, lik, kernel, method, grid,
-                                                       **self._warm_start(method, keys, X, y, lik))
+                                                       **self._warm_start(method, X, y, lik))
                         FIT_CACHE.put((method, *keys), fits[method])
             reference = FIT_CACHE.get_recent(("mcmc", *keys))
         except (ValueError, TypeError, ArithmeticError, np.linalg.LinAlgError) as exc:
@@ -204,11 +203,11 @@ class GP1DModel(param.Parameterized):
             self._start_mcmc(X, y, lik, kernel, grid, keys)
         if "mcmc" not in self.methods and self._job is not None and self._job["key"][0] == "mcmc":
             self.cancel_job(quiet=True)  # nobody waits for the reference any more
-        self._fitted_data, self._fitted_points = keys[0], (X, y)
+        self._fitted_points = X, y
         self.param.update(fits=fits, message="", version=self.version + 1)
         return True
 
-    def _warm_start(self, method: str, keys, X, y, lik) -> dict:
+    def _warm_start(self, method: str, X, y, lik) -> dict:
         """EP / QP start from the sites of the same method's last fit: a hyper-parameter step
         moves the fixed point a little (fewer sweeps, same fixed point within the tolerance); after
         a click or an upload, the points that stayed keep their sites
@@ -216,8 +215,6 @@ class GP1DModel(param.Parameterized):
         last = self.fits.get(method)
         if method not in ("ep", "qp") or last is None or last.site_tau is None or self._fitted_points is None:
             return {}
-        if self._fitted_data == keys[0]:
-            return {"init": (last.site_tau, last.site_nu)}
         carried = carried_sites(*self._fitted_points, last.site_tau, last.site_nu, X, y, lik.initial_sites(y))
         return {} if carried is None else {"init": carried}
 

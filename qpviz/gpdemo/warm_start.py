@@ -13,8 +13,8 @@ __all__ = ["carried_sites"]
 
 
 def carried_sites(old_X, old_y, old_tau, old_nu, new_X, new_y, initial) -> tuple[np.ndarray, np.ndarray] | None:
-    """Sites (tau, nu) for the data (new_X, new_y): each point that was in (old_X, old_y), same
-    inputs and same target, keeps its old site (a repeated point: one old site each, in order);
+    """Sites (tau, nu) for the data (new_X, new_y): the old sites for the same data; else each
+    point that was in (old_X, old_y), same inputs and same target, keeps its old site (a repeated point: one old site each, in order);
     the others get ``initial`` = the likelihood's starting (tau, nu) for new_y. None when no
     point was kept (nothing to carry: start as usual)."""
     old_X = np.asarray(old_X, float).reshape(len(old_y), -1)
@@ -22,6 +22,8 @@ def carried_sites(old_X, old_y, old_tau, old_nu, new_X, new_y, initial) -> tuple
     tau, nu = (np.array(a, dtype=np.float64) for a in initial)
     if old_tau is None or old_nu is None or len(old_tau) != len(old_y) or old_X.shape[1] != new_X.shape[1]:
         return None
+    if np.array_equal(old_X, new_X) and np.array_equal(old_y, new_y):  # the same data (a hyper-parameter step)
+        return np.array(old_tau, dtype=np.float64), np.array(old_nu, dtype=np.float64)
     unused: dict[bytes, list[int]] = {}
     for i in range(len(old_y) - 1, -1, -1):  # popped from the end: the first old copy goes first
         unused.setdefault(_point_key(old_X[i], old_y[i]), []).append(i)
