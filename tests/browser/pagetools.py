@@ -143,6 +143,19 @@ def wait_for_new_text(locator, old: str, timeout_ms: float = 60_000, ready=None)
         time.sleep(0.05)
 
 
+def read_ready(locator, ready, timeout_ms: float = 60_000) -> str:
+    """``locator.inner_text()`` once ``ready(text)`` holds: a table row read while Bokeh rewrites
+    its pane can come back with cells missing."""
+    end = time.monotonic() + timeout_ms / 1000
+    while True:
+        text = locator.inner_text()
+        if ready(text):
+            return text
+        if time.monotonic() > end:
+            raise AssertionError(f"the text was still {text!r} after {timeout_ms / 1000:g} s")
+        time.sleep(0.05)
+
+
 def still(read, quiet_s: float, timeout_s: float, poll_s: float = 0.1) -> tuple[object, bool]:
     """Call ``read()`` until its value stays the same for ``quiet_s``; return the last value and
     whether it stood still before ``timeout_s`` ran out."""

@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import Page, expect
 
-from pagetools import wait_for_new_text
+from pagetools import read_ready, wait_for_new_text
 from test_explorer_page import console_errors  # noqa: F401  (the fixture: fail on console errors)
 from test_gp2d_page import wait_for_title
 
@@ -44,8 +44,9 @@ CENTRES_JS = """prefix => {
 }"""
 
 
-def vsgp_row(page: Page) -> str:
-    return page.locator(".qpviz-vsgp-table tbody tr").first.inner_text()
+def vsgp_row(page: Page, row: int = 0) -> str:
+    """The numbers table's row ``row`` (0: VSGP, 1: FITC), read once it has all its cells."""
+    return read_ready(page.locator(".qpviz-vsgp-table tbody tr").nth(row), whole_row, TIMEOUT_MS)
 
 
 def whole_row(text: str) -> bool:
@@ -65,7 +66,7 @@ def vsgp(page: Page, app_url: str, console_errors) -> Page:  # noqa: F811
 
 def test_blur_slider_changes_the_vsgp_numbers_only(vsgp: Page):
     before_vsgp = vsgp_row(vsgp)
-    before_fitc = vsgp.locator(".qpviz-vsgp-table tbody tr").nth(1).inner_text()
+    before_fitc = vsgp_row(vsgp, 1)
     handle = vsgp.locator(".qpviz-vsgp-blur .noUi-handle")
     handle.focus()
     handle.press("ArrowLeft")  # blur 1 -> 0.9
@@ -74,7 +75,7 @@ def test_blur_slider_changes_the_vsgp_numbers_only(vsgp: Page):
                               ready=whole_row)
     # the log evidence moved (FITC's row: the same fit from the cache, apart from its timing column)
     assert after.split("\t")[3] != before_vsgp.split("\t")[3]
-    fitc = vsgp.locator(".qpviz-vsgp-table tbody tr").nth(1).inner_text()
+    fitc = vsgp_row(vsgp, 1)
     assert fitc.split("\t")[:5] == before_fitc.split("\t")[:5]
     vsgp.wait_for_url(re.compile(r"[?&]vs_blur=0\.9"), timeout=TIMEOUT_MS)
 
