@@ -14,7 +14,9 @@ numba's on-disk cache: each compiled function, callees included, is written as i
 so work done by one process is loaded, not redone, by the other (whatever both start at the same
 time is compiled twice). The groups are ordered so that one process compiles the shared core
 (the tilted quadrature's panels) while the other compiles what does not need it (likelihood
-kernels, the integrals over panels, table lookups).
+kernels, the integrals over panels, table lookups); then, once both are done, one process
+compiles the EP and QP fits while the other compiles the MCMC reference and the sparse fits
+(the fits alone took 17 s of a 43 s warm-up, with the second core idle).
 
 ``scripts/serve`` runs ``--what explorer`` beside the server before it prints the URL, and
 ``--what all`` (the other likelihoods, the fits) after, at a low priority, while the page is in
@@ -183,8 +185,8 @@ def _mcmc_reference() -> None:
 
 
 def steps(what: str) -> list[list[tuple[str, Callable[[], None]]]]:
-    """Three groups of (label, step) for ``what``: groups 0 and 1 may run at the same time (see
-    the module docstring), group 2 runs after both and uses everything.
+    """Four groups of (label, step) for ``what``: groups 0 and 1 may run at the same time (see
+    the module docstring); groups 2 and 3 run after both, and may run at the same time.
 
     ``explorer`` is what the explorer's first page needs: the moments and the QP table of the
     likelihood it opens on (:data:`qpviz.explorer.OPENING_VIEW`) and, in its last step (the opening
@@ -209,13 +211,14 @@ def steps(what: str) -> list[list[tuple[str, Callable[[], None]]]]:
         rest = list(kernels.values())
         core += rest[::2]
         others += rest[1::2]
+    beside = []  # beside the EP and QP fits (which compile for longest): what shares fewest kernels with them
     if what in ("fit", "sparse", "all"):
         last += [("EP and QP fits", _ep_fit)]
-    if what in ("sparse", "all"):
-        last += [("sparse Power EP and QP fits", _sparse_fits)]
     if what == "all":
-        last += [("MCMC reference", _mcmc_reference)]
-    return [core, others, last]
+        beside += [("MCMC reference", _mcmc_reference)]
+    if what in ("sparse", "all"):
+        beside += [("sparse Power EP and QP fits", _sparse_fits)]
+    return [core, others, last, beside]
 
 
 #: The targets (a page's kernels, a fit's, or all; for the command line, documentation and tests).
@@ -231,6 +234,9 @@ def prepare(what: str) -> None:
         run(group, lambda label, seconds: None)
     _write_stamp(what)
 
+
+#: The line a ``--jobs 2`` worker prints when its first group is done (then it waits for a line on stdin).
+GROUP_DONE = "-- group done --"
 
 #: Seconds between two "still compiling" lines of a long step (the console is never silent longer).
 TICK_SECONDS = 10.0
@@ -343,15 +349,25 @@ def main(argv: list[str] | None = None) -> int:
         print("numerical kernels: compiled earlier, loaded from numba's cache on first use")
         return 0
     if args.group is not None:  # a worker: one line per finished step (a tick: no time), read by the parent
-        run(steps(args.what)[args.group], lambda label, seconds: print(f"{label}\t{seconds:.1f}", flush=True),
-            lambda label, seconds: print(f"{label}\t", flush=True))
+        def worker_report(label, seconds):
+            print(f"{label}\t{seconds:.1f}", flush=True)
+
+        def worker_tick(label, seconds):
+            print(f"{label}\t", flush=True)
+
+        groups = steps(args.what)
+        run(groups[args.group], worker_report, worker_tick)
+        if args.group == 1:  # then group 3, once the parent says group 0 is done too (a line on stdin)
+            print(GROUP_DONE, flush=True)
+            if sys.stdin.readline():
+                run(groups[3], worker_report, worker_tick)
         return 0
     print("compiling numerical kernels (first run only; later runs load them from the cache) ...", flush=True)
     start = time.perf_counter()
     worker = None
     if args.jobs >= 2:  # started first: it imports numba and qpviz while this process does the same
         worker = subprocess.Popen([sys.executable, "-m", "qpviz.warmup", "--what", args.what, "--group", "1"],
-                                  stdout=subprocess.PIPE, text=True)
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         # stopped (scripts/serve's Ctrl-C sends SIGTERM): stop the worker too
         signal.signal(signal.SIGTERM, lambda signum, frame: (worker.terminate(), sys.exit(128 + signum)))
     groups = steps(args.what)
@@ -370,26 +386,47 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    ... {label}: still compiling ({time.perf_counter() - start:.0f} s in all)", flush=True)
 
     if worker is not None:
+        others_done = threading.Event()
+
         def relay():
-            for line in worker.stdout:
-                label, seconds = line.rstrip("\n").split("\t")
-                if seconds:
-                    report(label, float(seconds))
-                else:
-                    tick(label, 0.0)
+            try:
+                for line in worker.stdout:
+                    if line.rstrip("\n") == GROUP_DONE:
+                        others_done.set()
+                        continue
+                    label, seconds = line.rstrip("\n").split("\t")
+                    if seconds:
+                        report(label, float(seconds))
+                    else:
+                        tick(label, 0.0)
+            finally:
+                others_done.set()  # the worker ended (or failed) before its group 1 was done
 
         reader = threading.Thread(target=relay, daemon=True)
         reader.start()
         try:
             run(groups[0], report, tick)
+            others_done.wait()  # groups 2 and 3 use what groups 0 and 1 compile
+            try:
+                worker.stdin.write("go\n")
+                worker.stdin.flush()
+            except OSError:  # the worker is gone: its wait() below says so
+                pass
+            run(groups[2], report, tick)
         finally:
+            try:
+                worker.stdin.close()  # without "go" (this process failed), the worker ends after group 1
+            except OSError:
+                pass
             reader.join()
-            if worker.wait() != 0:
-                print("warm-up worker failed (its kernels compile on first use)", file=sys.stderr)
+            worker_failed = worker.wait() != 0
+        if worker_failed:
+            print("warm-up worker failed; its steps run here", file=sys.stderr)
+            run(groups[1] + groups[3], report, tick)
     else:
         run(groups[1], report, tick)  # the cheap kernels first: the progress moves at once
         run(groups[0], report, tick)
-    run(groups[2], report, tick)
+        run(groups[2] + groups[3], report, tick)
     _write_stamp(args.what)
     print(f"numerical kernels ready ({time.perf_counter() - start:.1f} s)", flush=True)
     return 0

@@ -9,10 +9,10 @@ from qpviz.explorer import OPENING_VIEW, likelihood_names
 
 
 @pytest.mark.parametrize("what", warmup.STEPS)
-def test_every_step_is_run_once_and_the_last_group_uses_the_others(what):
+def test_every_step_is_run_once_and_the_last_groups_use_the_others(what):
     groups = warmup.steps(what)
     labels = [label for group in groups for label, _ in group]
-    assert len(groups) == 3 and len(labels) == len(set(labels))
+    assert len(groups) == 4 and len(labels) == len(set(labels))
     tables = {label.split(": ")[1] for label, _ in groups[0] if label.startswith("QP table (fast form): ")}
     # the explorer's first page opens on its own likelihood; the fits start with probit
     opening = OPENING_VIEW["likelihood"]
@@ -20,7 +20,7 @@ def test_every_step_is_run_once_and_the_last_group_uses_the_others(what):
     # the tilted quadrature's own steps only for "all": the explorer's opening view (its last step)
     # compiles what it uses of it, and EP with closed-form moments compiles without it
     assert ("tilted quadrature: panels" in [label for label, _ in groups[0]]) == (what == "all")
-    last = [label for label, _ in groups[2]]
+    last = [label for label, _ in groups[2] + groups[3]]
     assert ("explorer page" in last) == (what in ("explorer", "all"))
     assert ("EP and QP fits" in last) == (what != "explorer")
     assert ("sparse Power EP and QP fits" in last) == (what in ("sparse", "all"))
@@ -103,3 +103,20 @@ def test_a_background_warm_up_runs_at_a_low_priority_and_ends_with_the_process_t
             break
         assert time.monotonic() < deadline, "the background warm-up outlived the process that started it"
         time.sleep(0.1)
+
+
+def test_two_processes_run_every_step_once_then_stamp_the_run():
+    """``--jobs 2``: the worker runs group 1, waits for this process's group 0, then runs group 3
+    beside group 2 here; every step is reported once, numbered in order, and the run ends."""
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    done = subprocess.run([sys.executable, "-m", "qpviz.warmup", "--what", "sparse", "--jobs", "2", "--force"],
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    lines = [line.strip() for line in done.stdout.splitlines() if line.startswith("  ") and "/" in line.split()[0]]
+    labels = [label for group in warmup.steps("sparse") for label, _ in group]
+    assert [line.split(" ", 1)[0] for line in lines] == [f"{i}/{len(labels)}" for i in range(1, len(labels) + 1)]
+    assert sorted(line.split(" ", 1)[1].rsplit(" (", 1)[0] for line in lines) == sorted(labels)
+    assert warmup.GROUP_DONE not in done.stdout and "failed" not in done.stderr
+    assert done.stdout.rstrip().splitlines()[-1].startswith("numerical kernels ready")
