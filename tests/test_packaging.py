@@ -56,7 +56,8 @@ def test_environment_yml_lists_the_same_dependencies_as_pyproject(pyproject, con
 def test_runtime_and_test_dependencies_required_by_the_design(pyproject):
     runtime = {parse_requirement(dep)[0] for dep in pyproject["project"]["dependencies"]}
     test = {parse_requirement(dep)[0] for dep in pyproject["project"]["optional-dependencies"]["test"]}
-    assert {"numpy", "scipy", "numba", "panel", "holoviews", "bokeh", "param", "tqdm"} <= runtime
+    assert {"numpy", "scipy", "numba", "panel", "bokeh", "param", "tqdm"} <= runtime
+    assert "holoviews" not in runtime  # no module imports it (the pages draw with Bokeh directly)
     assert {"pytest", "hypothesis", "mpmath", "playwright", "pytest-playwright"} <= test
 
 
