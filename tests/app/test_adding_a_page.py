@@ -48,4 +48,6 @@ def test_a_new_page_is_one_module_and_one_register_line(tmp_path):
     script = CHECK.format(tmp=str(tmp_path), app=str(APP))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split() == ["ok", "9"]
+    # its line among any others (a stale numba cache has the dashboard compile the first page's kernels
+    # in a child process, whose progress lines share this stdout)
+    assert "ok 9" in done.stdout.splitlines(), done.stdout[-3000:]
