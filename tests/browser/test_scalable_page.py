@@ -94,7 +94,9 @@ def test_a_long_run_streams_its_curves_and_stop_ends_it(page: Page, app_url: str
     assert first_z
     page.wait_for_function(f"() => ({CURVE_POINTS_JS})()['{GFITC}'] >= {step + 2}", timeout=TIMEOUT_MS)
     assert int(status_row(page, "GFITC").split("\t")[2]) > step
-    assert page.evaluate(INDUCING_JS, GFITC) != first_z  # GFITC's inducing inputs move as they are learnt
+    # GFITC's inducing inputs move as they are learnt (their drawing can come a message after the curve's)
+    page.wait_for_function(f"first => JSON.stringify(({INDUCING_JS})('{GFITC}')) !== JSON.stringify(first)",
+                           arg=first_z, timeout=TIMEOUT_MS)
     page.wait_for_function(f"() => ({CURVE_POINTS_JS})()['{SEP}'] >= 2", timeout=TIMEOUT_MS)
     assert "running" in status_row(page, "SEP")
     expect(page.locator(".qpviz-sc-status tr", has_text="logistic")).to_contain_text(re.compile(r"0\.\d{4}"))
