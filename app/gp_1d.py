@@ -269,7 +269,7 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
 
     @param.depends("projector", watch=True)
     def _apply_projector_mode(self) -> None:
-        enlarge_detached(self.projector, self._texts, self._controls)
+        enlarge_detached(self.projector, self._texts, self._controls.objects, self._controls)
         self.views.style(self.projector)
         set_projector(self._grid, self.projector)  # wider columns for the large fonts
 

@@ -200,7 +200,7 @@ class GP2DPage(pn.viewable.Viewer):
 
     @param.depends("projector", watch=True)
     def _apply_projector_mode(self) -> None:
-        enlarge_detached(self.projector, self._texts, self._controls)
+        enlarge_detached(self.projector, self._texts, self._controls.objects, self._controls)
         if self.views is not None:
             self._style_figures()
             self._arrange_pairs()

@@ -96,20 +96,20 @@ def enlarge(on: bool, texts, controls) -> None:
             part.styles = {**part.styles, **size}
 
 
-def enlarge_detached(on: bool, texts, column: pn.layout.ListLike, controls=None) -> None:
-    """:func:`enlarge` of ``controls`` (by default ``column``'s objects: the page's controls) with
-    ``column`` emptied while they change, in one message (Panel's events held).
+def enlarge_detached(on: bool, texts, controls, column: pn.layout.ListLike) -> None:
+    """:func:`enlarge` with ``column`` (the layout holding the page's controls) emptied while its
+    controls change, in one message (Panel's events held).
 
     BokehJS lays the whole page out again, synchronously, for each control whose stylesheets change
     (``LayoutDOMView.invalidate_layout``), and every layout repaints the figures, which read their
-    CSS values each time: GP 1-D's switch took 6.3 s, 5.2 s of it in the browser (2,900 forced style
+    CSS values each time: GP 1-D's switch took 6.9 s, 5.7 s of it in the browser (2,900 forced style
     recalculations for its 20 controls). Out of the page, the controls change without a layout, and
-    they come back as one change of ``column``: 2.0 s."""
+    they come back as one change of ``column``: 2.7 s."""
     objects = list(column.objects)
     with pn.io.hold():
         column.objects = []
         try:
-            enlarge(on, texts, objects if controls is None else controls)
+            enlarge(on, texts, controls)
         finally:
             column.objects = objects
 

@@ -296,7 +296,7 @@ class PaperResults(pn.viewable.Viewer):
     @param.depends("projector", watch=True)
     def _apply_projector_mode(self) -> None:
         widgets = (self.prep_switch, *self._live_controls.objects)
-        enlarge_detached(self.projector, self._texts, self._live_controls, widgets)
+        enlarge_detached(self.projector, self._texts, widgets, self._live_controls)
         for fig in self.figures.values():
             style_figure(fig, self.projector)
 

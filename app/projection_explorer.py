@@ -395,8 +395,8 @@ class ProjectionExplorer(pn.viewable.Viewer):
 
     @param.depends("projector", watch=True)
     def _apply_projector_mode(self) -> None:
-        enlarge_detached(self.projector, self._texts, self._controls,
-                         (*self._controls.objects, *self.parameter_widgets.values(), self.numbers))
+        enlarge_detached(self.projector, self._texts, (*self._controls.objects, *self.parameter_widgets.values(), self.numbers),
+                         self._controls)
         set_projector(self._grid, self.projector)
         self._style_figures()
 

@@ -195,7 +195,7 @@ class ScalablePage(pn.viewable.Viewer):
 
     @param.depends("projector", watch=True)
     def _apply_projector_mode(self) -> None:
-        enlarge_detached(self.projector, self._texts, self._controls)
+        enlarge_detached(self.projector, self._texts, self._controls.objects, self._controls)
         self.curves.style(self.projector)
         self.view.style(self.projector)
         set_projector(self._grid, self.projector)

@@ -197,7 +197,7 @@ class VarianceEffects(pn.viewable.Viewer):
         texts = (*self.sentences.values(), *self.formulas.values(), self.scores, self.status, self._about,
                  self._scores_heading)
         widgets = [w for w in self._controls.objects if isinstance(w, pn.widgets.Widget)] + [self.cancel_button]
-        enlarge_detached(self.projector, texts, self._controls, widgets)
+        enlarge_detached(self.projector, texts, widgets, self._controls)
         set_projector(self._views, self.projector)  # wider columns for the large fonts
         for fig in self.figures.values():
             style_figure(fig, self.projector)

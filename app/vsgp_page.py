@@ -113,7 +113,7 @@ class VSGPPage(pn.viewable.Viewer):
 
     @param.depends("projector", watch=True)
     def _apply_projector_mode(self) -> None:
-        enlarge_detached(self.projector, self._texts, self._controls)
+        enlarge_detached(self.projector, self._texts, self._controls.objects, self._controls)
         if self.views is not None:
             self.figures.style(self.projector)
             set_projector(self.maps, self.projector)

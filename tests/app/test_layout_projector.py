@@ -17,12 +17,12 @@ def test_the_controls_change_while_out_of_their_column_and_come_back_in_order():
     for widget in (slider, select):
         widget.param.watch(lambda event: seen.append(len(column.objects)), "stylesheets")
     text = pn.pane.Markdown("a heading")
-    enlarge_detached(True, [text], column)
+    enlarge_detached(True, [text], column.objects, column)
     assert seen == [0, 0]  # both changed while the column was empty
     assert column.objects == objects  # the same objects, in the same order
     assert CONTROL_CSS in slider.stylesheets and CONTROL_CSS in select.stylesheets
     assert text.styles["font-size"] == note.styles["font-size"] == "150%"
-    enlarge_detached(False, [text], column)
+    enlarge_detached(False, [text], column.objects, column)
     assert column.objects == objects and text.styles["font-size"] == "100%"
 
 
@@ -37,7 +37,7 @@ def test_a_failing_change_still_gives_the_column_its_controls_back(monkeypatch):
 
     monkeypatch.setattr(layout, "enlarge", broken)
     try:
-        enlarge_detached(True, [], column)
+        enlarge_detached(True, [], column.objects, column)
     except RuntimeError:
         pass
     assert column.objects == objects
