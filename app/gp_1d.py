@@ -23,7 +23,7 @@ from csv_upload import CsvUpload
 from step_keys import StepKeys
 from long_jobs import GuardedModelCalls, JobPoller, cancel_when_session_ends
 from figure_export import export_buttons
-from layout import HandOff, enlarge_detached, explained, set_projector, view_grid
+from layout import HandOff, enlarge, explained, set_projector, view_grid
 from number_field import TYPED_CLASS, LinkValues, link_banner, typed_box
 import pages
 import safe_text
@@ -269,7 +269,7 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
 
     @param.depends("projector", watch=True)
     def _apply_projector_mode(self) -> None:
-        enlarge_detached(self.projector, self._texts, self._controls.objects, self._controls)
+        enlarge(self.projector, self._texts, self._controls.objects)
         self.views.style(self.projector)
         set_projector(self._grid, self.projector)  # wider columns for the large fonts
 

@@ -25,7 +25,7 @@ from explorer_figures import NumbersPane
 from explorer_widgets import PromptFloatSlider, PromptIntSlider
 from figure_export import export_buttons
 from gp_2d_figures import EXPLANATIONS, GridFigure, distance_table, draw_fit, draw_ratios, make_figures
-from layout import HandOff, enlarge_detached, explained, formula as formula_pane, set_projector, view_row
+from layout import HandOff, enlarge, explained, formula as formula_pane, set_projector, view_row
 from long_jobs import JobPoller, cancel_when_session_ends
 from number_field import LinkValues, NumberField, link_banner, range_checks
 import pages
@@ -200,7 +200,7 @@ class GP2DPage(pn.viewable.Viewer):
 
     @param.depends("projector", watch=True)
     def _apply_projector_mode(self) -> None:
-        enlarge_detached(self.projector, self._texts, self._controls.objects, self._controls)
+        enlarge(self.projector, self._texts, self._controls.objects)
         if self.views is not None:
             self._style_figures()
             self._arrange_pairs()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import panel as pn
 
-__all__ = ["HandOff", "enlarge", "enlarge_detached", "CONTROL_CSS", "CONTROLS_WIDTH", "VIEW_MIN_WIDTH", "FORMULA_STYLES", "view_grid", "view_row", "set_projector", "formula"]
+__all__ = ["HandOff", "enlarge", "CONTROL_CSS", "CONTROLS_WIDTH", "VIEW_MIN_WIDTH", "FORMULA_STYLES", "view_grid", "view_row", "set_projector", "formula"]
 
 #: Width of a page's control column (px).
 CONTROLS_WIDTH = 300
@@ -94,24 +94,6 @@ def enlarge(on: bool, texts, controls) -> None:
             part.stylesheets = [s for s in part.stylesheets if s not in ours] + sheets
         elif isinstance(part, pn.pane.PaneBase):
             part.styles = {**part.styles, **size}
-
-
-def enlarge_detached(on: bool, texts, controls, column: pn.layout.ListLike) -> None:
-    """:func:`enlarge` with ``column`` (the layout holding the page's controls) emptied while its
-    controls change, in one message (Panel's events held).
-
-    BokehJS lays the whole page out again, synchronously, for each control whose stylesheets change
-    (``LayoutDOMView.invalidate_layout``), and every layout repaints the figures, which read their
-    CSS values each time: GP 1-D's switch took 6.9 s, 5.7 s of it in the browser (2,900 forced style
-    recalculations for its 20 controls). Out of the page, the controls change without a layout, and
-    they come back as one change of ``column``: 2.7 s."""
-    objects = list(column.objects)
-    with pn.io.hold():
-        column.objects = []
-        try:
-            enlarge(on, texts, controls)
-        finally:
-            column.objects = objects
 
 
 class HandOff:

@@ -24,7 +24,7 @@ from binding import forward, holds
 from explorer_figures import style_figure
 from figure_export import export_buttons
 import paper_figure
-from layout import enlarge_detached, explained
+from layout import enlarge, explained
 import link_query
 import pages
 import safe_text
@@ -296,7 +296,7 @@ class PaperResults(pn.viewable.Viewer):
     @param.depends("projector", watch=True)
     def _apply_projector_mode(self) -> None:
         widgets = (self.prep_switch, *self._live_controls.objects)
-        enlarge_detached(self.projector, self._texts, widgets, self._live_controls)
+        enlarge(self.projector, self._texts, widgets)
         for fig in self.figures.values():
             style_figure(fig, self.projector)
 

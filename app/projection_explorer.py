@@ -39,7 +39,7 @@ from binding import forward, holds
 from explorer_figures import ExplorerFigures, MapView, NumbersPane, RatioMap, map_view, numbers_html, style_figure
 from explorer_widgets import PROJECTOR_WIDGET_CSS, ParameterInputs, PromptFloatSlider, PromptIntSlider, UrlState
 from figure_export import export_buttons
-from layout import CONTROLS_WIDTH, enlarge_detached, explained, set_projector, view_grid
+from layout import CONTROLS_WIDTH, enlarge, explained, set_projector, view_grid
 from link_query import opened as opened_query
 from number_field import NumberField
 import pages
@@ -395,8 +395,7 @@ class ProjectionExplorer(pn.viewable.Viewer):
 
     @param.depends("projector", watch=True)
     def _apply_projector_mode(self) -> None:
-        enlarge_detached(self.projector, self._texts, (*self._controls.objects, *self.parameter_widgets.values(), self.numbers),
-                         self._controls)
+        enlarge(self.projector, self._texts, (*self._controls.objects, *self.parameter_widgets.values(), self.numbers))
         set_projector(self._grid, self.projector)
         self._style_figures()
 

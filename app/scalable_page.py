@@ -19,7 +19,7 @@ import param
 
 from explorer_figures import NumbersPane
 from figure_export import export_buttons
-from layout import enlarge_detached, explained, set_projector, view_grid
+from layout import enlarge, explained, set_projector, view_grid
 from long_jobs import JobPoller, cancel_when_session_ends
 from number_field import LinkValues, link_banner, typed_box
 import pages
@@ -195,7 +195,7 @@ class ScalablePage(pn.viewable.Viewer):
 
     @param.depends("projector", watch=True)
     def _apply_projector_mode(self) -> None:
-        enlarge_detached(self.projector, self._texts, self._controls.objects, self._controls)
+        enlarge(self.projector, self._texts, self._controls.objects)
         self.curves.style(self.projector)
         self.view.style(self.projector)
         set_projector(self._grid, self.projector)

@@ -17,7 +17,7 @@ from binding import forward, holds
 from explorer_figures import NumbersPane
 from explorer_widgets import PromptEditableFloatSlider, PromptFloatSlider, PromptIntSlider
 from figure_export import export_buttons
-from layout import enlarge_detached, explained, set_projector, view_grid
+from layout import enlarge, explained, set_projector, view_grid
 from long_jobs import GuardedModelCalls, JobPoller, cancel_when_session_ends
 from number_field import TYPED_CLASS, LinkValues, NumberField, link_banner
 import pages
@@ -188,7 +188,7 @@ class SparsePage(GuardedModelCalls, pn.viewable.Viewer):
 
     @param.depends("projector", watch=True)
     def _apply_projector_mode(self) -> None:
-        enlarge_detached(self.projector, self._texts, self._controls.objects, self._controls)
+        enlarge(self.projector, self._texts, self._controls.objects)
         self.views.style(self.projector)
         set_projector(self._grid, self.projector)
 

@@ -26,7 +26,7 @@ import param
 
 from explorer_figures import NumbersPane, style_figure
 from figure_export import export_buttons
-from layout import enlarge_detached, formula, set_projector, view_grid
+from layout import enlarge, formula, set_projector, view_grid
 from long_jobs import JobPoller, cancel_when_session_ends
 from number_field import typed_box
 import link_query
@@ -197,7 +197,7 @@ class VarianceEffects(pn.viewable.Viewer):
         texts = (*self.sentences.values(), *self.formulas.values(), self.scores, self.status, self._about,
                  self._scores_heading)
         widgets = [w for w in self._controls.objects if isinstance(w, pn.widgets.Widget)] + [self.cancel_button]
-        enlarge_detached(self.projector, texts, widgets, self._controls)
+        enlarge(self.projector, texts, widgets)
         set_projector(self._views, self.projector)  # wider columns for the large fonts
         for fig in self.figures.values():
             style_figure(fig, self.projector)

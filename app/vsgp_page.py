@@ -24,7 +24,7 @@ import param
 from explorer_figures import NumbersPane
 from explorer_widgets import PromptFloatSlider, PromptIntSlider
 from figure_export import export_buttons
-from layout import enlarge_detached, explained, set_projector, view_row
+from layout import enlarge, explained, set_projector, view_row
 from number_field import LinkValues, NumberField, link_banner, range_checks
 import pages
 import safe_text
@@ -113,7 +113,7 @@ class VSGPPage(pn.viewable.Viewer):
 
     @param.depends("projector", watch=True)
     def _apply_projector_mode(self) -> None:
-        enlarge_detached(self.projector, self._texts, self._controls.objects, self._controls)
+        enlarge(self.projector, self._texts, self._controls.objects)
         if self.views is not None:
             self.figures.style(self.projector)
             set_projector(self.maps, self.projector)
