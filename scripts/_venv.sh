@@ -43,11 +43,11 @@ make_venv() {
         # Debian's own Python ships venv/ensurepip separately.
         echo "python -m venv failed; installing Debian's venv package" >&2
         rm -rf .venv
-        apt-get update -qq
+        apt-get -o DPkg::Lock::Timeout=300 update -qq  # the lock: scripts/test may be installing Chromium meanwhile
         local minor
         minor=$("$python" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "python${minor}-venv" ||
-            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv
+        DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq "python${minor}-venv" ||
+            DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq python3-venv
         "$python" -m venv .venv
     fi
 }

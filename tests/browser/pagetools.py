@@ -52,8 +52,15 @@ VISIBLE_TEXT_JS = """() => {
 }"""
 
 
+#: Debian's Chromium builds, the lighter first: its headless-only shell, then the full browser.
+CHROMIUM_BUILDS = ("/usr/bin/chromium-headless-shell", "/usr/bin/chromium")
+
+
 def chromium_path() -> str:
-    return os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+    """$CHROMIUM_PATH (scripts/test sets it), else the first of CHROMIUM_BUILDS that is there."""
+    if "CHROMIUM_PATH" in os.environ:
+        return os.environ["CHROMIUM_PATH"]
+    return next((path for path in CHROMIUM_BUILDS if os.access(path, os.X_OK)), CHROMIUM_BUILDS[-1])
 
 
 def free_port() -> int:
