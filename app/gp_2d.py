@@ -24,7 +24,7 @@ import param
 from explorer_figures import NumbersPane
 from explorer_widgets import PromptFloatSlider, PromptIntSlider
 from figure_export import export_buttons
-from gp_2d_figures import EXPLANATIONS, GridFigure, distance_table, draw_fit, draw_ratios, make_figures
+from gp_2d_figures import EXPLANATIONS, GridFigure, distance_table, draw_fit, draw_ratios, make_figure
 from layout import HandOff, enlarge, explained, formula as formula_pane, set_projector, view_row
 from long_jobs import JobPoller, cancel_when_session_ends
 from number_field import LinkValues, NumberField, link_banner, range_checks
@@ -75,10 +75,10 @@ class GP2DPage(pn.viewable.Viewer):
         if fit is None or self.views is None:
             return
         with pn.io.hold():
+            self._show_methods()  # first: builds the figures of a method shown for the first time
             draw_fit(self.figures, fit, m.X, m.y, m.methods, m.fit_description)
             self.table.object = distance_table(fit, m.methods)
             self._draw_sd_ratios(fit, m.fit_description)
-            self._show_methods()
 
     def _draw_sd_ratios(self, fit: twod.GridFit, subtitle: str) -> None:
         """The maps of sd / sd_MCMC of the shown methods and the sentence reading them; without the
@@ -87,6 +87,8 @@ class GP2DPage(pn.viewable.Viewer):
         comparison = twod.sd_comparison(fit, [m for m in INLINE_METHODS if m in methods])
         for method, pane in self.ratio_panes.items():
             pane.visible = comparison is not None and method in comparison.ratios
+            if pane.visible and not pane.objects:  # its figure, built when first shown
+                pane.objects = [pn.pane.Bokeh(self._figure(f"ratio_{method}").figure, sizing_mode="stretch_width")]
         if comparison is None:
             if "mcmc" not in methods:
                 note = "Turn MCMC on (Show) to compare each method's latent sd with the reference's."
@@ -113,7 +115,34 @@ class GP2DPage(pn.viewable.Viewer):
 
     def _explained(self, figure: GridFigure, key: str, css: str) -> pn.Column:
         view = pn.pane.Bokeh(figure.figure, sizing_mode="stretch_width")
-        return explained(view, EXPLANATIONS[key], self._texts, css)
+        texts: list = []
+        shown = explained(view, EXPLANATIONS[key], texts, css)
+        enlarge(self.projector, texts, [])  # a view built after a switch to projector mode: its size
+        self._texts += texts
+        return shown
+
+    def _figure(self, key: str) -> GridFigure:
+        """The figure ``key`` (gp_2d_figures.FIGURE_KEYS), built on first use in the page's mode.
+
+        Only the shown methods' figures are built: all 15 (five methods' two maps, the difference and
+        four sd-ratio maps) took 0.7 s of the server's 1.4 s for the tab, and the browser built views
+        for the hidden ten too (the tab answered 3.7-4.3 s after its link; 1.5-1.8 s with the five shown)."""
+        if key not in self.figures:
+            figure = make_figure(key, self.model.tap)
+            figure.style(self.projector)
+            self.figures[key] = figure
+        return self.figures[key]
+
+    def _method_row(self, method: str) -> None:
+        """Build ``method``'s two maps into its row (once; the row is empty until it is first shown)."""
+        if method in self.pair_rows:
+            return
+        pair = [self._explained(self._figure(f"{kind}_{method}"),
+                                f"{kind}_{method}" if f"{kind}_{method}" in EXPLANATIONS else kind,
+                                f"qpviz-gp2d-{kind}-{method}") for kind in ("proba", "var")]
+        # side by side where two fit, else one above the other
+        self.pair_rows[method] = view_row(*pair, projector=self.projector)
+        self.method_rows[method].objects = [self.pair_rows[method]]
 
     def _build_views(self) -> pn.Column:
         """The figures, built (and the first fit run) when the tab is first drawn."""
@@ -122,20 +151,15 @@ class GP2DPage(pn.viewable.Viewer):
             # a link's values have arrived by now (pn.state.location syncs after the page loads)
             query = dict(location.query_params) if location is not None else {}
             self.model.link_note = self.model.replace_bad_inputs(query, URL_KEYS)
-            self.figures = make_figures(self.model.tap)
-            rows = {}
-            for method in METHOD_LABELS:
-                pair = [self._explained(self.figures[f"{kind}_{method}"],
-                                        f"{kind}_{method}" if f"{kind}_{method}" in EXPLANATIONS else kind,
-                                        f"qpviz-gp2d-{kind}-{method}") for kind in ("proba", "var")]
-                # side by side where two fit, else one above the other
-                rows[method] = view_row(*pair, projector=self.projector)
+            self.figures: dict[str, GridFigure] = {}  # built on first use (_figure)
+            # each method's row: empty until the method is first shown (_method_row)
+            rows = {method: pn.Column(sizing_mode="stretch_width", visible=False) for method in METHOD_LABELS}
+            self.pair_rows: dict[str, pn.Row] = {}
             self.ratio_panes = {}
             for method in INLINE_METHODS:
-                # in a Column: a Bokeh pane made visible again takes back its figure's visible=False
-                self.ratio_panes[method] = pn.Column(pn.pane.Bokeh(self.figures[f"ratio_{method}"].figure,
-                                                                   sizing_mode="stretch_width"),
-                                                     sizing_mode="stretch_width",
+                # in a Column: a Bokeh pane made visible again takes back its figure's visible=False;
+                # the pane is added when the map is first shown (_draw_sd_ratios)
+                self.ratio_panes[method] = pn.Column(sizing_mode="stretch_width", visible=False,
                                                      css_classes=[f"qpviz-gp2d-ratio-{method}"])
             # two maps a row: a Row's smallest width is the sum of its maps' (four made the page 1500 px wide)
             panes = list(self.ratio_panes.values())
@@ -155,7 +179,7 @@ class GP2DPage(pn.viewable.Viewer):
             table_formula = formula_pane(formula, margin=(0, 10))
             self._texts += [self.table, table_text, table_formula]
             table = pn.Column(self.table, table_text, table_formula, sizing_mode="stretch_width")
-            self.views.objects = [table, *rows.values(), self._explained(self.figures["diff"], "diff", "qpviz-gp2d-diff"),
+            self.views.objects = [table, *rows.values(), self._explained(self._figure("diff"), "diff", "qpviz-gp2d-diff"),
                                   ratios]
             self._show_methods()
             self._style_figures()
@@ -173,7 +197,10 @@ class GP2DPage(pn.viewable.Viewer):
         if self.views is not None:
             fit, methods = self.model.fit, self.model.methods
             for method, row in self.method_rows.items():
-                row.visible = method in methods and (fit is None or method in fit.proba)
+                shown = method in methods and (fit is None or method in fit.proba)
+                if shown:
+                    self._method_row(method)
+                row.visible = shown
 
     def _show_job(self, *events) -> None:
         m = self.model
@@ -195,7 +222,7 @@ class GP2DPage(pn.viewable.Viewer):
     def _arrange_pairs(self) -> None:
         """A method's two views side by side where both fit at their smallest width (wider in
         projector mode, for the large fonts), else one above the other."""
-        for row in [*self.method_rows.values(), *self.ratio_rows]:
+        for row in [*self.pair_rows.values(), *self.ratio_rows]:
             set_projector(row, self.projector)
 
     @param.depends("projector", watch=True)

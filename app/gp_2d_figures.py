@@ -22,7 +22,7 @@ from qpviz.gpdemo import sd_ratio, twod
 from qpviz.gpdemo.twod_model import INLINE_METHODS, METHOD_LABELS
 
 __all__ = ["METHOD_COLOURS", "EXPLANATIONS", "PROBA_PALETTE", "VAR_PALETTE", "DIFF_PALETTE", "RATIO_PALETTE",
-           "RATIO_MIN_SPAN", "CONTOUR_CASING", "GridFigure", "make_figures", "draw_fit", "draw_ratios",
+           "RATIO_MIN_SPAN", "CONTOUR_CASING", "GridFigure", "FIGURE_KEYS", "make_figure", "make_figures", "draw_fit", "draw_ratios",
            "distance_table"]
 
 #: Under the contours of a method whose colour is close to the grey map's (MCMC's mid grey lies on
@@ -168,18 +168,30 @@ class GridFigure:
                 item.width = round(12 * scale)
 
 
+def make_figure(key: str, on_tap) -> GridFigure:
+    """The figure ``key`` of the page: ``proba_<method>`` (a click calls ``on_tap(x1, x2)``),
+    ``var_<method>``, ``diff`` or ``ratio_<method>`` for an inline method."""
+    kind, _, method = key.partition("_")
+    if kind == "proba" and method in METHOD_LABELS:
+        return GridFigure("p(y=+1|x)", PROBA_PALETTE, (0.0, 1.0), contour_colour=METHOD_COLOURS[method],
+                          contour_label=METHOD_LABELS[method], on_tap=on_tap, casing=CONTOUR_CASING.get(method))
+    if kind == "var" and method in METHOD_LABELS:
+        return GridFigure("latent variance", VAR_PALETTE)
+    if key == "diff":
+        return GridFigure("var_QP − var_EP", DIFF_PALETTE, (-1.0, 1.0))
+    if kind == "ratio" and method in INLINE_METHODS:
+        return GridFigure("sd / sd_MCMC", RATIO_PALETTE, (0.5, 1.5))
+    raise KeyError(f"no GP 2-D figure {key!r}")
+
+
+#: The key of every figure the page can show.
+FIGURE_KEYS = (*(f"{kind}_{method}" for method in METHOD_LABELS for kind in ("proba", "var")), "diff",
+               *(f"ratio_{method}" for method in INLINE_METHODS))
+
+
 def make_figures(on_tap) -> dict[str, GridFigure]:
-    """Every figure of the page by key: ``proba_<method>`` (a click calls ``on_tap(x1, x2)``),
-    ``var_<method>``, ``diff`` and ``ratio_<method>`` for the inline methods."""
-    figures = {}
-    for method, label in METHOD_LABELS.items():
-        figures[f"proba_{method}"] = GridFigure("p(y=+1|x)", PROBA_PALETTE, (0.0, 1.0), contour_colour=METHOD_COLOURS[method],
-                                                contour_label=label, on_tap=on_tap, casing=CONTOUR_CASING.get(method))
-        figures[f"var_{method}"] = GridFigure("latent variance", VAR_PALETTE)
-    figures["diff"] = GridFigure("var_QP − var_EP", DIFF_PALETTE, (-1.0, 1.0))
-    for method in INLINE_METHODS:
-        figures[f"ratio_{method}"] = GridFigure("sd / sd_MCMC", RATIO_PALETTE, (0.5, 1.5))
-    return figures
+    """Every figure of the page by key (:data:`FIGURE_KEYS`; the page builds each on first use)."""
+    return {key: make_figure(key, on_tap) for key in FIGURE_KEYS}
 
 
 def draw_fit(figures: dict[str, GridFigure], fit: twod.GridFit, X: np.ndarray, y: np.ndarray, methods,

@@ -160,6 +160,32 @@ def test_page_fits_and_draws_the_shown_methods(gp2d_page):
     assert _title(gp2d_page, "proba_laplace").startswith("Laplace: p(y=+1|x)")
 
 
+def test_only_the_shown_methods_figures_are_built_and_one_shown_later_takes_the_page_mode():
+    """The tab builds the maps of the methods it shows (and the difference map); a method shown
+    later gets its maps then, drawn from the fit and in the page's mode (projector: larger fonts)."""
+    import gp_2d
+    import panel as pn
+
+    page = gp_2d.GP2DPage(n=40)
+    page._build_views()
+    assert set(page.figures) == {"proba_ep", "var_ep", "proba_qp", "var_qp", "diff"}
+    assert page.method_rows["vb"].objects == [] and not page.method_rows["vb"].visible
+    assert all(pane.objects == [] for pane in page.ratio_panes.values())  # no MCMC reference: no ratio map
+    page.projector = True
+    page.model.methods = ["ep", "qp", "vb"]
+    assert {"proba_vb", "var_vb"} <= set(page.figures) and page.method_rows["vb"].visible
+    np.testing.assert_array_equal(page.figures["proba_vb"].image.data["image"][0], page.model.fit.proba["vb"])
+    assert _title(page, "var_vb").startswith("VB: latent var v(x),\nmoons N=40")
+    sizes = {key: page.figures[key].figure.title.text_font_size for key in ("proba_ep", "proba_vb", "var_vb")}
+    assert len(set(sizes.values())) == 1, sizes  # the new maps in projector mode, as the others
+    page.projector = False
+    assert page.figures["proba_vb"].figure.title.text_font_size != sizes["proba_vb"]
+    page.projector = True
+    page.model.methods = ["ep", "qp", "vb", "laplace"]
+    texts = page.method_rows["laplace"].select(pn.pane.Markdown)
+    assert texts and all(text.styles.get("font-size") == "150%" for text in texts), [t.styles for t in texts]
+
+
 @pytest.mark.parametrize("name, bad", [("variance", 0.0), ("variance", float("nan")), ("lengthscale", 0.0),
                                        ("lengthscale", -1.0), ("n", 1), ("n", 10**6), ("seed", -3)])
 def test_bad_input_keeps_the_last_good_fit_and_says_what_to_change(gp2d_page, name, bad):
