@@ -81,6 +81,18 @@ def _expected_seconds(item) -> float:
     return max((s for start, s in SLOW_FIRST.items() if item.nodeid.startswith(start)), default=0)
 
 
+def pytest_xdist_auto_num_workers(config) -> int:
+    """``-n auto`` (pyproject's addopts): one worker per core and one more. A browser test waits on its
+    browser and its server for part of its time, so one worker per core left the cores 11% idle over a
+    whole run (vmstat, 2 cores); with three workers 2.5%, and the suite took 517 s instead of 588 s
+    (2026-11-27, same machine, back to back)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return cores + 1
+
+
 def pytest_collection_modifyitems(config, items):
     """Slow tests first, the slowest first (a stable sort: the rest keep their order)."""
     items.sort(key=lambda item: -_expected_seconds(item))
