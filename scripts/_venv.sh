@@ -58,6 +58,33 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import sys; sys.exit(sys.
     make_venv
 fi
 
+# pip's own setting $1 (global.index-url, ...: pip.conf, PIP_* variables), empty when unset.
+pip_setting() {
+    local name=$1 variable
+    variable="PIP_$(printf '%s' "$name" | tr 'a-z-' 'A-Z_')"
+    if [ -n "${!variable:-}" ]; then
+        printf '%s\n' "${!variable}"
+    else
+        .venv/bin/python -m pip config get "global.$name" 2>/dev/null || true
+    fi
+}
+
+# Install "$1" (".[test]" ...) editable into .venv with uv, honouring pip's configuration (its
+# indexes, find-links and constraints, which uv does not read), choosing among the indexes as pip does
+# (the newest release wherever it is); bytecode compiled, as pip does: without it every process
+# compiles what it imports where PYTHONDONTWRITEBYTECODE is set, as on CI (a second start 4x slower).
+install_with_uv() {
+    local spec=$1 url
+    local args=(--python .venv/bin/python --compile-bytecode --index-strategy unsafe-best-match)
+    .venv/bin/python -m pip install --disable-pip-version-check --progress-bar off -q uv || return 1
+    url=$(pip_setting index-url)
+    [ -z "$url" ] || args+=(--index-url "$url")
+    for url in $(pip_setting extra-index-url); do args+=(--extra-index-url "$url"); done
+    for url in $(pip_setting find-links); do args+=(--find-links "$url"); done
+    for url in $(pip_setting constraint); do args+=(--constraint "$url"); done
+    .venv/bin/python -m uv pip install "${args[@]}" -e "$spec"
+}
+
 # One stamp per install kind, holding the pyproject.toml it was made from. The test install
 # (qpviz[test]) also satisfies the runtime one, so serve after test does not reinstall.
 want="$(cat pyproject.toml)"
@@ -66,14 +93,17 @@ installed() { [ -f ".venv/.qpviz-installed-$1" ] && [ "$(cat ".venv/.qpviz-insta
 if ! installed "$kind" && ! { [ "$kind" = runtime ] && installed test; }; then
     spec="."
     [ -z "${QPVIZ_EXTRAS:-}" ] || spec=".[${QPVIZ_EXTRAS}]"
-    echo "qpviz: installing qpviz and its dependencies into .venv (first run only; pip's progress follows) ..."
-    # One resolver pass, pip's own lines shown as they come (unbuffered: pip's output is a pipe
-    # here), wheels preferred to source builds. The venv's own pip is recent enough (editable
-    # installs from pyproject.toml need pip >= 21.3): no separate pip upgrade. (pip compiles every
-    # module's bytecode, a third of the install: --no-compile would leave that to each start where
-    # PYTHONDONTWRITEBYTECODE is set, as on CI, which made a second start 4x slower.)
-    PYTHONUNBUFFERED=1 .venv/bin/python -m pip install --disable-pip-version-check --progress-bar off \
-        --prefer-binary -e "$spec" 2>&1 | heartbeat "pip is still installing"
+    echo "qpviz: installing qpviz and its dependencies into .venv (first run only; the installer's progress follows) ..."
+    # uv (put into the venv by pip) installs the ~70 packages in ~13 s where pip took ~50 s (its
+    # unpacking and bytecode compiling run one file at a time); pip installs them where uv cannot.
+    if ! install_with_uv "$spec" 2>&1 | heartbeat "uv is still installing"; then
+        echo "qpviz: uv could not install; pip installs instead (slower) ..."
+        # One resolver pass, pip's own lines shown as they come (unbuffered: pip's output is a pipe
+        # here), wheels preferred to source builds. The venv's own pip is recent enough (editable
+        # installs from pyproject.toml need pip >= 21.3): no separate pip upgrade.
+        PYTHONUNBUFFERED=1 .venv/bin/python -m pip install --disable-pip-version-check --progress-bar off \
+            --prefer-binary -e "$spec" 2>&1 | heartbeat "pip is still installing"
+    fi
     printf '%s' "$want" >".venv/.qpviz-installed-$kind"
     just_installed=1
     echo "qpviz: installed"
@@ -83,8 +113,12 @@ fi
 # explicit step, never by `import qpviz` (see qpviz/cache.py).
 .venv/bin/python -m qpviz.cache check
 # Right after a test install, compile every kernel the tests use, ahead of time (scripts/serve
-# compiles only the first page's before it serves, and the rest in the background).
+# compiles only the first page's before it serves, and the rest in the background), in two processes
+# where there are two cores: the machine is the tests' (the load average pip's install leaves, with
+# Chromium's install beside it, made the warm-up's own default one process: 51 s instead of 28 s).
 if [ -n "${just_installed:-}" ] && [ "$kind" = test ]; then
-    .venv/bin/python -m qpviz.warmup --what all ||
+    warmup_jobs=1
+    [ "$(nproc 2>/dev/null || echo 1)" -lt 2 ] || warmup_jobs=2
+    .venv/bin/python -m qpviz.warmup --what all --jobs "$warmup_jobs" ||
         echo "qpviz: the kernel warm-up failed; kernels compile on first use" >&2
 fi
