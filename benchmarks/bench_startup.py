@@ -17,10 +17,10 @@ you may slow down. The cold serve run leaves the caches warm again.
 ``--first-start [REF]`` clones this repository (REF, default HEAD: commit first) into a fresh folder
 with nothing beside it and runs ``bash scripts/serve`` there twice (the first start installs
 ``.venv``, the second reuses it), printing each start's timeline: the seconds at which each phase's
-marker line appeared (pip's first and last line, each warm-up's start and end, the URL), the
-explorer's numbers in Chromium, and the longest silence of the console (no line printed) with
-the line before it. pip uses its usual cache (say whether it was warm: ``PIP_NO_CACHE_DIR=1``
-makes it download everything). ``--panel-serve`` measures ``python -m panel serve app`` (as the
+marker line appeared (the install's first and last line, each warm-up's start and end, the URL),
+the explorer's numbers in Chromium, and the longest silence of the console (no line printed) with
+the line before it. uv and pip use their usual caches (say whether they were warm:
+``PIP_NO_CACHE_DIR=1 UV_NO_CACHE=1`` makes them download everything). ``--panel-serve`` measures ``python -m panel serve app`` (as the
 design card says users run it) from launch to the explorer's numbers in Chromium, cold (numba
 caches cleared) and warm; ``--python`` names the venv's interpreter (default: this one).
 
@@ -145,8 +145,8 @@ sys.path.insert(0, str(ROOT / "app"))
 from dashboard import ALL_COMPILED  # noqa: E402 - a first start's server line: every kernel compiled in the background
 #: Marker lines of a start's phases (old and new scripts): (phase, regex).
 MARKERS = [
-    ("pip starts", r"^(qpviz: installing|Collecting|Obtaining|Processing|Looking in)"),
-    ("pip ends", r"^Successfully installed"),
+    ("install starts", r"^(qpviz: installing|Collecting|Obtaining|Processing|Looking in)"),
+    ("install ends", r"^(Successfully installed|qpviz: installed)"),
     ("warm-up starts", r"compiling numerical kernels"),
     ("warm-up ends", r"numerical kernels (ready|: compiled earlier)"),
     ("all compiled", re.escape(ALL_COMPILED)),
@@ -288,7 +288,8 @@ def first_start(playwright, ref: str, keep: str | None) -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=checkout, text=True,
                             capture_output=True, check=True).stdout.strip()
     log = folder / "serve.log"
-    pip_cache = "off (PIP_NO_CACHE_DIR)" if os.environ.get("PIP_NO_CACHE_DIR") else "pip's usual cache"
+    pip_cache = ("off (PIP_NO_CACHE_DIR, UV_NO_CACHE)" if os.environ.get("PIP_NO_CACHE_DIR") and os.environ.get("UV_NO_CACHE")
+                 else "the installers' usual caches")
     print(f"first start of {ref} ({commit}) in {checkout}, {pip_cache}; full output in {log}")
     start_timeline(playwright, checkout, "first start (install included)", log, wait_for=ALL_COMPILED)
     start_timeline(playwright, checkout, "second start", log)
