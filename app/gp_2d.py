@@ -122,11 +122,12 @@ class GP2DPage(pn.viewable.Viewer):
         return shown
 
     def _figure(self, key: str) -> GridFigure:
-        """The figure ``key`` (gp_2d_figures.FIGURE_KEYS), built on first use in the page's mode.
+        """The figure ``key`` (see gp_2d_figures.make_figure), built on first use in the page's mode.
 
         Only the shown methods' figures are built: all 15 (five methods' two maps, the difference and
         four sd-ratio maps) took 0.7 s of the server's 1.4 s for the tab, and the browser built views
-        for the hidden ten too (the tab answered 3.7-4.3 s after its link; 1.5-1.8 s with the five shown)."""
+        for the hidden ten too (the page settled 2.9-3.4 s after its link; 1.4-1.7 s with the five
+        shown by default, measured back to back on one server)."""
         if key not in self.figures:
             figure = make_figure(key, self.model.tap)
             figure.style(self.projector)

@@ -22,7 +22,7 @@ from qpviz.gpdemo import sd_ratio, twod
 from qpviz.gpdemo.twod_model import INLINE_METHODS, METHOD_LABELS
 
 __all__ = ["METHOD_COLOURS", "EXPLANATIONS", "PROBA_PALETTE", "VAR_PALETTE", "DIFF_PALETTE", "RATIO_PALETTE",
-           "RATIO_MIN_SPAN", "CONTOUR_CASING", "GridFigure", "FIGURE_KEYS", "make_figure", "make_figures", "draw_fit", "draw_ratios",
+           "RATIO_MIN_SPAN", "CONTOUR_CASING", "GridFigure", "make_figure", "draw_fit", "draw_ratios",
            "distance_table"]
 
 #: Under the contours of a method whose colour is close to the grey map's (MCMC's mid grey lies on
@@ -182,16 +182,6 @@ def make_figure(key: str, on_tap) -> GridFigure:
     if kind == "ratio" and method in INLINE_METHODS:
         return GridFigure("sd / sd_MCMC", RATIO_PALETTE, (0.5, 1.5))
     raise KeyError(f"no GP 2-D figure {key!r}")
-
-
-#: The key of every figure the page can show.
-FIGURE_KEYS = (*(f"{kind}_{method}" for method in METHOD_LABELS for kind in ("proba", "var")), "diff",
-               *(f"ratio_{method}" for method in INLINE_METHODS))
-
-
-def make_figures(on_tap) -> dict[str, GridFigure]:
-    """Every figure of the page by key (:data:`FIGURE_KEYS`; the page builds each on first use)."""
-    return {key: make_figure(key, on_tap) for key in FIGURE_KEYS}
 
 
 def draw_fit(figures: dict[str, GridFigure], fit: twod.GridFit, X: np.ndarray, y: np.ndarray, methods,
