@@ -20,9 +20,10 @@ with nothing beside it and runs ``bash scripts/serve`` there twice (the first st
 marker line appeared (the install's first and last line, each warm-up's start and end, the URL),
 the explorer's numbers in Chromium, and the longest silence of the console (no line printed) with
 the line before it. uv and pip use their usual caches (say whether they were warm:
-``PIP_NO_CACHE_DIR=1 UV_NO_CACHE=1`` makes them download everything). ``--panel-serve`` measures ``python -m panel serve app`` (as the
-design card says users run it) from launch to the explorer's numbers in Chromium, cold (numba
-caches cleared) and warm; ``--python`` names the venv's interpreter (default: this one).
+``PIP_NO_CACHE_DIR=1 UV_NO_CACHE=1`` makes them download everything). ``--panel-serve`` measures
+``python -m panel serve app`` (as the design card says users run it) from launch to the explorer's
+numbers in Chromium, cold (numba caches cleared) and warm; ``--python`` names the venv's interpreter
+(default: this one).
 
 Usage: .venv/bin/python benchmarks/bench_startup.py [--repeats 5] [--warm-repeats 3] [--skip-fit] [--skip-serve]
        .venv/bin/python benchmarks/bench_startup.py --first-start [REF] [--keep DIR]
@@ -288,9 +289,9 @@ def first_start(playwright, ref: str, keep: str | None) -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=checkout, text=True,
                             capture_output=True, check=True).stdout.strip()
     log = folder / "serve.log"
-    pip_cache = ("off (PIP_NO_CACHE_DIR, UV_NO_CACHE)" if os.environ.get("PIP_NO_CACHE_DIR") and os.environ.get("UV_NO_CACHE")
-                 else "the installers' usual caches")
-    print(f"first start of {ref} ({commit}) in {checkout}, {pip_cache}; full output in {log}")
+    no_cache = os.environ.get("PIP_NO_CACHE_DIR") and os.environ.get("UV_NO_CACHE")
+    installer_cache = "off (PIP_NO_CACHE_DIR, UV_NO_CACHE)" if no_cache else "the installers' usual caches"
+    print(f"first start of {ref} ({commit}) in {checkout}, {installer_cache}; full output in {log}")
     start_timeline(playwright, checkout, "first start (install included)", log, wait_for=ALL_COMPILED)
     start_timeline(playwright, checkout, "second start", log)
     if not keep:

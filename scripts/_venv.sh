@@ -94,8 +94,9 @@ if ! installed "$kind" && ! { [ "$kind" = runtime ] && installed test; }; then
     spec="."
     [ -z "${QPVIZ_EXTRAS:-}" ] || spec=".[${QPVIZ_EXTRAS}]"
     echo "qpviz: installing qpviz and its dependencies into .venv (first run only; the installer's progress follows) ..."
-    # uv (put into the venv by pip) installs the ~70 packages in ~13 s where pip took ~50 s (its
-    # unpacking and bytecode compiling run one file at a time); pip installs them where uv cannot.
+    # uv (put into the venv by pip) installs the 77 packages of the test install, bytecode compiled, in
+    # ~20 s where pip took ~50 s (its unpacking and compiling run one file at a time); pip installs
+    # them where uv cannot.
     if ! install_with_uv "$spec" 2>&1 | heartbeat "uv is still installing"; then
         echo "qpviz: uv could not install; pip installs instead (slower) ..."
         # One resolver pass, pip's own lines shown as they come (unbuffered: pip's output is a pipe

@@ -52,7 +52,8 @@ VISIBLE_TEXT_JS = """() => {
 }"""
 
 
-#: Debian's Chromium builds, the lighter first: its headless-only shell, then the full browser.
+#: Debian's Chromium builds, the lighter first: its headless-only shell, then the full browser (the
+#: order scripts/test picks in, which also installs the shell where neither is there).
 CHROMIUM_BUILDS = ("/usr/bin/chromium-headless-shell", "/usr/bin/chromium")
 
 
