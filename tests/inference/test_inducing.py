@@ -76,6 +76,24 @@ def test_vsgp_spherical_covariances_tend_to_the_pseudo_points():
     assert np.all(np.diag(wide.Kuu) < 2.0)  # blurring averages: a blurred value varies less
 
 
+@pytest.mark.parametrize("D", [1, 2, 3])
+@pytest.mark.parametrize("block_entries", [inducing.BLURRED_BLOCK_ENTRIES, 7])
+def test_blocked_blurred_covariances_equal_the_row_by_row_reference(D, block_entries, monkeypatch):
+    """K_uf and K_uu computed a block of rows at once (batched Cholesky factors) against the row-by-row
+    reference (SciPy per row), ARD length scales, full, spherical and zero covariances, in one block and
+    in blocks of a few rows (7 entries: 1 to 3 rows a block, the last one short)."""
+    monkeypatch.setattr(inducing, "BLURRED_BLOCK_ENTRIES", block_entries)
+    rng = np.random.default_rng(D)
+    kernel = kernels.RBF(variance=1.3, lengthscale=rng.uniform(0.4, 1.5, size=D))
+    Z, X = rng.normal(size=(11, D)), rng.normal(size=(37, D))
+    factors = rng.normal(size=(11, D, D))
+    full = 0.4 * factors @ np.swapaxes(factors, 1, 2)
+    for C in (full, inducing.as_inducing_cov(rng.uniform(0, 0.6, size=11), 11, D), np.zeros((11, D, D))):
+        for B, CB in ((X, None), (Z, C)):
+            np.testing.assert_allclose(inducing._blurred_rbf(kernel, Z, C, B, CB),
+                                       inducing._blurred_rbf_rows(kernel, Z, C, B, CB), rtol=1e-12, atol=0)
+
+
 def test_vsgp_refuses_other_kernels_and_bad_covariances():
     X, Z = np.zeros((3, 1)), np.zeros((2, 1))
     with pytest.raises(ValueError, match="RBF"):
