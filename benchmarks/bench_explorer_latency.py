@@ -103,12 +103,16 @@ slider.param.watch(move, "value")
 pn.Row(slider, pn.Column(numbers, fig, sizing_mode="stretch_width")).servable()
 """
 
+#: The app modules the minimal page's settings import (app/main.py enables them for the app).
+APP_SETTINGS_MODULES = ("tcp_nodelay.py", "inline_arrays.py")
 #: (row label, settings code) of the minimal page: Bokeh's defaults (slider debounce 0, as first
-#: measured), and the explorer's server settings (TCP_NODELAY, the sliders' 5 ms debounce).
+#: measured), and the app's server settings (TCP_NODELAY, arrays inside the message, the sliders'
+#: 5 ms debounce: the floor of every page's ratio).
 BASELINE_VARIANTS = (
     ("(minimal page)", "\n\nclass Slider(pn.widgets.FloatSlider):\n    _debounce = 0\n"),
     ("(minimal+app settings)",
-     "import tcp_nodelay\n\ntcp_nodelay.enable()\n\n\nclass Slider(pn.widgets.FloatSlider):\n    _debounce = 5\n"),
+     "import inline_arrays\nimport tcp_nodelay\n\ntcp_nodelay.enable()\ninline_arrays.enable()\n\n\n"
+     "class Slider(pn.widgets.FloatSlider):\n    _debounce = 5\n"),
 )
 
 
@@ -179,11 +183,12 @@ def row(name: str, numbers: list[float], plots: list[float], compute: str) -> st
 @contextmanager
 def minimal_page_served(settings: str = BASELINE_VARIANTS[1][1]):
     """Serve BASELINE_APP with ``settings`` (default: the explorer's server settings) from a
-    temporary folder that also holds a copy of app/tcp_nodelay.py; yields its URL."""
+    temporary folder that also holds copies of the app's server-setting modules; yields its URL."""
     folder = Path(tempfile.mkdtemp())
     (folder / "app").mkdir()
     (folder / "app" / "main.py").write_text(BASELINE_APP.replace("{settings}", settings))
-    shutil.copy(ROOT / "app" / "tcp_nodelay.py", folder / "app" / "tcp_nodelay.py")
+    for module in APP_SETTINGS_MODULES:
+        shutil.copy(ROOT / "app" / module, folder / "app" / module)
     process, url = serve_app(folder / "serve.log", cwd=folder)
     try:
         yield url
