@@ -23,6 +23,7 @@ import param
 
 from qpviz import explorer
 from qpviz.gpdemo import jobs, oned, presets, sd_ratio
+from qpviz.gpdemo.method_threads import fit_each
 from qpviz.gpdemo.oned_data import MAX_UPLOAD_BYTES, decode_data, encode_data, parse_csv, too_large_message
 from qpviz.gpdemo.warm_start import carried_sites
 from qpviz.number_rules import NumberField
@@ -183,14 +184,15 @@ class GP1DModel(param.Parameterized):
             X, y = oned.check_data(self.X, self.y, lik)
             grid = oned.make_grid(X)
             keys = self._keys(lik, kernel)
-            fits = {}
-            for method in self.methods:
-                if method in INLINE_METHODS:
-                    fits[method] = FIT_CACHE.get_recent((method, *keys))
-                    if fits[method] is None:
-                        fits[method] = oned.fit_method(X, y, lik, kernel, method, grid,
-                                                       **self._warm_start(method, X, y, lik))
-                        FIT_CACHE.put((method, *keys), fits[method])
+            inline = [method for method in self.methods if method in INLINE_METHODS]
+            fits = {method: FIT_CACHE.get_recent((method, *keys)) for method in inline}
+            starts = {method: self._warm_start(method, X, y, lik) for method in inline if fits[method] is None}
+            # the methods not in the cache fitted at once (EP and QP side by side on two cores)
+            fitted = fit_each(lambda method: oned.fit_method(X, y, lik, kernel, method, grid, **starts[method]), starts,
+                              len(y))
+            for method, method_fit in fitted.items():
+                FIT_CACHE.put((method, *keys), method_fit)
+            fits.update(fitted)
             reference = FIT_CACHE.get_recent(("mcmc", *keys))
         except (ValueError, TypeError, ArithmeticError, np.linalg.LinAlgError) as exc:
             self.message = f"Not refitted, the plots show the last good fit: {exc}"

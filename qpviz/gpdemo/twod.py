@@ -18,14 +18,14 @@ Pure computation for the "GP 2-D" page (app/gp_2d.py), callable without a browse
 from __future__ import annotations
 
 import io
+import threading
 import time
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba.core.errors import NumbaWarning
 
 from qpviz.gpdemo import sd_ratio
+from qpviz.gpdemo.method_threads import fit_each_recording
 from qpviz.gpdemo.oned import sample_chains, w2_marginals
 from qpviz.inference.dense import DensePrior
 from qpviz.inference.fit import METHODS, OPTIONS, fit
@@ -233,29 +233,33 @@ def fit_grid(X, y, kernel, methods=("ep", "qp"), grid_size: int = 60, likelihood
     result = GridFit(x1=x1, x2=x2, X=X, y=y, likelihood=name, kernel=kernel)
 
     cross = []  # K(X, grid) and diag K(grid), computed once for every method that can share them
-    for method in methods:
+    cross_lock = threading.Lock()
+
+    def fit_one(method):
         accepted = {k: v for k, v in options.items() if k in OPTIONS[method]}
         if (inits or {}).get(method) is not None and "init" in OPTIONS[method]:
             accepted["init"] = inits[method]
         start = time.perf_counter()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            warnings.simplefilter("ignore", NumbaWarning)  # numba's notes on its own features, not the fit's
-            posterior = fit(X, y, likelihood, kernel, method=method, **accepted)
+        posterior = fit(X, y, likelihood, kernel, method=method, **accepted)
         fitted = time.perf_counter()
         state = getattr(posterior, "state", None)
         if hasattr(state, "predict_from_cross") and state.prior.kernel is kernel:
-            if not cross:
-                cross += state.prior.cross_covariance(grid)
+            with cross_lock:  # the first method to get here computes it (the methods may run at once)
+                if not cross:
+                    cross.extend(state.prior.cross_covariance(grid))
             mean, var = state.predict_from_cross(*cross)
         else:
             mean, var = posterior.predict_f(grid)
+        return posterior, mean, var, (fitted - start, time.perf_counter() - fitted)
+
+    # the methods at once on two cores for larger N (qpviz.gpdemo.method_threads), each one's warnings kept
+    for method, ((posterior, mean, var, seconds), caught) in fit_each_recording(fit_one, methods, len(y)).items():
         result.mean[method] = mean.reshape(shape)
         result.var[method] = var.reshape(shape)
         result.proba[method] = np.clip(posterior.likelihood.predictive(1.0, mean, var), 0.0, 1.0).reshape(shape)
         result.log_evidence[method] = float(posterior.log_marginal_likelihood)
         result.converged[method] = bool(posterior.converged)
-        result.seconds[method] = (fitted - start, time.perf_counter() - fitted)
+        result.seconds[method] = seconds
         tau, nu = getattr(posterior, "site_precision", None), getattr(posterior, "site_nu", None)
         result.sites[method] = None if tau is None or nu is None else (np.array(tau, float), np.array(nu, float))
         result.notes += [f"{method.upper()}: {w.message}" for w in caught]
