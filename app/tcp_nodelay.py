@@ -16,7 +16,8 @@ key press's latency. So Panel's writer (``panel.io.document.dispatch_tornado``, 
 change sent to a browser) runs with the socket corked (Linux ``TCP_CORK``): the frames queue in the
 kernel and leave in as few full packets as possible when the writer returns and uncorks (~3 ms
 for the same message). The socket is always uncorked afterwards (frames Tornado could not write
-at once are sent uncorked when the socket is writable again).
+at once are sent uncorked when the socket is writable again). Since app/inline_arrays.py, a
+message is three frames whatever its arrays; corking still sends them as one packet.
 """
 from __future__ import annotations
 
