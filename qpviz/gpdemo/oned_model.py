@@ -1,16 +1,16 @@
 """The GP 1-D page's state and logic, without widgets (tests drive it directly; the page,
 app/gp_1d.py, binds widgets to it and app/gp_1d_figures.py draws it).
 
-:class:`GP1DModel` holds the page's inputs as parameters, the data (a preset's, or edited by
-clicks, CSV uploads and links: :mod:`qpviz.gpdemo.oned_data`) and the last good fits. Every change
-goes through :meth:`GP1DModel.refit`, which validates and computes: bad input leaves the fits as
-they were and sets ``message`` to what to change; a typed number is checked by its rule in
-:data:`TYPED` (:mod:`qpviz.number_rules`). EP, QP, VB and Laplace run inline (about 20-40 ms for EP
-and QP at N = 200; at once on two threads from N = 150, :mod:`qpviz.gpdemo.method_threads`); MCMC
-and the evidence optimisation run in the thread pool of :mod:`qpviz.gpdemo.jobs` (numba releases the GIL), report progress through :meth:`GP1DModel.poll` and can be cancelled;
-sessions asking for the same job share one run (:data:`qpviz.gpdemo.jobs.RUNNING`). Every fit is
-cached by (data, likelihood, kernel, method) in :data:`FIT_CACHE`, so flipping back to earlier
-settings is instant.
+:class:`GP1DModel` holds the page's inputs as parameters, the data (a preset's, or edited by clicks,
+CSV uploads and links: :mod:`qpviz.gpdemo.oned_data`) and the last good fits. Every change goes
+through :meth:`GP1DModel.refit`, which validates and computes: bad input leaves the fits as they
+were and sets ``message`` to what to change; a typed number is checked by its rule in :data:`TYPED`
+(:mod:`qpviz.number_rules`). EP, QP, VB and Laplace run inline (about 20-40 ms for EP and QP at
+N = 200; at once on two threads from N = 150, :mod:`qpviz.gpdemo.method_threads`); MCMC and the evidence
+optimisation run in the thread pool of :mod:`qpviz.gpdemo.jobs` (numba releases the GIL), report
+progress through :meth:`GP1DModel.poll` and can be cancelled; sessions asking for the same job share
+one run (:data:`qpviz.gpdemo.jobs.RUNNING`). Every fit is cached by (data, likelihood, kernel,
+method) in :data:`FIT_CACHE`, so flipping back to earlier settings is instant.
 """
 from __future__ import annotations
 
