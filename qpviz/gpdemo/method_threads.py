@@ -5,7 +5,7 @@ numba kernels compiled with ``nogil`` (the site sweeps) and in LAPACK, both of w
 GIL, so two fits on two threads take little more than the longer one. The page's user waits for
 the server meanwhile, so the browser leaves the second core free.
 
-Warnings a fit raises are recorded per method on request (``record_warnings``): Python's warning
+Warnings a fit raises are recorded per method on request (:func:`fit_each_recording`): Python's warning
 settings are the process's, not a thread's, so one ``catch_warnings`` around all the fits routes
 each warning by the thread that raised it, and passes on those of other threads unchanged.
 
