@@ -18,6 +18,7 @@ from bokeh.palettes import Cividis256
 from bokeh.plotting import figure
 
 from qpviz import explorer
+from quick_text import QuickHTML
 
 __all__ = ["COLOURS", "DASHES", "LABELS", "CURVES", "ExplorerFigures", "MapView", "RatioMap", "map_view", "NumbersPane",
            "numbers_html", "html_table", "set_data", "show_columns", "style_figure", "legend_below", "EmptyExtent", "PAD_TO",
@@ -80,8 +81,9 @@ def numbers_html(summary: dict, show_ep: bool, show_qp: bool) -> str:
     return "\n".join(tables)
 
 
-class NumbersPane(pn.pane.HTML):
-    """An HTML pane with the Markdown pane's table style."""
+class NumbersPane(QuickHTML):
+    """An HTML pane with the Markdown pane's table style, whose new tables are sent alone
+    (app/quick_text.py)."""
 
     _stylesheets = [*pn.pane.HTML._stylesheets, *pn.pane.Markdown._stylesheets]
 

@@ -26,6 +26,7 @@ from figure_export import export_buttons
 from layout import HandOff, enlarge, explained, set_projector, view_grid
 from number_field import TYPED_CLASS, LinkValues, link_banner, typed_box
 import pages
+from quick_text import QuickMarkdown
 import safe_text
 from qpviz import explorer
 from qpviz.gpdemo import oned, presets
@@ -59,7 +60,7 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
         self.model = GP1DModel()
         m = self.model
         self.preset = pn.widgets.Select(label="data preset", options=list(presets.PRESETS), value=m.preset)
-        self.description = pn.pane.Markdown("", sizing_mode="stretch_width", css_classes=["qpviz-gp1d-description"])
+        self.description = QuickMarkdown("", sizing_mode="stretch_width", css_classes=["qpviz-gp1d-description"])
         self.n_points = typed_box(TYPED["n_points"], m.n_points, "qpviz-gp1d-n")
         self.seed = typed_box(TYPED["seed"], m.seed, "qpviz-gp1d-seed")
         self.likelihood = pn.widgets.Select(label="likelihood", options=explorer.likelihood_names(), value=m.likelihood)
@@ -78,7 +79,7 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
         self.optimise_button = pn.widgets.Button(label="optimise (EP evidence)", color="primary")
         self.cancel_button = pn.widgets.Button(label="cancel job", color="warning", disabled=True)
         self.progress = pn.indicators.Progress(active=False, value=-1, visible=False, sizing_mode="stretch_width")
-        self.status = pn.pane.Markdown("", css_classes=["qpviz-gp1d-status"])
+        self.status = QuickMarkdown("", css_classes=["qpviz-gp1d-status"])
         self.step_method = pn.widgets.RadioButtonGroup(label="step-through", options={"EP": "ep", "QP": "qp"},
                                                        value=m.step_method)
         self.step_site = pn.widgets.Button(label="site (n)", css_classes=["qpviz-step-site"])
@@ -93,9 +94,9 @@ class GP1DPage(GuardedModelCalls, pn.viewable.Viewer):
         self.info = pn.pane.Alert("", alert_type="info", visible=False, css_classes=["qpviz-gp1d-note"])
         self.link_alert = link_banner()
         self.table = NumbersPane("", css_classes=["qpviz-gp1d-table"], sizing_mode="stretch_width")
-        self.sd_text = pn.pane.Markdown("", css_classes=["qpviz-gp1d-sd-text"], sizing_mode="stretch_width",
+        self.sd_text = QuickMarkdown("", css_classes=["qpviz-gp1d-sd-text"], sizing_mode="stretch_width",
                                         margin=(0, 10))
-        self.change_text = pn.pane.Markdown("", css_classes=["qpviz-gp1d-change"], sizing_mode="stretch_width",
+        self.change_text = QuickMarkdown("", css_classes=["qpviz-gp1d-change"], sizing_mode="stretch_width",
                                             margin=(0, 10))
         self.views = GP1DFigures()
         self.hand_off = HandOff(self._current_data, lambda text: setattr(self.model, "message", text))

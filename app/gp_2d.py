@@ -29,6 +29,7 @@ from layout import HandOff, enlarge, explained, formula as formula_pane, set_pro
 from long_jobs import JobPoller, cancel_when_session_ends
 from number_field import LinkValues, NumberField, link_banner, range_checks
 import pages
+from quick_text import QuickMarkdown
 import safe_text
 from qpviz.gpdemo import twod
 from qpviz.gpdemo.twod_model import INLINE_METHODS, METHOD_LABELS, RANGES, GP2DModel
@@ -166,7 +167,7 @@ class GP2DPage(pn.viewable.Viewer):
             panes = list(self.ratio_panes.values())
             self.ratio_rows = [view_row(*panes[i:i + 2], projector=self.projector) for i in range(0, len(panes), 2)]
             self.ratio_row = pn.Column(*self.ratio_rows, sizing_mode="stretch_width")
-            self.sd_text = pn.pane.Markdown("", css_classes=["qpviz-gp2d-sd-text"], sizing_mode="stretch_width",
+            self.sd_text = QuickMarkdown("", css_classes=["qpviz-gp2d-sd-text"], sizing_mode="stretch_width",
                                             margin=(0, 10))
             ratios = explained(pn.Column(pn.pane.Markdown("#### Latent sd against the MCMC reference", margin=(0, 10)),
                                          self.sd_text, self.ratio_row, sizing_mode="stretch_width"),
@@ -256,7 +257,7 @@ class GP2DPage(pn.viewable.Viewer):
                                       css_classes=["qpviz-gp2d-cancel"])
         self.cancel_button.on_click(lambda event: m.cancel_job())
         self.progress = w.Progress(active=False, value=-1, visible=False, sizing_mode="stretch_width")
-        self.status = pn.pane.Markdown("", css_classes=["qpviz-gp2d-status"], sizing_mode="stretch_width")
+        self.status = QuickMarkdown("", css_classes=["qpviz-gp2d-status"], sizing_mode="stretch_width")
         self.download = w.FileDownload(callback=lambda: io.StringIO(m.csv_text()), filename="gp2d_grid.csv",
                                        label="Download the grid numbers (CSV)", css_classes=["qpviz-gp2d-csv"])
         preset_notes = "\n".join(f"- **{name}**: {note}" for name, (_, _, note) in twod.PRESETS.items())

@@ -21,6 +21,7 @@ from layout import enlarge, explained, set_projector, view_grid
 from long_jobs import GuardedModelCalls, JobPoller, cancel_when_session_ends
 from number_field import TYPED_CLASS, LinkValues, NumberField, link_banner
 import pages
+from quick_text import QuickMarkdown
 import safe_text
 from qpviz.gpdemo import oned, sparse_demo
 from qpviz.gpdemo.sparse_model import SparseModel, decode_z
@@ -77,7 +78,7 @@ class SparsePage(GuardedModelCalls, pn.viewable.Viewer):
         self.methods = pn.widgets.CheckBoxGroup(name="methods", options={v: k for k, v in sparse_demo.LABELS.items()},
                                                 value=list(m.methods), inline=True, css_classes=["qpviz-sp-methods"],
                                                 width=300)
-        self.description = pn.pane.Markdown("", sizing_mode="stretch_width", css_classes=["qpviz-sp-description"])
+        self.description = QuickMarkdown("", sizing_mode="stretch_width", css_classes=["qpviz-sp-description"])
         self.alert = pn.pane.Alert("", alert_type="danger", visible=False, css_classes=["qpviz-error"])
         self.link_alert = link_banner()
         self.numbers = NumbersPane("", css_classes=["qpviz-sp-numbers"], sizing_mode="stretch_width")
