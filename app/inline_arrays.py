@@ -15,11 +15,32 @@ under a millisecond.
 """
 from __future__ import annotations
 
-from bokeh.core.serialization import Serializer
+import base64
+import gzip
+
+from bokeh.core.serialization import BytesRep, Serializer
 from bokeh.document.json import PatchJson
 from bokeh.protocol.messages.patch_doc import patch_doc
 
-__all__ = ["enable", "create_inline"]
+__all__ = ["enable", "create_inline", "InlineSerializer"]
+
+#: gzip level of the inline arrays. BokehJS reads inline bytes as gzip (fflate's gunzipSync), and
+#: Bokeh compresses them at its ``compression_level`` setting (2): on the pages' floating-point
+#: images that saved 12% of the bytes (GP 2-D at N = 60: 214 against 242 kB) for ~3 ms of
+#: compression in the server and of inflation in the browser per step. Level 0 stores them.
+INLINE_GZIP_LEVEL = 0
+
+
+class InlineSerializer(Serializer):
+    """Bokeh's serializer with bytes inline (``deferred=False``), gzipped at INLINE_GZIP_LEVEL
+    instead of Bokeh's global ``compression_level`` (kept for the standalone files Bokeh saves)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(deferred=False, **kwargs)
+
+    def _encode_bytes(self, obj) -> BytesRep:
+        packed = gzip.compress(bytes(obj), compresslevel=INLINE_GZIP_LEVEL, mtime=1)
+        return BytesRep(type="bytes", data=base64.b64encode(packed).decode("ascii"))
 
 
 def create_inline(cls, events, **metadata) -> patch_doc:
@@ -31,7 +52,7 @@ def create_inline(cls, events, **metadata) -> patch_doc:
     if len(documents) != 1:
         raise ValueError("PATCH-DOC message configured with events for more than one document")
     [document] = documents
-    serializer = Serializer(references=document.models.synced_references, deferred=False)
+    serializer = InlineSerializer(references=document.models.synced_references)
     content = PatchJson(events=serializer.encode(events))
     # the models first sent by this message are known to the browser from now on
     document.models.flush_synced(lambda model: not serializer.has_ref(model))

@@ -2,6 +2,8 @@
 and a document that applies it gets the same models, bit for bit, as from Bokeh's own message."""
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 
 import inline_arrays  # app/ is on the path (pyproject: pythonpath = ["app"])
@@ -71,6 +73,9 @@ def test_bokehs_message_has_buffers_and_the_inline_one_the_same_arrays_inside(mo
     assert message.buffers == []
     reps = _bytes_reps(json.loads(message.content_json))
     assert len(reps) == 3 and all(isinstance(rep["data"], str) for rep in reps)  # base64 text, no buffer ids
+    for rep in reps:  # gzip, as BokehJS reads inline bytes, stored rather than compressed (INLINE_GZIP_LEVEL)
+        packed = base64.b64decode(rep["data"])
+        assert packed[:2] == b"\x1f\x8b" and len(packed) <= len(gzip.decompress(packed)) + 64
 
     for got, want in zip(_applied(before, message), _applied(bokeh_before, bokeh_message)):
         assert got.dtype == want.dtype
