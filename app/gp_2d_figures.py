@@ -9,12 +9,15 @@ the page's 1 s budget; replacing the sources' data costs a few ms per plot.
 """
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import numpy as np
 from bokeh import events
 from bokeh.models import ColorBar, ColumnDataSource, HoverTool, LinearColorMapper, Range1d
 from bokeh.palettes import BrBG11, Greys256, PuOr11, Viridis256
 from bokeh.plotting import figure as bokeh_figure
-from bokeh.plotting.contour import contour_data
+from bokeh.plotting.contour import ContourData, contour_data
 
 from colours import METHOD_COLOURS
 from explorer_figures import centred_image, legend_below, padded, set_data, style_figure
@@ -137,20 +140,24 @@ class GridFigure:
         """Draw ``values`` (indexed [x2, x1] on fit's grid), the points (X, y) and the title;
         ``clim`` = c sets the colour range to [centre - c, centre + c]."""
         place = centred_image(fit.x1, fit.x2)  # the image's pixels are centred on the grid points
+        # float32 pixels (7 digits, as many as a colour or the hover's 4 decimals can show): half the bytes
+        # of every step's message, which the server encodes and the browser decodes (five maps on GP 2-D)
+        pixels = np.asarray(values, dtype=np.float32)
         shown = self.image.data
         if all(shown[key] == value for key, value in place.items()) and shown["image"][0].shape == values.shape:
             # the same grid (a slider step): only the new pixels travel (a patch), not a new source
-            self.image.patch({"image": [(0, values)]})
+            self.image.patch({"image": [(0, pixels)]})
         else:
-            self.image.data = {"image": [values], **place}
+            self.image.data = {"image": [pixels], **place}
         self.x_range.update(start=place["x"][0], end=place["x"][0] + place["dw"][0])
         self.y_range.update(start=place["y"][0], end=place["y"][0] + place["dh"][0])
         if clim is not None:
-            self.mapper.update(low=centre - clim, high=centre + clim)
+            half = rounded_up(clim)
+            self.mapper.update(low=centre - half, high=centre + half)
         elif not self.fixed_clim:
-            self.mapper.update(low=float(values.min()), high=float(values.max()))
+            self.mapper.update(**dict(zip(("low", "high"), rounded_out(float(values.min()), float(values.max())))))
         for renderer, levels in self.contours:
-            renderer.set_data(contour_data(fit.x1, fit.x2, values, levels=levels))
+            renderer.set_data(_float32_lines(contour_data(fit.x1, fit.x2, values, levels=levels)))
         for label_value, source in self.points.items():
             chosen = y == label_value
             # unchanged points (a slider step) send nothing; a click patches (NaN-padded columns)
@@ -166,6 +173,43 @@ class GridFigure:
                 item.major_label_text_font_size = f"{round(11 * scale)}px"
                 item.title_text_font_size = f"{round(12 * scale)}px"
                 item.width = round(12 * scale)
+
+
+def _colour_step(width: float) -> float:
+    """A fifth of the power of ten at or below ``width`` (> 0): the steps of a colour range."""
+    return 10.0 ** math.floor(math.log10(width)) / 5
+
+
+def rounded_out(low: float, high: float) -> tuple[float, float]:
+    """[low, high] widened to whole steps of :func:`_colour_step` (at most ~40% of its width more).
+
+    A slider step moves a map's values a little; a colour range that followed their exact minimum
+    and maximum changed with every step, and each change made BokehJS lay out the map's colour bar
+    again (its tick labels measured anew: ~7 ms a step over GP 2-D's five maps, in the browser).
+    Rounded out, the range and its colour bar stay put until the values cross a step."""
+    if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
+        return low, high
+    step = _colour_step(high - low)
+    return math.floor(low / step) * step, math.ceil(high / step) * step
+
+
+def rounded_up(half_width: float) -> float:
+    """``half_width`` (> 0) rounded up to a whole step of :func:`_colour_step`: a centred colour
+    range that stays put over small changes, as :func:`rounded_out`."""
+    if not math.isfinite(half_width) or half_width <= 0:
+        return half_width
+    step = _colour_step(half_width)
+    return math.ceil(half_width / step) * step
+
+
+def _float32_lines(data: ContourData) -> ContourData:
+    """``data`` with its contour lines' coordinates in float32 (as the maps' pixels: half the bytes,
+    and 7 digits where a pixel is a few thousandths of the plot wide)."""
+    lines = data.line_data
+    if lines is None:
+        return data
+    single = lambda arrays: [np.asarray(a, dtype=np.float32) for a in arrays]  # noqa: E731
+    return dataclasses.replace(data, line_data=dataclasses.replace(lines, xs=single(lines.xs), ys=single(lines.ys)))
 
 
 def make_figure(key: str, on_tap) -> GridFigure:
