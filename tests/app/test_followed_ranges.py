@@ -134,6 +134,6 @@ def test_a_gp2d_key_press_sends_nothing_for_the_unchanged_points_and_patches_the
     # the maps' pixels are patched (the grid stays): no image source gets new data
     images = {grid_figure.image for grid_figure in page.figures.values()}
     assert not [e for e in events if isinstance(e, ColumnDataChangedEvent) and e.model in images]
-    patched = {e.model for e in events if isinstance(e, ColumnsPatchedEvent) and set(e.patches) == {"image"}}
+    patched = {e.model for e in events if isinstance(e, ColumnsPatchedEvent) and set(e.patches) == {"image", "value"}}
     assert {page.figures[key].image for key in ("proba_ep", "var_ep", "proba_qp", "var_qp", "diff")} <= patched
-    np.testing.assert_array_equal(page.figures["proba_ep"].image.data["image"][0], page.model.fit.proba["ep"].astype(np.float32))
+    np.testing.assert_array_equal(page.figures["proba_ep"].image.data["value"][0], page.model.fit.proba["ep"].astype(np.float32))

@@ -103,7 +103,7 @@ def test_mcmc_is_not_a_default_method_and_runs_off_the_caller(page):
     assert not page.model.job_running and "done" in page.model.job_status and page.cancel_button.disabled
     assert "mcmc" in page.model.fit.proba and page.method_rows["mcmc"].visible
     assert page.figures["proba_mcmc"].figure.title.text.startswith("MCMC: p(y=+1|x),\nmoons N=30")
-    np.testing.assert_array_equal(page.figures["var_mcmc"].image.data["image"][0], page.model.fit.var["mcmc"].astype(np.float32))
+    np.testing.assert_array_equal(page.figures["var_mcmc"].image.data["value"][0], page.model.fit.var["mcmc"].astype(np.float32))
     distances = twod.distances_to_mcmc(page.model.fit)
     assert set(distances) == {"ep", "qp"}
     assert f"{distances['qp'][0]:.4f}" in page.table.object and "Monte Carlo error" in page.table.object
@@ -161,7 +161,7 @@ def test_bad_input_while_mcmc_is_shown_keeps_the_last_fit(page):
     page.model.lengthscale = 0.0
     assert page.model.fit is good and page.model.message.startswith("lengthscale must be a number in [")
     assert not page.model.job_running  # no reference is started for a refused input
-    np.testing.assert_array_equal(page.figures["proba_mcmc"].image.data["image"][0], good.proba["mcmc"].astype(np.float32))
+    np.testing.assert_array_equal(page.figures["proba_mcmc"].image.data["value"][0], good.proba["mcmc"].astype(np.float32))
     assert page.method_rows["mcmc"].visible
 
 
@@ -202,7 +202,7 @@ def test_the_page_maps_sd_ratios_once_mcmc_is_on_and_reads_them(page):
     page.model.wait()
     assert [m for m, pane in page.ratio_panes.items() if pane.visible] == ["ep", "qp"]
     comparison = twod.sd_comparison(page.model.fit, ["ep", "qp"])
-    image = page.figures["ratio_ep"].image.data["image"][0]
+    image = page.figures["ratio_ep"].image.data["value"][0]
     assert np.all(np.isfinite(image))
     np.testing.assert_allclose(image, np.sqrt(page.model.fit.var["ep"] / page.model.fit.var["mcmc"]), rtol=1e-6)  # float32 pixels
     mapper = page.figures["ratio_qp"].mapper

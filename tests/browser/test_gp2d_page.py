@@ -78,6 +78,7 @@ def test_slider_refits_and_redraws_a_click_adds_then_removes_a_point_then_projec
     gp2d.wait_for_function(f"before => ({IMAGE_SUM_JS})() !== before", arg=before, timeout=TIMEOUT_MS)
     gp2d.wait_for_url(re.compile(r"[?&]g2_ls=0\.85"), timeout=TIMEOUT_MS)
     assert gp2d.evaluate(ALERT_JS) == ""
+    hovering_a_map_shows_its_value(gp2d)
     clicking_the_plot_adds_then_removes_a_point(gp2d)
     # projector mode, on the same load (a test of its own loaded the page; opened by its link, so the
     # only colour bars are this page's: the opening page's, built by a tab's click, would answer too)
@@ -91,6 +92,17 @@ def preset_and_methods(gp2d: Page) -> None:
     wait_for_title(gp2d, "VB: p(y=+1|x),\nxor N=100")
     wait_for_title(gp2d, "VB: latent var v(x),\nxor")
     gp2d.wait_for_url(re.compile(r"g2_preset=xor"), timeout=TIMEOUT_MS)
+
+
+def hovering_a_map_shows_its_value(gp2d: Page) -> None:
+    """The maps are RGBA images coloured in the server; the hover reads their values beside them."""
+    box = gp2d.locator(".qpviz-gp2d-proba-ep canvas").first.bounding_box()
+    for share in (0.5, 0.45):  # a move onto the plot, then one within it
+        gp2d.mouse.move(box["x"] + share * box["width"], box["y"] + 0.5 * box["height"])
+    tooltip = gp2d.locator(".bk-tooltip-content", has_text="p(y=+1|x)").first
+    expect(tooltip).to_have_text(re.compile(r"x1:\s*-?\d+\.\d\d\s*x2:\s*-?\d+\.\d\d\s*p\(y=\+1\|x\):\s*[01]\.\d{4}"),
+                                 timeout=TIMEOUT_MS)
+    gp2d.mouse.move(0, 0)  # off the plot: the tooltip goes
 
 
 def clicking_the_plot_adds_then_removes_a_point(gp2d: Page) -> None:

@@ -148,17 +148,27 @@ def _title(page, key: str) -> str:
 
 
 def test_page_fits_and_draws_the_shown_methods(gp2d_page):
+    from gp_2d_figures import colour_mapped, palette_pixels
+
     assert gp2d_page.model.fit.methods == ("ep", "qp") and gp2d_page.model.message == ""
     assert _title(gp2d_page, "proba_ep").startswith("EP: p(y=+1|x),\nmoons N=40, rbf")
     assert _title(gp2d_page, "diff").startswith("var_QP − var_EP in [-")
-    image = gp2d_page.figures["proba_qp"].image.data["image"][0]
+    image = gp2d_page.figures["proba_qp"].image.data["value"][0]
     assert image.dtype == np.float32  # half the bytes of a step's message; as many digits as a colour shows
     np.testing.assert_array_equal(image, gp2d_page.model.fit.proba["qp"].astype(np.float32))
     mapper = gp2d_page.figures["diff"].mapper
     assert mapper.low == -mapper.high and mapper.high > 0  # the difference map's colours are centred at 0
-    for key in ("var_ep", "var_qp", "diff"):  # colour ranges rounded out (app/gp_2d_figures.rounded_out): they cover the map
-        values, mapper = gp2d_page.figures[key].image.data["image"][0], gp2d_page.figures[key].mapper
+    fit = gp2d_page.model.fit
+    maps = {"var_ep": fit.var["ep"], "var_qp": fit.var["qp"], "diff": fit.var_difference, "proba_ep": fit.proba["ep"]}
+    for key, values in maps.items():
+        figure = gp2d_page.figures[key]
+        pixels, mapper = figure.image.data["image"][0], figure.mapper
+        # colour ranges rounded out (app/gp_2d_figures.rounded_out): they cover the map
         assert mapper.low <= values.min() and values.max() <= mapper.high
+        # the pixels are the colour bar's colours of the values, coloured in the server
+        assert pixels.dtype == np.uint32 and pixels.shape == values.shape
+        np.testing.assert_array_equal(pixels, colour_mapped(values, mapper.low, mapper.high, palette_pixels(mapper.palette)))
+        assert len(np.unique(pixels)) > 5  # not one flat colour
     gp2d_page.model.methods = ["ep", "qp", "laplace"]
     assert gp2d_page.method_rows["laplace"].visible and not gp2d_page.method_rows["vb"].visible
     assert _title(gp2d_page, "proba_laplace").startswith("Laplace: p(y=+1|x)")
@@ -178,7 +188,7 @@ def test_only_the_shown_methods_figures_are_built_and_one_shown_later_takes_the_
     page.projector = True
     page.model.methods = ["ep", "qp", "vb"]
     assert {"proba_vb", "var_vb"} <= set(page.figures) and page.method_rows["vb"].visible
-    np.testing.assert_array_equal(page.figures["proba_vb"].image.data["image"][0], page.model.fit.proba["vb"].astype(np.float32))
+    np.testing.assert_array_equal(page.figures["proba_vb"].image.data["value"][0], page.model.fit.proba["vb"].astype(np.float32))
     assert _title(page, "var_vb").startswith("VB: latent var v(x),\nmoons N=40")
     sizes = {key: page.figures[key].figure.title.text_font_size for key in ("proba_ep", "proba_vb", "var_vb")}
     assert len(set(sizes.values())) == 1, sizes  # the new maps in projector mode, as the others
