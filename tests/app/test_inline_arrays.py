@@ -45,21 +45,12 @@ def _applied(before, message):
             np.array([span.start, span.end]))
 
 
-def _bytes_reps(node) -> list[dict]:
-    """Every {"type": "bytes", ...} representation in a message's content."""
+def _reps(node, kind: str) -> list[dict]:
+    """Every {"type": kind, ...} representation ("bytes", "ndarray") in a message's content."""
     if isinstance(node, dict):
-        return ([node] if node.get("type") == "bytes" else []) + [r for v in node.values() for r in _bytes_reps(v)]
+        return ([node] if node.get("type") == kind else []) + [r for v in node.values() for r in _reps(v, kind)]
     if isinstance(node, list):
-        return [r for v in node for r in _bytes_reps(v)]
-    return []
-
-
-def _ndarray_reps(node) -> list[dict]:
-    """Every {"type": "ndarray", ...} representation in a message's content."""
-    if isinstance(node, dict):
-        return ([node] if node.get("type") == "ndarray" else []) + [r for v in node.values() for r in _ndarray_reps(v)]
-    if isinstance(node, list):
-        return [r for v in node for r in _ndarray_reps(v)]
+        return [r for v in node for r in _reps(v, kind)]
     return []
 
 
@@ -80,9 +71,9 @@ def test_bokehs_message_has_buffers_and_the_inline_one_the_same_arrays_inside(mo
     document, before = _document()
     message = Protocol().create("PATCH-DOC", _change(document))
     assert message.buffers == []
-    reps = _bytes_reps(json.loads(message.content_json))
+    reps = _reps(json.loads(message.content_json), "bytes")
     assert len(reps) == 3 and all(isinstance(rep["data"], str) for rep in reps)  # base64 text, no buffer ids
-    arrays = _ndarray_reps(json.loads(message.content_json))
+    arrays = _reps(json.loads(message.content_json), "ndarray")
     assert sorted(a["dtype"] for a in arrays) == ["float64", "float64", "int32"]  # (Bokeh sends int64 as int32)
     for array in arrays:  # gzip, as BokehJS reads inline bytes: floats stored, integers compressed
         packed = base64.b64decode(array["array"]["data"])
