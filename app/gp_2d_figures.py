@@ -130,6 +130,10 @@ class GridFigure:
                 # a contour renderer has no legend entry of its own: an empty line in its style gives one
                 fig.line([np.nan, np.nan], [np.nan, np.nan], line_color=contour_colour, line_width=width,
                          line_dash=dash, legend_label=legend)
+            for renderer, _ in self.contours:
+                # lines only: Bokeh's default fill, opaque grey between p = 0.1 and 0.9, covered the map there
+                # and the p = 0.5 line under it (show computes no polygons: contour_data's want_fill=False)
+                renderer.fill_renderer.visible = False
         self.points = {}
         for label_value, (label, marker, fill, line) in CLASS_STYLE.items():
             self.points[label_value] = ColumnDataSource({"x": [], "y": []})
@@ -162,7 +166,7 @@ class GridFigure:
         self.x_range.update(start=place["x"][0], end=place["x"][0] + place["dw"][0])
         self.y_range.update(start=place["y"][0], end=place["y"][0] + place["dh"][0])
         for renderer, levels in self.contours:
-            renderer.set_data(_float32_lines(contour_data(fit.x1, fit.x2, values, levels=levels)))
+            renderer.set_data(_float32_lines(contour_data(fit.x1, fit.x2, values, levels=levels, want_fill=False)))
         for label_value, source in self.points.items():
             chosen = y == label_value
             # unchanged points (a slider step) send nothing; a click patches (NaN-padded columns)

@@ -169,6 +169,13 @@ def test_page_fits_and_draws_the_shown_methods(gp2d_page):
         assert pixels.dtype == np.uint32 and pixels.shape == values.shape
         np.testing.assert_array_equal(pixels, colour_mapped(values, mapper.low, mapper.high, palette_pixels(mapper.palette)))
         assert len(np.unique(pixels)) > 5  # not one flat colour
+    # the contours are lines only: Bokeh's default fill (opaque grey between p = 0.1 and 0.9) hid the
+    # map there and the p = 0.5 line under it; no polygon is computed or sent
+    for renderer, levels in gp2d_page.figures["proba_ep"].contours:
+        assert not renderer.fill_renderer.visible
+        assert len(renderer.fill_renderer.data_source.data["xs"]) == 0
+        lines = renderer.line_renderer.data_source.data
+        assert list(lines["levels"]) == levels and all(len(xs) > 10 for xs in lines["xs"])
     gp2d_page.model.methods = ["ep", "qp", "laplace"]
     assert gp2d_page.method_rows["laplace"].visible and not gp2d_page.method_rows["vb"].visible
     assert _title(gp2d_page, "proba_laplace").startswith("Laplace: p(y=+1|x)")
