@@ -67,10 +67,13 @@ FITS_DRAWN_JS = """([before, timeoutMs]) => new Promise((resolve, reject) => {
 })"""
 
 
+def focus_alpha(page) -> None:
+    """Before the timer (bench_gp_latency.nudge): the alpha slider's handle gets the keys."""
+    page.locator(".qpviz-sp-alpha .noUi-handle").first.focus()
+
+
 def alpha_step(page) -> None:
-    handle = page.locator(".qpviz-sp-alpha .noUi-handle").first
-    handle.focus()
-    handle.press("ArrowRight")
+    page.keyboard.press("ArrowRight")  # to the focused handle (focus_alpha)
 
 
 def drag_handle():
@@ -98,7 +101,9 @@ def measure_both(page, action) -> tuple[float, float]:
     """(fits drawn, last change) in ms after a key press, or after the release ending a drag (the
     drag's moves happen before the clock starts: the page refits when a drag ends)."""
     before = page.evaluate(NUMBERS_JS)
-    if action is not alpha_step:
+    if action is alpha_step:
+        focus_alpha(page)
+    else:
         action(page)  # press and move
         action = release
     page.evaluate(ARM_JS)
