@@ -103,10 +103,23 @@ class VSGPModel(param.Parameterized):
         self.link_note = ""  # what a bad link asked for and what replaced it
         self.drawn = False  # the page's figures exist: a change refits at once
         self._kmeans: dict = {}  # (X, M) -> K-means centres, the last one
+        self._presets: dict = {}  # (preset, n, seed) -> (X, y), the last one
         self.param.watch(self._on_data_inputs, ["preset", "n", "seed", "m", "centres"])
         self.param.watch(lambda *events: self.changed(), ["blur", "shape", "method", "variance", "lengthscale"])
 
     # -- computation -----------------------------------------------------------------------
+    def _data(self, preset: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        """The preset's (X, y), the same read-only arrays while preset, n and seed stay: the page
+        then knows by identity that the points (and a cached fit's map) have not changed, and
+        sends them no more (app/gp_2d_figures.GridFigure.show)."""
+        key = (preset, n, seed)
+        if key not in self._presets:
+            X, y = twod.check_data(*vsgp_demo.make_preset(preset, n, seed))
+            X, y = np.array(X), np.array(y)  # own copies, frozen
+            X.flags.writeable = y.flags.writeable = False
+            self._presets = {key: (X, y)}
+        return self._presets[key]
+
     def centres_array(self, X) -> np.ndarray:
         """The dragged centres, or M K-means centres of X."""
         if self.centres:
@@ -136,7 +149,7 @@ class VSGPModel(param.Parameterized):
         if problems:
             raise ValueError("; ".join(problems))
         kernel = RBF(variance=float(self.variance), lengthscale=float(self.lengthscale))  # VSGP's blur: RBF only
-        X, y = twod.check_data(*vsgp_demo.make_preset(self.preset, int(self.n), int(self.seed)))
+        X, y = self._data(self.preset, int(self.n), int(self.seed))
         Z = self.centres_array(X)
         C = vsgp_demo.local_covariances(X, Z, float(self.blur), self.shape)
         X_test, y_test = vsgp_demo.held_out_set(self.preset)

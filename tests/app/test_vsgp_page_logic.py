@@ -71,3 +71,28 @@ def test_a_link_with_bad_centres_is_named_and_the_page_opens_on_kmeans_centres(v
     good = '[[0.5,0.5],[-1,1],[1,-1]]'
     location.search = f"?vs_n=120&vs_m=3&vs_centres={good}"
     assert m.centres == [[0.5, 0.5], [-1.0, 1.0], [1.0, -1.0]] and np.allclose(m.shown[2], m.centres)
+
+
+def test_a_blur_step_redraws_the_vsgp_map_only_and_sends_the_points_no_more(page):
+    """FITC's fit comes from the cache on a blur step and the data are the same read-only arrays:
+    the FITC map's pixels, contours and points, and either map's points, are not sent again."""
+    from bokeh.document import Document  # noqa: PLC0415
+    from bokeh.document.events import ColumnDataChangedEvent, ColumnsPatchedEvent  # noqa: PLC0415
+    import panel as pn  # noqa: PLC0415
+
+    doc = Document()
+    doc.add_root(pn.panel(page).get_root(doc))
+    X, y = page.model.shown[:2]
+    assert not X.flags.writeable and not y.flags.writeable  # fits and maps may hold them: nobody changes them
+    events = []
+    doc.on_change(events.append)
+    fitc, blurred = page.figures.figures["fitc"], page.figures.figures["vsgp"]
+    title = fitc.figure.title.text
+    page.model.blur = 0.9
+    assert page.model.shown[0] is X and page.model.fits["fitc"] is not None
+    data_events = [e for e in events if isinstance(e, (ColumnDataChangedEvent, ColumnsPatchedEvent))]
+    fitc_sources = {fitc.image, *fitc.points.values(), *(r.line_renderer.data_source for r, _ in fitc.contours),
+                    *blurred.points.values()}
+    assert not [e for e in data_events if e.model in fitc_sources]
+    assert any(e.model is blurred.image for e in data_events)  # the VSGP map is new
+    assert fitc.figure.title.text != title and "blur=0.9" in fitc.figure.title.text  # titles name the blur
