@@ -20,7 +20,7 @@ from bokeh.plotting import figure
 from qpviz import explorer
 from quick_text import QuickHTML
 
-__all__ = ["COLOURS", "DASHES", "LABELS", "CURVES", "ExplorerFigures", "MapView", "RatioMap", "map_view", "NumbersPane",
+__all__ = ["DrawnContent", "COLOURS", "DASHES", "LABELS", "CURVES", "ExplorerFigures", "MapView", "RatioMap", "map_view", "NumbersPane",
            "numbers_html", "html_table", "set_data", "show_columns", "style_figure", "legend_below", "EmptyExtent", "PAD_TO",
            "padded", "centred_image"]
 
@@ -103,6 +103,29 @@ def show_columns(source: ColumnDataSource, columns: dict, fixed: dict | None = N
         source.patch({k: [(slice(0, n), np.asarray(v))] for k, v in columns.items()})
     else:
         source.data = {k: np.array(v) for k, v in {**(fixed or {}), **columns}.items()}
+
+
+class DrawnContent:
+    """What each view (``key``) last drew, to skip a redraw of the same content.
+
+    Fits and data arrays are replaced, never changed in place, so "the same" is identity for
+    objects and equality for plain values (numbers, strings, flags). The content last drawn is held,
+    so that a freed array's id cannot come back as a new array's and be taken for it."""
+
+    def __init__(self):
+        self._last: dict = {}
+
+    def changed(self, key, *content) -> bool:
+        """Whether ``content`` differs from what ``key`` last drew (and if so, it is now what it drew)."""
+        last = self._last.get(key)
+        if last is not None and len(last) == len(content) and all(map(_same, last, content)):
+            return False
+        self._last[key] = content
+        return True
+
+
+def _same(a, b) -> bool:
+    return a is b or (isinstance(a, (int, float, str, bool)) and type(a) is type(b) and a == b)
 
 
 def set_data(source: ColumnDataSource, data: dict) -> None:

@@ -9,7 +9,7 @@ from bokeh.models import ColumnDataSource, Span
 from bokeh.plotting import figure
 
 from explorer_figures import COLOURS as EXPLORER_COLOURS
-from explorer_figures import EmptyExtent, legend_below, padded, set_data, style_figure
+from explorer_figures import DrawnContent, EmptyExtent, legend_below, padded, set_data, style_figure
 from followed_ranges import FollowedRanges
 from colours import METHOD_COLOURS
 
@@ -127,7 +127,7 @@ class GP1DFigures:
             "site": figure(title="Step-through: the next site", x_axis_label="f_i", y_axis_label="density",
                            height=300, sizing_mode="stretch_width", tools="pan,wheel_zoom,reset,save"),
         }
-        self._drawn: dict = {}
+        self._drawn = DrawnContent()  # unchanged sources send nothing to the browser
         self._draw()
         self.marks = [Span(dimension="height", line_color=STEP_COLOUR, line_width=2, visible=False, location=0.0)
                       for _ in range(2)]
@@ -193,21 +193,12 @@ class GP1DFigures:
             legend_below(fig)
             fig.output_backend = "canvas"
 
-    def _changed(self, key, *content) -> bool:
-        """Whether ``content`` differs from what source ``key`` shows (by identity: fits and data
-        arrays are replaced, never changed in place); unchanged sources send nothing to the browser."""
-        ids = tuple(id(c) for c in content)
-        if self._drawn.get(key) == ids:
-            return False
-        self._drawn[key] = ids
-        return True
-
     def show(self, model) -> None:
         """Draw the model's data and fits (methods not shown get empty sources)."""
         fits = model.fits
         for m, src in self.sources.items():
             fit = fits.get(m)
-            if not self._changed(m, fit):
+            if not self._drawn.changed(m, fit):
                 continue
             if fit is None:
                 set_data(src, _empty("x", "mean", "lower", "upper", "pred", "plo", "phi"))
@@ -218,7 +209,7 @@ class GP1DFigures:
         x_data = model.X[:, 0]
         for m in LINE_METHODS:
             fit = fits.get(m)
-            if not self._changed(("sites", m), fit, model.X):
+            if not self._drawn.changed(("sites", m), fit, model.X):
                 continue
             for renderer in self.renderers[m]:
                 renderer.visible = fit is not None  # a hidden method's legend entry is greyed
@@ -233,7 +224,7 @@ class GP1DFigures:
         label = next(iter(fits.values())).predictive_label if fits else "predictive"
         self.figures["predictive"].yaxis.axis_label = label
         self.figures["predictive"].title.text = f"Predictive: {label}, {model.y.size} data points"
-        if self._changed("data", model.X, model.y, binary):
+        if self._drawn.changed("data", model.X, model.y, binary):
             set_data(self.data, padded({"x": x_data, "y": model.y, "shown": (model.y + 1) / 2 if binary else model.y}))
         self._show_optimisation(model)
         self._show_step(model)

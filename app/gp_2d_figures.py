@@ -20,7 +20,7 @@ from bokeh.plotting import figure as bokeh_figure
 from bokeh.plotting.contour import ContourData, contour_data
 
 from colours import METHOD_COLOURS
-from explorer_figures import centred_image, legend_below, padded, set_data, style_figure
+from explorer_figures import DrawnContent, centred_image, legend_below, padded, set_data, style_figure
 from qpviz.gpdemo import sd_ratio, twod
 from qpviz.gpdemo.twod_model import INLINE_METHODS, METHOD_LABELS
 
@@ -115,7 +115,7 @@ class GridFigure:
         image = fig.image_rgba(image="image", x="x", y="y", dw="dw", dh="dh", source=self.image)
         fig.add_tools(HoverTool(renderers=[image], tooltips=[("x1", "$x{0.00}"), ("x2", "$y{0.00}"), (value_label, "@value{0.0000}")]))
         fig.add_layout(ColorBar(color_mapper=self.mapper, title=value_label, width=12), "right")
-        self._drawn = None  # the arrays and colour range last drawn (see show)
+        self._drawn = DrawnContent()  # the arrays and colour range last drawn (see show)
         self.contours = []
         if contour_colour is not None:
             flat = np.zeros((2, 2))
@@ -152,15 +152,10 @@ class GridFigure:
 
         The same arrays as last time (a fit from the pages' caches: VSGP's FITC map beside a new
         blur, GP 2-D's maps of methods kept while another is toggled) change only the title: their
-        pixels and contours are neither computed nor sent again. Arrays are compared by identity
-        (fits are replaced, never changed in place), and the last ones are held so that their ids
-        cannot be reused."""
-        drawn = (values, fit.x1, fit.x2, X, y, clim, centre)
-        last = self._drawn
-        if last is not None and all(a is b if isinstance(a, np.ndarray) else a == b for a, b in zip(drawn, last)):
+        pixels and contours are neither computed nor sent again (:class:`DrawnContent`)."""
+        if not self._drawn.changed("map", values, fit.x1, fit.x2, X, y, clim, centre):
             self.figure.title.text = title
             return
-        self._drawn = drawn
         place = centred_image(fit.x1, fit.x2)  # the image's pixels are centred on the grid points
         if clim is not None:
             half = rounded_up(clim)

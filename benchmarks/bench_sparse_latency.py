@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT / "tests" / "browser"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_explorer_latency import minimal_page_floor, ratio_line  # noqa: E402
+from bench_gp_latency import nudge  # noqa: E402
 from browser_measure import ARM_JS, QUIET_MS, TIMEOUT_MS, WAIT_JS, percentile, settle, wait_for_bokeh  # noqa: E402
 from pagetools import CHROMIUM_ARGS, chromium_path, serve_app, stop  # noqa: E402
 from test_sparse_page import HANDLE_JS  # noqa: E402
@@ -67,13 +68,8 @@ FITS_DRAWN_JS = """([before, timeoutMs]) => new Promise((resolve, reject) => {
 })"""
 
 
-def focus_alpha(page) -> None:
-    """Before the timer (bench_gp_latency.nudge): the alpha slider's handle gets the keys."""
-    page.locator(".qpviz-sp-alpha .noUi-handle").first.focus()
-
-
-def alpha_step(page) -> None:
-    page.keyboard.press("ArrowRight")  # to the focused handle (focus_alpha)
+#: One step right of alpha, timed from the press (its handle is focused before the timer).
+alpha_step = nudge(".qpviz-sp-alpha")
 
 
 def drag_handle():
@@ -102,7 +98,7 @@ def measure_both(page, action) -> tuple[float, float]:
     drag's moves happen before the clock starts: the page refits when a drag ends)."""
     before = page.evaluate(NUMBERS_JS)
     if action is alpha_step:
-        focus_alpha(page)
+        alpha_step.prepare(page)
     else:
         action(page)  # press and move
         action = release
