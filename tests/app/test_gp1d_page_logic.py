@@ -7,6 +7,7 @@ import base64
 import numpy as np
 import panel as pn
 import pytest
+from bokeh.models import TapTool
 
 import gp_1d
 from qpviz.gpdemo import oned_model, presets
@@ -227,3 +228,14 @@ def test_sd_ratios_to_mcmc_are_drawn_and_read_once_the_reference_is_in():
     assert page.views.ratio_band.data["lower"][0] == pytest.approx(lower) and upper - lower < 0.2
     page.model.methods = ["ep", "qp"]
     assert "Turn MCMC on" in shown(page.sd_text.object) and len(page.views.ratio_sources["ep"].data["x"]) == 0
+
+
+def test_a_click_on_the_predictive_plot_is_its_tap_event_with_no_tap_tool_selecting_glyphs():
+    """The page adds or removes a point on the figure's Tap event; a TapTool would also hit-test and
+    select the glyphs under every click, and repaint them, before the browser read the server's answer."""
+    oned_model.FIT_CACHE.clear()
+    _, page = gp_1d.page()
+    page.model.cancel_job()
+    predictive = page.views.figures["predictive"]
+    assert "tap" in predictive._event_callbacks
+    assert not [tool for fig in page.views.figures.values() for tool in fig.tools if isinstance(tool, TapTool)]
