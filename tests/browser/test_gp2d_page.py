@@ -27,6 +27,26 @@ IMAGE_SUM_JS = """() => {
     }
     return null;
 }"""
+#: Records every <style> in the shadow trees of the figures' renderers (glyphs, axes, grids, titles,
+#: colour bars) with its text node and text; COUNT_CHANGED_JS then counts those whose node was
+#: replaced and those whose text changed (app/steady_styles.py).
+RECORD_STYLES_JS = """() => {
+    const found = [];
+    const walk = (root) => {
+        for (const el of root.querySelectorAll('*')) {
+            if (!el.shadowRoot) continue;
+            if (/\\bbk-(GlyphRenderer|LinearAxis|Grid|ColorBar|Title|ContourRenderer)\\b/.test(el.className))
+                for (const style of el.shadowRoot.querySelectorAll('style'))
+                    found.push([style, style.firstChild, style.textContent]);
+            walk(el.shadowRoot);
+        }
+    };
+    walk(document);
+    window.__qpvizStyles = found;
+    return found.length;
+}"""
+COUNT_CHANGED_JS = """() => [window.__qpvizStyles.filter(([style, node]) => style.firstChild !== node).length,
+    window.__qpvizStyles.filter(([style, , text]) => style.textContent !== text).length]"""
 
 
 def wait_for_title(page: Page, prefix: str) -> str:
@@ -70,12 +90,18 @@ def test_slider_refits_and_redraws_a_click_adds_then_removes_a_point_then_projec
     this order: the click's point is placed where the default square holds no point, whatever the
     length-scale, and projector mode goes last)."""
     before = gp2d.evaluate(IMAGE_SUM_JS)
+    expect(gp2d.locator(".qpviz-steady-styles")).to_have_attribute("data-steady", "on")
+    assert gp2d.evaluate(RECORD_STYLES_JS) > 20  # five maps' renderers
     handle = gp2d.locator(".qpviz-gp2d-lengthscale .noUi-handle")
     handle.focus()
     handle.press("ArrowRight")  # length-scale 0.8 -> 0.85
     wait_for_title(gp2d, "EP: p(y=+1|x),\nmoons N=100, rbf σ_f²=4 ℓ=0.85")
     wait_for_title(gp2d, "QP: latent var v(x),\nmoons N=100, rbf σ_f²=4 ℓ=0.85")
     gp2d.wait_for_function(f"before => ({IMAGE_SUM_JS})() !== before", arg=before, timeout=TIMEOUT_MS)
+    # the maps repainted in place: no renderer's stylesheet was written again (BokehJS rewrote each one,
+    # unchanged, on every paint, and Chromium then recomputed the styles of every renderer)
+    gp2d.evaluate("() => new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(resolve)))")
+    assert gp2d.evaluate(COUNT_CHANGED_JS) == [0, 0]
     gp2d.wait_for_url(re.compile(r"[?&]g2_ls=0\.85"), timeout=TIMEOUT_MS)
     assert gp2d.evaluate(ALERT_JS) == ""
     hovering_a_map_shows_its_value(gp2d)
@@ -83,6 +109,10 @@ def test_slider_refits_and_redraws_a_click_adds_then_removes_a_point_then_projec
     # projector mode, on the same load (a test of its own loaded the page; opened by its link, so the
     # only colour bars are this page's: the opening page's, built by a tab's click, would answer too)
     projector_mode_enlarges_titles_and_colour_bar_numbers(gp2d)
+    # a new position is still written: a narrower window moves the renderers
+    assert gp2d.evaluate(RECORD_STYLES_JS) > 20
+    gp2d.set_viewport_size({"width": 1200, "height": 1200})
+    gp2d.wait_for_function(f"() => ({COUNT_CHANGED_JS})()[1] > 0", timeout=TIMEOUT_MS)
 
 
 def preset_and_methods(gp2d: Page) -> None:
