@@ -6,13 +6,12 @@ its ``ExplorerState``, which validates them.
 """
 from __future__ import annotations
 
-import time
 from urllib.parse import urlencode
 
 import panel as pn
 
 from binding import forward
-from link_query import typed
+from link_query import URL_DELAY_MS, WriteWhenRested, typed
 from qpviz import explorer
 
 __all__ = ["PROJECTOR_WIDGET_CSS", "URL_DELAY_MS", "PromptEditableFloatSlider", "PromptFloatSlider", "PromptIntSlider",
@@ -20,9 +19,6 @@ __all__ = ["PROJECTOR_WIDGET_CSS", "URL_DELAY_MS", "PromptEditableFloatSlider", 
 
 #: Projector mode: larger text inside every control (labels, inputs, options, buttons) and the numbers.
 PROJECTOR_WIDGET_CSS = ":host, :host * { font-size: 20px !important; line-height: 1.3 !important; }"
-
-#: The sliders reach the URL this long after their last move (see UrlState).
-URL_DELAY_MS = 300
 
 
 class _Prompt:
@@ -113,10 +109,8 @@ class UrlState:
     """Keeps the page's view in the URL query so that a shared link reopens it, and reads a link.
 
     The page's keys (``keys``) are written from ``values()`` (key -> text) whenever one of the
-    ``immediate`` widgets changes, and URL_DELAY_MS after the ``sliders`` stop moving: writing the
-    URL at every step (pushState, then the browser echoing the new href) cost about 10 ms of each
-    update and left one browser-history entry per slider step. Other keys in the query (other
-    pages') are kept.
+    ``immediate`` widgets changes, and URL_DELAY_MS after the ``sliders`` stop moving
+    (link_query.WriteWhenRested). Other keys in the query (other pages') are kept.
 
     A query the page did not write (the browser reports the address it opened, a shared link)
     goes to ``read(query)`` as typed (key -> text), which makes the page consistent with it; the
@@ -129,14 +123,13 @@ class UrlState:
         self._keys = set(keys)
         self._values = values
         self._read = read
-        self._pending = False
-        self._last_move = 0.0
+        self._rested = WriteWhenRested(self.write)
         self._written = None
         location.param.watch(self._on_search, "search")
         for widget in immediate:
             widget.param.watch(self.write, "value")
         for widget in sliders:
-            widget.param.watch(self._on_slider_moved, "value")
+            widget.param.watch(lambda event: self._rested.changed(), "value")
         self.write()
 
     def query(self) -> dict:
@@ -159,19 +152,4 @@ class UrlState:
         # only a query asking for another view is read (another page writing its keys is not)
         if {k: v for k, v in query.items() if k in self._keys} != self._values():
             self._read(query)
-        self.write()
-
-    def _on_slider_moved(self, event=None) -> None:
-        self._last_move = time.monotonic()
-        if not self._pending:
-            self._pending = True
-            pn.state.add_periodic_callback(self._write_later, period=URL_DELAY_MS, count=1)
-
-    def _write_later(self) -> None:
-        """Copy the sliders into the URL once they have rested URL_DELAY_MS."""
-        wait_ms = URL_DELAY_MS - 1000 * (time.monotonic() - self._last_move)
-        if wait_ms > 10:
-            pn.state.add_periodic_callback(self._write_later, period=round(wait_ms), count=1)
-            return
-        self._pending = False
         self.write()

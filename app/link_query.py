@@ -11,12 +11,55 @@ instead:
   request's arguments in a served session; the location's search outside one, e.g. a test);
 * :func:`sync` is ``location.sync`` plus the values Panel's parsing drops, each handed to the page
   as its text, so the page's own check refuses it by name like any other bad value.
+
+A page writes its own changes into the URL through :class:`WriteWhenRested`: once they have rested
+:data:`URL_DELAY_MS`, not at every slider step.
 """
 from __future__ import annotations
 
+import time
 from urllib.parse import parse_qsl, urlencode
 
-__all__ = ["typed", "opened", "unread", "sync"]
+__all__ = ["URL_DELAY_MS", "WriteWhenRested", "typed", "opened", "unread", "sync"]
+
+#: A page's changes reach the URL this long after the last one (:class:`WriteWhenRested`).
+URL_DELAY_MS = 300
+
+
+class WriteWhenRested:
+    """Calls ``write()`` once the changes it is told of (:meth:`changed`) have rested
+    :data:`URL_DELAY_MS`; outside a served session (a test, a notebook) at once.
+
+    Writing the URL at every slider step cost the browser 5-10 ms of each update before it painted
+    it (Panel's Location view, ``history.pushState``, the new address sent back to the server) and
+    left one browser-history entry per step: the Back button then walked through every step."""
+
+    def __init__(self, write):
+        self._write = write
+        self._pending = False
+        self._last_change = 0.0
+
+    def changed(self) -> None:
+        import panel as pn  # noqa: PLC0415
+
+        doc = pn.state.curdoc
+        if doc is None or doc.session_context is None:
+            self._write()
+            return
+        self._last_change = time.monotonic()
+        if not self._pending:
+            self._pending = True
+            pn.state.add_periodic_callback(self._later, period=URL_DELAY_MS, count=1)
+
+    def _later(self) -> None:
+        import panel as pn  # noqa: PLC0415
+
+        wait_ms = URL_DELAY_MS - 1000 * (time.monotonic() - self._last_change)
+        if wait_ms > 10:  # changed again meanwhile: wait for the rest
+            pn.state.add_periodic_callback(self._later, period=round(wait_ms), count=1)
+            return
+        self._pending = False
+        self._write()
 
 
 def typed(search: str) -> dict[str, str]:

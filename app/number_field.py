@@ -88,12 +88,20 @@ class LinkValues:
     the link is rewritten to the value shown. The banner goes on the next change of any of the
     fields that is not a link's. ``checks``: key -> ``check(value) -> value to set`` (ValueError
     saying what the key accepts) for a key :meth:`accepts` cannot read from its owner. ``banner``:
-    the page's :func:`link_banner`, placed where the page shows its messages."""
+    the page's :func:`link_banner`, placed where the page shows its messages.
+
+    The page's own changes reach the URL once they have rested (link_query.WriteWhenRested: not at
+    every slider step, whose update the browser then painted 5-10 ms later); a link's value that is
+    refused, or that the page shows otherwise, is written back at once."""
 
     def __init__(self, location, fields: dict, banner, checks: dict | None = None):
         import param  # noqa: PLC0415
 
+        import link_query  # noqa: PLC0415 (app/ is on the path wherever pages are)
+
         self.fields, self.notes, self._applying = dict(fields), {}, []
+        self._unwritten: set[str] = set()  # keys whose page value the link does not hold yet
+        self._rested = link_query.WriteWhenRested(self._write_link)
         self.checks = {key: (checks or {}).get(key) or self.accepts(*owner_name) for key, owner_name in self.fields.items()}
         self.banner = banner
         stand_in = type("Link", (param.Parameterized,), {key: param.Parameter(default=None) for key in self.fields})
@@ -103,8 +111,6 @@ class LinkValues:
         self.link.param.watch(self._from_link, list(self.fields), precedence=1)
         for key, (owner, name) in self.fields.items():
             owner.param.watch(lambda event, key=key: self._from_page(key), name)
-        import link_query  # noqa: PLC0415 (app/ is on the path wherever pages are)
-
         link_query.sync(location, self.link, {key: key for key in self.fields})
 
     @staticmethod
@@ -171,17 +177,24 @@ class LinkValues:
         self._show()
 
     def _from_page(self, key: str) -> None:
-        owner, name = self.fields[key]
-        self._applying.append(True)
-        try:
-            # the URL follows the page: its value now, not the event's (a refused typed value is set
-            # back inside an earlier watcher of the same change, so the event's value may be stale)
-            setattr(self.link, key, getattr(owner, name))
-        finally:
-            self._applying.pop()
-        if self.notes and len(self._applying) == 0:
+        self._unwritten.add(key)
+        if self._applying:  # a link's value being applied: the link shows what the page took, at once
+            self._write_link()
+            return
+        self._rested.changed()
+        if self.notes:
             self.notes.clear()  # a change of the page's own: the link's refusals are old news
             self._show()
+
+    def _write_link(self) -> None:
+        """The URL follows the page: each unwritten key's value now, not its event's (a refused typed
+        value is set back inside an earlier watcher of the same change, so the event's may be stale)."""
+        keys, self._unwritten = self._unwritten, set()
+        self._applying.append(True)
+        try:
+            self.link.param.update(**{key: getattr(*self.fields[key]) for key in keys})
+        finally:
+            self._applying.pop()
 
     def _show(self) -> None:
         from safe_text import bullets  # noqa: PLC0415
