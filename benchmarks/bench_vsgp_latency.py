@@ -13,10 +13,11 @@ Each is timed from the action to the last document change it caused (browser_mea
 quiet 400 ms); when the documents fell quiet before the numbers table changed (the point-draw
 tool's own change at the release, then a server update more than 400 ms later), the wait goes on
 until the table has changed and the page is quiet again, and the time of its last change counts.
-An action after which the table never changes is counted as "no new fit". Prints median, 90th
-percentile and max per case, with the machine's load average, and after each case ``ratio to
-minimal page: R``: its median over that of a minimal Panel page timed the same way in the same run
-(bench_explorer_latency.minimal_page_floor).
+An action after which the table never changes is counted as "no new fit". Each case is printed
+twice: to the last change, and (", painted") to the frame after it painted
+(browser_measure.last_painted). Prints median, 90th percentile and max per case, with the
+machine's load average, and after each line ``ratio to minimal page: R``: its median over that of
+a minimal Panel page timed the same way in the same run (bench_explorer_latency.minimal_page_floors).
 
 ``--server``: the same three changes made in-process on the page's model (refit + patching the
 figures' sources, no browser, no websocket): the server's share of the latency.
@@ -35,9 +36,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_explorer_latency import minimal_page_floor, ratio_line  # noqa: E402
+from bench_explorer_latency import minimal_page_floors, ratio_line  # noqa: E402
 from bench_gp_latency import nudge  # noqa: E402
-from browser_measure import QUIET_MS, measure, percentile, settle, wait_for_bokeh  # noqa: E402
+from browser_measure import QUIET_MS, last_painted, measure, percentile, settle, wait_for_bokeh  # noqa: E402
 from pagetools import CHROMIUM_ARGS, chromium_path, serve_app, stop, wait_for_new_text  # noqa: E402
 from test_vsgp_page import CENTRES_JS  # noqa: E402
 
@@ -67,7 +68,7 @@ def run_case(page, url, prepare, action, presses):
     wait_for_bokeh(page)
     page.locator(TABLE_ROW).first.wait_for(timeout=120_000)
     settle(page, 1500)
-    times, unchanged = [], 0
+    times, painted, unchanged = [], [], 0
     for _ in range(presses):
         row = page.locator(TABLE_ROW).first
         before = row.inner_text()
@@ -83,22 +84,26 @@ def run_case(page, url, prepare, action, presses):
             page.wait_for_timeout(QUIET_MS)
             elapsed = page.evaluate("() => window.__qpvizChanges[window.__qpvizChanges.length - 1] - window.__qpvizT0")
         times.append(elapsed)
+        painted.append(last_painted(page))
         page.wait_for_timeout(200)
-    return times, unchanged
+    return times, painted, unchanged
 
 
-def report(name, times, unchanged, goal_ms, floor_ms=None):
+def report(name, times, painted, unchanged, goal_ms, floors=None):
+    """The case's line (to the last change) and the painted frame's ("<name>, painted"), each with its
+    ratio to ``floors`` (the minimal page's: last change, painted)."""
     if not times:
         print(f"{name:52s} no valid sample ({unchanged} actions showed no new fit)", flush=True)
         return
-    print(f"{name:52s} median {percentile(times, 50):6.0f} ms  p90 {percentile(times, 90):6.0f} ms  "
-          f"max {max(times):6.0f} ms  (goal {goal_ms} ms, n={len(times)}, no new fit shown: {unchanged}, "
-          f"load {os.getloadavg()[0]:.2f})", flush=True)
-    if floor_ms is not None:
-        print(ratio_line(percentile(times, 50), floor_ms), flush=True)
+    for k, (label, values) in enumerate(((name, times), (f"{name}, painted", painted))):
+        print(f"{label:52s} median {percentile(values, 50):6.0f} ms  p90 {percentile(values, 90):6.0f} ms  "
+              f"max {max(values):6.0f} ms  (goal {goal_ms} ms, n={len(values)}, no new fit shown: {unchanged}, "
+              f"load {os.getloadavg()[0]:.2f})", flush=True)
+        if floors is not None:
+            print(ratio_line(percentile(values, 50), floors[k]), flush=True)
 
 
-def measure_cases(page, url: str, presses: int, floor_ms: float | None = None) -> None:
+def measure_cases(page, url: str, presses: int, floors: tuple[float, float] | None = None) -> None:
     """Run and print every case (a failed case is printed, the others still run)."""
     prepare, release = drag_centre()
     for name, before, action in (
@@ -107,7 +112,7 @@ def measure_cases(page, url: str, presses: int, floor_ms: float | None = None) -
         ("VSGP, circle N=500 M=20, centre drag (both)", prepare, release),
     ):
         try:
-            report(name, *run_case(page, url + QUERY, before, action, presses), 250, floor_ms)
+            report(name, *run_case(page, url + QUERY, before, action, presses), 250, floors)
         except Exception as err:  # noqa: BLE001
             print(f"{name:52s} FAILED: {str(err).splitlines()[0]}", flush=True)
 
@@ -163,9 +168,10 @@ def main(argv=None) -> int:
         try:
             with sync_playwright() as pw:
                 chromium = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-                floor = minimal_page_floor(chromium, presses)
-                print(f"minimal page (one slider, app settings), key press -> last change: median {floor:.0f} ms", flush=True)
-                measure_cases(chromium.new_page(viewport={"width": 1500, "height": 1200}), url, presses, floor)
+                floors = minimal_page_floors(chromium, presses)
+                print(f"minimal page (one slider, app settings), key press -> last change: median {floors[0]:.0f} ms, "
+                      f"-> painted: median {floors[1]:.0f} ms", flush=True)
+                measure_cases(chromium.new_page(viewport={"width": 1500, "height": 1200}), url, presses, floors)
                 chromium.close()
         finally:
             stop(process)
