@@ -102,8 +102,8 @@ class VSGPModel(param.Parameterized):
         self.description = ""  # what the last good fits were fitted to (plot titles)
         self.link_note = ""  # what a bad link asked for and what replaced it
         self.drawn = False  # the page's figures exist: a change refits at once
-        self._kmeans: dict = {}  # (X, M) -> K-means centres, the last one
-        self._presets: dict = {}  # (preset, n, seed) -> (X, y), the last one
+        self._kmeans = jobs.LRUCache(1)  # (X, M) -> K-means centres, the last one
+        self._presets = jobs.LRUCache(1)  # (preset, n, seed) -> (X, y), the last one
         self.param.watch(self._on_data_inputs, ["preset", "n", "seed", "m", "centres"])
         self.param.watch(lambda *events: self.changed(), ["blur", "shape", "method", "variance", "lengthscale"])
 
@@ -113,12 +113,14 @@ class VSGPModel(param.Parameterized):
         then knows by identity that the points (and a cached fit's map) have not changed, and
         sends them no more (app/gp_2d_figures.GridFigure.show)."""
         key = (preset, n, seed)
-        if key not in self._presets:
+        data = self._presets.get_recent(key)
+        if data is None:
             X, y = twod.check_data(*vsgp_demo.make_preset(preset, n, seed))
             X, y = np.array(X), np.array(y)  # own copies, frozen
             X.flags.writeable = y.flags.writeable = False
-            self._presets = {key: (X, y)}
-        return self._presets[key]
+            data = (X, y)
+            self._presets.put(key, data)
+        return data
 
     def centres_array(self, X) -> np.ndarray:
         """The dragged centres, or M K-means centres of X."""
@@ -128,9 +130,11 @@ class VSGPModel(param.Parameterized):
         if m > len(X):
             raise ValueError(f"M = {m} basis points need at least as many training points: lower M or raise n")
         key = (X.tobytes(), m)
-        if key not in self._kmeans:  # K-means costs ~10 ms at N = 500: once per data and M
-            self._kmeans = {key: vsgp_demo.kmeans_centres(X, m)}
-        return self._kmeans[key]
+        centres = self._kmeans.get_recent(key)
+        if centres is None:  # K-means costs ~10 ms at N = 500: once per data and M
+            centres = vsgp_demo.kmeans_centres(X, m)
+            self._kmeans.put(key, centres)
+        return centres
 
     def _fit(self, X, y, kernel, Z, C, grid, X_test, y_test) -> vsgp_demo.SparseGridFit:
         """:func:`vsgp_demo.fit_sparse_grid`, from the cache when these inputs were fitted before."""
