@@ -218,7 +218,7 @@ def test_mcmc_reference_runs_with_progress_then_draws_its_maps_and_distances(pag
     expect(rows).to_have_count(3)  # EP, QP, MCMC
     ep_row = rows.first.inner_text()
     assert ep_row.startswith("■ EP") and float(ep_row.split("\t")[1]) < 0.05  # mean |p - p_MCMC|
-    page.wait_for_url(re.compile(r"g2_methods="), timeout=TIMEOUT_MS)
+    page.wait_for_url(re.compile(r"[?&]g2_methods=[^&]*mcmc"), timeout=TIMEOUT_MS)  # the link keeps the reference
     assert page.evaluate(ALERT_JS) == ""
 
 
