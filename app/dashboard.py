@@ -361,16 +361,24 @@ def build() -> pn.Column:
         page.use_data(label, X, y, likelihood, kernel)
         tabs.active = index
 
+    def show(index: int) -> None:
+        """Tab ``index`` is shown: its page built now, or given the header's mode if the switch
+        moved since it was last shown."""
+        built = index in pages.built
+        page = pages.page(index)
+        if built:
+            projector.shown(page)
+
     pages = LazyPages(PAGES, connect)
     tabs = pn.Tabs(*[(name, holder) for name, holder in zip(pages.titles, pages.holders)], dynamic=True,
                    sizing_mode="stretch_width")
-    projector = ProjectorSwitch(title, tabs, lambda: list(pages.built.values()))  # one mode, every page
+    projector = ProjectorSwitch(title, tabs, lambda: pages.built.get(tabs.active))  # one mode, every page
     # SteadyStyles: Bokeh's renderers stop rewriting unchanged stylesheets on every repaint (app/steady_styles.py)
     header = pn.Row(title, projector.toggle, SteadyStyles(width=0, height=0, margin=0), styles={"background": "#0072B2"},
                     sizing_mode="stretch_width")
     url = TabInUrl(tabs, pages.titles)  # a link's ?page= opens its tab
     pages.page(tabs.active)
-    tabs.param.watch(lambda event: pages.page(event.new), "active")
+    tabs.param.watch(lambda event: show(event.new), "active")
     app = pn.Column(header, projector.note, url.banner, tabs, url.holder, sizing_mode="stretch_width")
     app.lazy_pages = pages  # the pages built so far, for tests
     app.projector = projector
