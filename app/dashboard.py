@@ -38,6 +38,7 @@ import pages as registry
 # GP 1-D opened from such a session's tab showed "could not resolve type 'CsvUpload1'" and no plots.
 import csv_upload  # noqa: F401
 import step_keys  # noqa: F401
+from one_layout_per_patch import OneLayoutPerPatch
 from steady_styles import SteadyStyles
 import safe_text
 import server_memory
@@ -373,8 +374,10 @@ def build() -> pn.Column:
     tabs = pn.Tabs(*[(name, holder) for name, holder in zip(pages.titles, pages.holders)], dynamic=True,
                    sizing_mode="stretch_width")
     projector = ProjectorSwitch(title, tabs, lambda: pages.built.get(tabs.active))  # one mode, every page
-    # SteadyStyles: Bokeh's renderers stop rewriting unchanged stylesheets on every repaint (app/steady_styles.py)
-    header = pn.Row(title, projector.toggle, SteadyStyles(width=0, height=0, margin=0), styles={"background": "#0072B2"},
+    # SteadyStyles: Bokeh's renderers stop rewriting unchanged stylesheets on every repaint (app/steady_styles.py);
+    # OneLayoutPerPatch: one layout per server message, not one per change in it (app/one_layout_per_patch.py)
+    header = pn.Row(title, projector.toggle, SteadyStyles(width=0, height=0, margin=0),
+                    OneLayoutPerPatch(width=0, height=0, margin=0), styles={"background": "#0072B2"},
                     sizing_mode="stretch_width")
     url = TabInUrl(tabs, pages.titles)  # a link's ?page= opens its tab
     pages.page(tabs.active)

@@ -180,13 +180,40 @@ def test_bad_link_opens_a_consistent_page_and_says_what_it_replaced(page: Page, 
 
 
 
+#: Most whole layouts of the page a projector switch may cause (measured: 1 with app/one_layout_per_patch.py, 24
+#: without it).
+LAYOUTS_PER_SWITCH = 3
+
+#: Counts the page's whole layouts (BokehJS's compute_layout of a root view) in window.__qpvizLayouts.
+COUNT_LAYOUTS_JS = """() => {
+    const proto = Bokeh.require('models/layouts/layout_dom').LayoutDOMView.prototype;
+    if (!proto.compute_layout.qpvizCounted) {
+        const compute = proto.compute_layout;
+        const counted = function (...args) {
+            if (!(this.parent instanceof proto.constructor)) window.__qpvizLayouts += 1;
+            return compute.apply(this, args);
+        };
+        counted.qpvizCounted = true;
+        proto.compute_layout = counted;
+    }
+    window.__qpvizLayouts = 0;
+}"""
+
+
 def projector_mode_enlarges_titles_and_colour_bar_numbers(gp2d: Page) -> None:
+    expect(gp2d.locator(".qpviz-one-layout")).to_have_attribute("data-batched", "on")
+    gp2d.evaluate(COUNT_LAYOUTS_JS)
     gp2d.locator(".qpviz-projector .bk-btn").click()
     gp2d.wait_for_function(
         """() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'ColorBar'
                  && m.major_label_text_font_size === '19px')""",
         timeout=TIMEOUT_MS,
     )
+    gp2d.wait_for_timeout(1000)  # the browser's own size reports and their answers
+    # the page restyled in one message: laid out once for it (app/one_layout_per_patch.py), not once per
+    # restyled control (~25 layouts, 2.7 s of the browser before)
+    layouts = gp2d.evaluate("() => window.__qpvizLayouts")
+    assert 1 <= layouts <= LAYOUTS_PER_SWITCH, layouts
     assert gp2d.evaluate("""() => [...Bokeh.documents[0].all_models].some(m => m.constructor.__name__ === 'Title'
                             && m.text.startsWith('EP: p(y=+1|x)') && m.text_font_size === '22px')""")
     # "true", or "True" once a page's own change rewrote the query (Panel's Location re-serialises every
