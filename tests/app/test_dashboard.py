@@ -487,3 +487,30 @@ def test_no_page_module_imports_another_page():
         imported |= {node.module.split(".")[0] for node in ast.walk(tree)
                      if isinstance(node, ast.ImportFrom) and node.module and node.level == 0}
         assert not imported & (names - {info.module}), f"app/{info.module}.py imports {imported & names}"
+
+
+def test_a_projector_switch_is_one_message_with_one_recount_of_the_sessions_models(monkeypatch):
+    """Each stylesheet the switch gives a control made Bokeh recount every model of the session
+    (~20 recounts of ~40 ms for one page); frozen (projector_mode.one_update), one at the end."""
+    from bokeh.document import Document
+    from bokeh.document.models import DocumentModelManager
+
+    doc = Document()
+    monkeypatch.setattr(pn.state, "curdoc", doc)
+    app = dashboard.build()
+    doc.add_root(app.get_root(doc))
+    recounts = []
+    recompute = DocumentModelManager.recompute
+    monkeypatch.setattr(DocumentModelManager, "recompute", lambda self: (recounts.append(1), recompute(self))[1])
+    app.projector.toggle.value = True
+    explorer_page = app.lazy_pages.built[0]
+    assert explorer_page.projector and len(recounts) == 1
+    # the new stylesheets are the document's models (counted at the end, not lost)
+    from explorer_widgets import PROJECTOR_WIDGET_CSS
+
+    enlarged = [part for part in app.select(pn.widgets.Widget) if PROJECTOR_WIDGET_CSS in part.stylesheets]
+    assert enlarged
+    known = {id(model) for model in doc.models}
+    sheets = [sheet for part in enlarged for model, _ in part._models.values() for sheet in model.stylesheets
+              if not isinstance(sheet, str)]
+    assert sheets and all(id(sheet) in known for sheet in sheets)
