@@ -162,7 +162,7 @@ def parse_explorer(text: str) -> list[Figure]:
 
 
 def page_cases(prefix: str):
-    """A parser of the median lines of a page latency benchmark (gp, sparse, vsgp)."""
+    """A parser of the median lines of a page latency benchmark (gp, sparse, vsgp, switch)."""
     def parse(text: str) -> list[Figure]:
         return [Figure(f"{prefix}: {m.group(1).strip()}", float(m.group(2)), "ms", "page")
                 for m in map(PAGE_CASE.match, text.splitlines()) if m]
@@ -194,6 +194,8 @@ BENCHMARKS = (
     Benchmark("gp", ("bench_gp_latency.py", "--presses", "15"), page_cases("gp"), browser=True),
     Benchmark("sparse", ("bench_sparse_latency.py", "--presses", "15"), page_cases("sparse"), browser=True),
     Benchmark("vsgp", ("bench_vsgp_latency.py", "--presses", "15"), page_cases("vsgp"), browser=True),
+    Benchmark("switch", ("bench_page_switch.py", "--repeats", "3", "--switches", "6"), page_cases("switch"),
+              browser=True),
 )
 
 
@@ -266,10 +268,19 @@ def write_baseline(path: Path, rows: list[Row], ran: set, floors: dict, comment:
     ratios.update({row.figure.name: round(row.ratio, 4) for row in rows
                    if row.ratio == row.ratio and benchmark_of(row.figure.name) != "floor"})
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
+    # the floors of the benchmarks not run stay (their ratios were measured against them), and the
+    # notes of the earlier writes they come from
+    old_note = old.get("note", {})
+    kept_floors = {name: f for name, f in old_note.get("floors_ms", {}).items() if name not in ran}
+    earlier = old_note.get("earlier", [])
+    if old_note and set(old_note.get("benchmarks", [])) - ran:
+        earlier = earlier + [{k: v for k, v in old_note.items() if k not in ("floors_ms", "earlier")}]
     note = {"written": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": commit.strip() or "unknown",
             "load_average": round(os.getloadavg()[0], 2),
-            "floors_ms": {name: {k: round(v, 2) for k, v in f.items()} for name, f in floors.items()},
+            "floors_ms": {**kept_floors, **{name: {k: round(v, 2) for k, v in f.items()} for name, f in floors.items()}},
             "benchmarks": sorted(ran), "comment": comment}
+    if earlier and kept_floors:
+        note["earlier"] = earlier
     path.write_text(json.dumps({"note": note, "ratios": dict(sorted(ratios.items()))}, indent=1) + "\n")
 
 

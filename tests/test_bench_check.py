@@ -113,3 +113,20 @@ def test_update_baseline_keeps_benchmarks_not_run(tmp_path):
     check.write_baseline(path, rows, {"gp"}, {"gp": {"page": 50.0}})
     ratios = check.read_baseline(path)
     assert ratios == {"vsgp: blur": 2.0, "gp: GP 1-D, sharp step, N=200, length-scale key": pytest.approx(196 / 50)}
+
+
+def test_a_partial_update_keeps_the_other_benchmarks_floors_and_note(tmp_path):
+    path = tmp_path / "baseline.json"
+    path.write_text(json.dumps({"note": {"commit": "abc", "comment": "all of them", "benchmarks": ["gp", "vsgp"],
+                                         "floors_ms": {"gp": {"page": 40.0}, "vsgp": {"page": 41.0}}},
+                                "ratios": {"vsgp: blur": 2.0, "gp: old case": 3.0}}))
+    rows = check.compare(check.page_cases("gp")(GP), {"page": 50.0}, {})
+    check.write_baseline(path, rows, {"gp"}, {"gp": {"page": 50.0}}, comment="gp again")
+    note = json.loads(path.read_text())["note"]
+    assert note["floors_ms"] == {"gp": {"page": 50.0}, "vsgp": {"page": 41.0}}
+    assert note["benchmarks"] == ["gp"] and note["comment"] == "gp again"
+    assert note["earlier"] == [{"commit": "abc", "comment": "all of them", "benchmarks": ["gp", "vsgp"]}]
+    # a full run again: no floors of earlier writes left, no earlier notes
+    check.write_baseline(path, rows, {"gp", "vsgp"}, {"gp": {"page": 50.0}, "vsgp": {"page": 50.0}})
+    note = json.loads(path.read_text())["note"]
+    assert set(note["floors_ms"]) == {"gp", "vsgp"} and "earlier" not in note
