@@ -257,3 +257,25 @@ def test_a_link_with_mcmc_starts_the_reference_when_the_tab_opens(page: Page, ap
     wait_for_title(page, "EP: p(y=+1|x),\nxor N=30")
     wait_for_title(page, "MCMC: p(y=+1|x),\nxor N=30")
     expect(page.locator(".qpviz-gp2d-table")).to_contain_text("Monte Carlo error", timeout=TIMEOUT_MS)
+
+
+#: The font sizes of the Projection Explorer's plot titles ("(a) densities ...", "(b) ...").
+EXPLORER_TITLE_SIZES_JS = """() => !window.Bokeh || !Bokeh.documents.length ? [] : [...Bokeh.documents[0].all_models]
+    .filter(m => m.constructor.__name__ === 'Title' && /^\\([a-d]'?\\) /.test(m.text || '')).map(m => m.text_font_size)"""
+
+
+def test_the_projector_switch_restyles_the_page_in_view_and_another_page_when_it_is_shown(
+        page: Page, app_url: str, console_errors):  # noqa: F811
+    page.set_viewport_size({"width": 1500, "height": 1200})
+    page.goto(app_url)  # the Projection Explorer
+    page.wait_for_function(f"() => ({EXPLORER_TITLE_SIZES_JS})().length >= 3", timeout=TIMEOUT_MS)
+    normal = set(page.evaluate(EXPLORER_TITLE_SIZES_JS))
+    page.locator(".bk-tab", has_text="GP 2-D").click()
+    wait_for_title(page, "EP: p(y=+1|x)")
+    projector_mode_enlarges_titles_and_colour_bar_numbers(page)
+    # the Explorer, out of view, keeps its look until it is shown (the switch restyles the page in view)
+    assert set(page.evaluate(EXPLORER_TITLE_SIZES_JS)) == normal
+    page.locator(".bk-tab", has_text="Projection Explorer").click()
+    page.wait_for_function(f"normal => ({EXPLORER_TITLE_SIZES_JS})().every(size => !normal.includes(size))",
+                           arg=sorted(normal), timeout=TIMEOUT_MS)
+    assert page.evaluate(ALERT_JS) == ""
