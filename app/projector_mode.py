@@ -5,7 +5,7 @@ tabs here, each page its headings, texts, buttons, inputs, plot titles, axis lab
 line widths (the page's ``projector`` parameter: ``layout.enlarge`` and the figures' ``style``
 methods). The switch restyles the page in view; another page built earlier takes the mode when its
 tab is shown (:meth:`ProjectorSwitch.shown`): with seven pages built, restyling them all at once
-kept the server busy 1.4 s (the page in view alone: 0.7-1.1 s, and 0.25 s in :func:`one_update`).
+kept the server busy 1.4 s (the page in view alone, before :func:`one_update`: 0.7-1.1 s).
 A link's ``projector`` value that is no switch position is replaced by "off" and a banner names it
 (shown as text: ``safe_text``).
 """
