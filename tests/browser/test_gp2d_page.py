@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-from pagetools import TITLES_JS, link_and_tab_fixtures, plot_titles, title_starting
+from pagetools import TITLES_JS, link_and_tab_fixtures, plot_titles, read_ready, title_starting
 from test_explorer_page import console_errors  # noqa: F401  (the fixture: fail on console errors)
 
 pytestmark = pytest.mark.browser
@@ -243,7 +243,7 @@ def test_mcmc_reference_runs_with_progress_then_draws_its_maps_and_distances(pag
     expect(table).to_contain_text("Monte Carlo error")
     rows = table.locator("tbody tr")
     expect(rows).to_have_count(3)  # EP, QP, MCMC
-    ep_row = rows.first.inner_text()
+    ep_row = read_ready(rows.first, lambda text: text.count("\t") >= 2, TIMEOUT_MS)  # not a row being rewritten
     assert ep_row.startswith("■ EP") and float(ep_row.split("\t")[1]) < 0.05  # mean |p - p_MCMC|
     page.wait_for_url(re.compile(r"[?&]g2_methods=[^&]*mcmc"), timeout=TIMEOUT_MS)  # the link keeps the reference
     assert page.evaluate(ALERT_JS) == ""
