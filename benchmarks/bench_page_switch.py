@@ -16,9 +16,10 @@ quiet 1.5 s: a page's later messages, e.g. its first fit, count) and to the fram
 each line ``ratio to minimal page: R``, its median over a minimal Panel page's key press timed the
 same way in the same run (bench_explorer_latency.minimal_page_floors): for benchmarks/check.py.
 
-Measured before this benchmark existed (2026-11-28, served, the same clock): a projector switch on
-GP 2-D took 3.6-4.6 s to its last change (24 whole layouts of the page in the browser, 20 recounts of
-the session's models in the server); a GP 1-D tab 5.4-6.4 s, Sparse 2.7-3.2 s, Paper results 2.6-2.8 s.
+This script on ``366963e``, before the changes it was written for (2026-11-28, medians, ms to the
+last change): the projector switch 3279 (24 whole layouts of the page in the browser, 20 recounts of
+the session's models in the server), a GP 1-D tab 5633, Sparse 2976, Paper results 2854; after them
+(``ae8b617``, the same machine, back to back): 470, 1672, 1106, 1615.
 
 Usage: .venv/bin/python benchmarks/bench_page_switch.py [--repeats 3] [--switches 6]
 """
@@ -106,7 +107,7 @@ def main(argv=None) -> int:
                 print(f"minimal page (one slider, app settings), key press -> last change: median {floors[0]:.0f} ms, "
                       f"-> painted: median {floors[1]:.0f} ms", flush=True)
                 for tab, (times, painted) in open_tabs(chromium, url, args.repeats).items():
-                    report(f"{tab} tab opens (first time in a session)", times, 3000, *floors[:1], painted, floors[1])
+                    report(f"{tab} tab opens (first time in a session)", times, 3000, floors[0], painted, floors[1])
                 times, painted = switch_projector(chromium, url, args.switches)
                 report("GP 2-D, N=60, projector switch", times, 1000, floors[0], painted, floors[1])
                 chromium.close()

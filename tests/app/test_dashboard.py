@@ -490,8 +490,9 @@ def test_no_page_module_imports_another_page():
 
 
 def test_a_projector_switch_is_one_message_with_one_recount_of_the_sessions_models(monkeypatch):
-    """A switch, and a page built when its tab opens, restyle in one update. Each stylesheet the switch gives a control made Bokeh recount every model of the session
-    (~20 recounts of ~40 ms for one page); frozen (projector_mode.one_update), one at the end."""
+    """A switch, and a page built when its tab opens, restyle in one update. Each stylesheet the
+    switch gives a control made Bokeh recount every model of the session (~20 recounts of ~40 ms for
+    one page); frozen (projector_mode.one_update), one at the end."""
     from bokeh.document import Document
     from bokeh.document.models import DocumentModelManager
 
