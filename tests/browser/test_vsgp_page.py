@@ -153,8 +153,8 @@ def test_bad_input_keeps_the_last_fit_and_says_what_to_change(page: Page, app_ur
 def test_link_opens_the_page_with_its_numbers_and_explanations_then_qp_and_projector_mode(vsgp: Page):
     """One load (each part was a test loading the page): what the link opens, then the QP switch and
     projector mode (they change the page: they go last)."""
-    # each row read once it has all its cells (with a cold numba cache the table was being rewritten
-    # when the page had just opened: an empty row was read once in CI)
+    # each row read once it has all its cells (the table can be rewritten just after the page opens:
+    # CI once read an empty row)
     assert vsgp_row(vsgp, 0).startswith("■ VSGP") and vsgp_row(vsgp, 1).startswith("■ FITC")
     error, ntll = (float(v) for v in vsgp_row(vsgp).split("\t")[1:3])
     assert 0 <= error < 0.2 and 0 < ntll < 0.7  # two Gaussians: a few percent of errors
