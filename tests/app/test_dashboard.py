@@ -302,8 +302,14 @@ def test_the_background_work_waits_for_the_first_pages_kernels_then_compiles_the
     monkeypatch.setattr(server_memory, "freeze_imports", lambda: done.append("frozen"))
     monkeypatch.setattr(warmup, "is_warm", lambda what: warm if what == "all" else pytest.fail(what))
     monkeypatch.setattr(dashboard, "compile_in_child", lambda target: done.append(f"compiled {target}") or True)
+    # another page's kernels compiling in a child meanwhile: the full compile waits for them (they are
+    # then in numba's cache), so as not to compile them a second time alongside
+    other = Future()
+    monkeypatch.setattr(other, "result", lambda: done.append("waited fit") or None)
+    monkeypatch.setattr(dashboard, "_PREPARED", {"explorer": first, "fit": other})
     dashboard._preload()
-    assert done == ["asked projection_explorer", "waited", "tables", "frozen"] + ([] if warm else ["compiled all"])
+    assert done == ["asked projection_explorer", "waited", "tables", "frozen"] + (
+        [] if warm else ["waited", "waited fit", "compiled all"])
 
 
 @pytest.mark.parametrize("ready", [True, False])
