@@ -90,8 +90,7 @@ class ProjectorSwitch:
     def shown(self, page) -> None:
         """A page built earlier is in view again: it takes the mode if the switch moved meanwhile."""
         if hasattr(page, "projector") and page.projector != self.toggle.value:
-            with one_update():
-                page.projector = self.toggle.value
+            self.apply(page)
 
     def _read_link(self, event) -> None:
         asked = parse(event.new)

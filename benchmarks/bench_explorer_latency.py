@@ -20,8 +20,8 @@ to the first page showing its numbers.
 
 The last line but one, ``ratio to minimal page: R``, is the slowest likelihood's plots median over
 the plots median of the minimal page with the explorer's server settings, both from this run (the
-goal of issue 22: R <= 1.5). The GP, Sparse and VSGP latency benchmarks print the same line against
-:func:`minimal_page_floor`.
+goal of issue 22: R <= 1.5). The GP, Sparse, VSGP and page-switch benchmarks print the same line
+against :func:`minimal_page_floors`.
 
 Usage: .venv/bin/python benchmarks/bench_explorer_latency.py [--presses 12] [--startup]
 """
@@ -224,9 +224,10 @@ def minimal_page_floors(browser, presses: int) -> tuple[float, float]:
     return percentile(times, 50), percentile(painted, 50)
 
 
-def minimal_page_floor(browser, presses: int) -> float:
-    """The first of :func:`minimal_page_floors`: key press -> last document change."""
-    return minimal_page_floors(browser, presses)[0]
+def floors_line(floors: tuple[float, float]) -> str:
+    """The line the page benchmarks print for :func:`minimal_page_floors`' two medians."""
+    return (f"minimal page (one slider, app settings), key press -> last change: median {floors[0]:.0f} ms, "
+            f"-> painted: median {floors[1]:.0f} ms")
 
 
 def ratio_line(latency_ms: float, floor_ms: float) -> str:

@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_explorer_latency import minimal_page_floors, ratio_line  # noqa: E402
+from bench_explorer_latency import floors_line, minimal_page_floors, ratio_line  # noqa: E402
 from browser_measure import last_painted, measure, percentile, settle, wait_for_bokeh  # noqa: E402
 from pagetools import CHROMIUM_ARGS, chromium_path, serve_app, stop  # noqa: E402
 
@@ -123,9 +123,8 @@ def main() -> int:
 
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-            floor, painted_floor = minimal_page_floors(browser, args.presses)
-            print(f"minimal page (one slider, app settings), key press -> last change: median {floor:.0f} ms, "
-                  f"-> painted: median {painted_floor:.0f} ms", flush=True)
+            floor, painted_floor = floors = minimal_page_floors(browser, args.presses)
+            print(floors_line(floors), flush=True)
             page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
             cases = [
                 (f"GP 1-D, sharp step, N={n}, length-scale key", GP1D.format(preset=quote("sharp step"), n=n),

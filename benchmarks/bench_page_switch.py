@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_explorer_latency import minimal_page_floors  # noqa: E402
+from bench_explorer_latency import floors_line, minimal_page_floors  # noqa: E402
 from bench_gp_latency import report  # noqa: E402
 from browser_measure import last_painted, measure, settle, wait_for_bokeh  # noqa: E402
 from pagetools import CHROMIUM_ARGS, chromium_path, serve_app, stop  # noqa: E402
@@ -104,8 +104,7 @@ def main(argv=None) -> int:
                 warm_up.wait_for_timeout(PREPARATION_S * 1000)
                 warm_up.close()
                 floors = minimal_page_floors(chromium, args.presses)
-                print(f"minimal page (one slider, app settings), key press -> last change: median {floors[0]:.0f} ms, "
-                      f"-> painted: median {floors[1]:.0f} ms", flush=True)
+                print(floors_line(floors), flush=True)
                 for tab, (times, painted) in open_tabs(chromium, url, args.repeats).items():
                     report(f"{tab} tab opens (first time in a session)", times, 3000, floors[0], painted, floors[1])
                 times, painted = switch_projector(chromium, url, args.switches)

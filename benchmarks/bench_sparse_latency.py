@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_explorer_latency import minimal_page_floors, ratio_line  # noqa: E402
+from bench_explorer_latency import floors_line, minimal_page_floors, ratio_line  # noqa: E402
 from bench_gp_latency import nudge  # noqa: E402
 from browser_measure import ARM_JS, QUIET_MS, TIMEOUT_MS, WAIT_JS, percentile, settle, wait_for_bokeh  # noqa: E402
 from pagetools import CHROMIUM_ARGS, chromium_path, serve_app, stop  # noqa: E402
@@ -156,8 +156,7 @@ def main() -> int:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
             floors = minimal_page_floors(browser, args.presses)
-            print(f"minimal page (one slider, app settings), key press -> last change: median {floors[0]:.0f} ms, "
-                  f"-> painted: median {floors[1]:.0f} ms", flush=True)
+            print(floors_line(floors), flush=True)
             page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
             drag = "handle drag" + (f" at alpha {args.drag_alpha:g}" if args.drag_alpha else "")
             for what, action, alpha in (("alpha key", alpha_step, 0.0), (drag, drag_handle(), args.drag_alpha)):

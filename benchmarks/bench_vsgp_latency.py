@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_explorer_latency import minimal_page_floors, ratio_line  # noqa: E402
+from bench_explorer_latency import floors_line, minimal_page_floors, ratio_line  # noqa: E402
 from bench_gp_latency import nudge  # noqa: E402
 from browser_measure import QUIET_MS, last_painted, measure, percentile, settle, wait_for_bokeh  # noqa: E402
 from pagetools import CHROMIUM_ARGS, chromium_path, serve_app, stop, wait_for_new_text  # noqa: E402
@@ -169,8 +169,7 @@ def main(argv=None) -> int:
             with sync_playwright() as pw:
                 chromium = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
                 floors = minimal_page_floors(chromium, presses)
-                print(f"minimal page (one slider, app settings), key press -> last change: median {floors[0]:.0f} ms, "
-                      f"-> painted: median {floors[1]:.0f} ms", flush=True)
+                print(floors_line(floors), flush=True)
                 measure_cases(chromium.new_page(viewport={"width": 1500, "height": 1200}), url, presses, floors)
                 chromium.close()
         finally:
