@@ -53,7 +53,8 @@ VISIBLE_TEXT_JS = """() => {
 
 
 #: Debian's Chromium builds, the lighter first: its headless-only shell, then the full browser (the
-#: order scripts/test picks in, which also installs the shell where neither is there).
+#: order scripts/test picks in, which also installs the shell where neither is there, and for CI where
+#: only the full browser is: QPVIZ_HEADLESS_SHELL=install).
 CHROMIUM_BUILDS = ("/usr/bin/chromium-headless-shell", "/usr/bin/chromium")
 
 
