@@ -165,6 +165,18 @@ def read_ready(locator, ready, timeout_ms: float = 60_000) -> str:
         time.sleep(0.05)
 
 
+def whole_table(locator, rows: int | None = None, timeout_ms: float = 60_000) -> str:
+    """The text of the HTML table ``locator`` once it has its header and ``rows`` rows (at least one
+    if None), each line with as many cells as the header: a read while Bokeh rewrites the pane can
+    come back empty or with cells missing (CI failures, issue 22.6)."""
+    def whole(text: str) -> bool:
+        lines = text.splitlines()
+        return (len(lines) == rows + 1 if rows is not None else len(lines) >= 2) \
+            and len({line.count("\t") for line in lines}) == 1
+
+    return read_ready(locator, whole, timeout_ms)
+
+
 def still(read, quiet_s: float, timeout_s: float, poll_s: float = 0.1) -> tuple[object, bool]:
     """Call ``read()`` until its value stays the same for ``quiet_s``; return the last value and
     whether it stood still before ``timeout_s`` ran out."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from pagetools import plot_titles, wait_for_new_text
+from pagetools import plot_titles, wait_for_new_text, whole_table
 from test_explorer_page import ALERT_JS, console_errors  # noqa: F401  (the fixture fails on console errors)
 
 pytestmark = pytest.mark.browser
@@ -42,7 +42,8 @@ def gp1d_by_tab(page: Page, app_url: str, console_errors) -> Page:  # noqa: F811
 
 
 def table_text(page: Page) -> str:
-    return page.locator(".qpviz-gp1d-table table").first.inner_text()
+    """The numbers table's text once it is whole (pagetools.whole_table)."""
+    return whole_table(page.locator(".qpviz-gp1d-table table").first)
 
 
 def set_lengthscale(page: Page, value: str) -> None:

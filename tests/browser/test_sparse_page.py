@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from pagetools import read_ready, wait_for_new_text
+from pagetools import wait_for_new_text, whole_table
 from test_explorer_page import ALERT_JS, console_errors, wait_for_title  # noqa: F401  (the fixture fails on console errors)
 
 pytestmark = pytest.mark.browser
@@ -49,14 +49,9 @@ def sparse(page: Page, app_url: str, console_errors) -> Page:  # noqa: F811
 
 
 def numbers(page: Page) -> str:
-    """The numbers table's text once it has its header and the link's two rows (under load a read
-    could fall on the moment Bokeh rewrites the pane and see an empty table: CI failures, issue 22.6,
-    and once after the opening's title, 2026-11-28)."""
-    def whole(text: str) -> bool:  # the header and two rows, each with all its cells
-        lines = text.splitlines()
-        return len(lines) == 3 and len({line.count("\t") for line in lines}) == 1
-
-    return read_ready(page.locator(".qpviz-sp-numbers table").first, whole)
+    """The numbers table's text once it has its header and the link's two rows (a read right after
+    the opening's title once saw an empty table, 2026-11-28)."""
+    return whole_table(page.locator(".qpviz-sp-numbers table").first, rows=2)
 
 
 def row(table: str, method: str) -> str:
