@@ -22,7 +22,7 @@ from qpviz.tables.families import FOLD_BINARY, FOLD_REAL
 from qpviz.tables.layout import B_CELLS_OFFSET, H_B_HI, H_B_LO, H_CELLS_A, H_CELLS_B, H_FOLD, H_N_TABLES, H_T_HI, \
     H_T_LO, fast_block
 from qpviz.tables.lookup import B_SLACK, fast_table_locate, is_line, line_table_value, mapped_mean, mean_map, \
-    stored_table_value, table_header, header_coordinates, table_log_ratio
+    stored_table_value, table_degree, table_header, header_coordinates, table_log_ratio
 from qpviz.tilted import qp_std_scalar
 from qpviz.tilted.hermite import hermite_qp_std
 
@@ -77,6 +77,8 @@ def qp_var_batch(coef, meta, y, m, v, out):
     z = np.empty(BATCH_BLOCK)
     touch = np.empty(BATCH_BLOCK)
     line = meta.size > 0 and is_line(meta)
+    degree = 0 if line or meta.size == 0 else table_degree(meta, 0)  # one degree per family
+    last = fast.patch_size(degree) - 1
     header = table_header(meta)  # read once: the coordinate pass keeps it in registers
     for start in range(0, n, BATCH_BLOCK):
         size = min(BATCH_BLOCK, n - start)
@@ -95,9 +97,8 @@ def qp_var_batch(coef, meta, y, m, v, out):
             for j in range(size):  # touch each patch's cache lines: many misses in flight at once
                 o = offset[j]
                 if o >= 0:
-                    touch[j] = coef[o] + coef[o + 8] + coef[o + 16] + coef[o + 24] + coef[o + fast.PATCH_SIZE - 1]
-            for j in range(size):
-                out[start + j] = fast.patch_value(coef, offset[j], x[j], z[j]) if offset[j] >= 0 else np.nan
+                    touch[j] = coef[o] + coef[o + 8] + coef[o + 16] + coef[o + min(24, last)] + coef[o + last]
+            _patch_pass(coef, degree, offset, x, z, out, start, size)
         for j in range(size):
             i = start + j
             h = out[i]
@@ -105,6 +106,18 @@ def qp_var_batch(coef, meta, y, m, v, out):
                 h = stored_table_value(coef, meta, which[j], fa[j], fb[j])
             missing += _put_variance(out, i, v[i], h)
     return missing
+
+
+@njit(**NUMBA_OPTIONS)
+def _patch_pass(coef, degree, offset, x, z, out, start, size):
+    """out[start + j] = the value of patch offset[j] at (x[j], z[j]) for j < size (NaN where the
+    offset is -1), one loop per patch degree: no branch on the degree inside the loop."""
+    if degree == fast.SMALL_DEGREE:
+        for j in range(size):
+            out[start + j] = fast.small_patch_value(coef, offset[j], x[j], z[j]) if offset[j] >= 0 else np.nan
+    else:
+        for j in range(size):
+            out[start + j] = fast.patch_value(coef, offset[j], x[j], z[j]) if offset[j] >= 0 else np.nan
 
 
 @njit(**NUMBA_OPTIONS)
@@ -151,6 +164,8 @@ def single_table_batch(coef, meta, y, m, v, log_v, out):
     b_min, b_max = b_lo - B_SLACK, b_hi + B_SLACK
     constants = mean_map(meta, 0)
     cells = int(meta[fast_block(0) + B_CELLS_OFFSET])
+    degree = table_degree(meta, 0)
+    patch = fast.patch_size(degree)
     inside = np.empty(BATCH_BLOCK, dtype=np.bool_)
     offset = np.empty(BATCH_BLOCK, dtype=np.int64)
     fa = np.empty(BATCH_BLOCK)
@@ -173,10 +188,9 @@ def single_table_batch(coef, meta, y, m, v, log_v, out):
             fa[j] = mapped_mean(constants, t, v[i]) * ca if ok else 0.0
             fb[j] = (b - b_lo) * b_scale if ok else 0.0
         for j in range(size):
-            o, x[j], z[j] = fast.locate_patch(meta, cells, ca, cb, fa[j], fb[j])
+            o, x[j], z[j] = fast.locate_patch(meta, cells, ca, cb, fa[j], fb[j], patch)
             offset[j] = o if inside[j] else -1
-        for j in range(size):
-            out[start + j] = fast.patch_value(coef, offset[j], x[j], z[j]) if offset[j] >= 0 else np.nan
+        _patch_pass(coef, degree, offset, x, z, out, start, size)
         for j in range(size):
             i = start + j
             h = out[i]

@@ -37,7 +37,7 @@ from qpviz.tables.packing import runtime
 __all__ = ["CACHE_FORMAT", "DERIVING_SOURCES", "cache_key", "cache_path", "fast_form"]
 
 #: Version of the cache files' layout (part of the key).
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 #: The sources whose code decides the fast form (the key changes with any of them).
 DERIVING_SOURCES = ("tables/fast.py", "tables/chebyshev.py", "tables/packing.py", "tables/layout.py",
                     "tables/derived.py")
@@ -52,7 +52,7 @@ def cache_key(coef: np.ndarray, meta: np.ndarray) -> str:
     """SHA-256 of a stored table's arrays, the deriving sources and the derivation parameters."""
     digest = hashlib.sha256()
     parts = (CACHE_FORMAT, store.checksum(coef, meta), _deriving_code(), fast.GRID, fast.FAST_TOL, fast.MAX_LEVEL,
-             fast.DEGREE)
+             fast.DEGREE, fast.SMALL_DEGREE)
     digest.update(repr(parts).encode())
     return digest.hexdigest()
 

@@ -39,7 +39,8 @@ In-memory layout ``LAYOUT_FAST`` (derived at load time by
 then (2-D) per table k a block of :data:`FAST_BLOCK` fields at :func:`fast_block` ``(k)``:
 ``B_T_CENTRE``, ``B_WIDTH``, ``B_CELLS_OFFSET`` (its ``ca x cb`` cell codes in ``meta``),
 ``B_NODE_OFFSET`` (its stored tree in ``meta``), ``B_COEF_OFFSET`` (the tree's coefficients in
-``coef``), one unused field.
+``coef``), ``B_DEGREE`` (the total degree of its fast patches, :func:`qpviz.tables.fast.family_degree`;
+the same for every table of a family).
 """
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ __all__ = [
     "S_B_LO", "S_B_HI", "S_G_LO", "S_G_HI", "S_N_CELLS", "STORED_HEADER",
     "SB_T_CENTRE", "SB_WIDTH", "SB_NODE_OFFSET", "SB_COEF_OFFSET", "STORED_BLOCK",
     "H_B_LO", "H_B_HI", "H_CELLS_A", "H_CELLS_B", "H_G_LO", "H_G_HI", "H_N_CELLS", "FAST_HEADER",
-    "B_T_CENTRE", "B_WIDTH", "B_CELLS_OFFSET", "B_NODE_OFFSET", "B_COEF_OFFSET", "FAST_BLOCK",
+    "B_T_CENTRE", "B_WIDTH", "B_CELLS_OFFSET", "B_NODE_OFFSET", "B_COEF_OFFSET", "B_DEGREE", "FAST_BLOCK",
     "stored_block", "fast_block", "TableHeader",
 ]
 
@@ -98,6 +99,7 @@ B_WIDTH = 1
 B_CELLS_OFFSET = 2
 B_NODE_OFFSET = 3
 B_COEF_OFFSET = 4
+B_DEGREE = 5
 FAST_BLOCK = 6
 
 

@@ -20,6 +20,7 @@ from qpviz.tables.families import FOLD_BINARY, FOLD_COUNT_EVEN, FOLD_REAL, FOLD_
 from qpviz.tables.layout import (
     B_CELLS_OFFSET,
     B_COEF_OFFSET,
+    B_DEGREE,
     B_NODE_OFFSET,
     B_T_CENTRE,
     B_WIDTH,
@@ -40,7 +41,7 @@ from qpviz.tables.layout import (
     fast_block,
 )
 
-__all__ = ["table_header", "header_coordinates", "mean_map", "mapped_mean", "table_coordinates", "table_value", "table_log_ratio", "is_line", "line_table_value", "fast_table_locate",
+__all__ = ["table_header", "header_coordinates", "mean_map", "mapped_mean", "table_coordinates", "table_value", "table_log_ratio", "is_line", "line_table_value", "table_degree", "fast_table_locate",
            "fast_table_value", "stored_table_value"]
 
 #: log s may exceed the domain by rounding (0.5 log(20^2) vs log 20): accepted within this
@@ -150,18 +151,25 @@ def line_table_value(coef, meta, fa):
 
 
 @njit(**NUMBA_OPTIONS)
+def table_degree(meta, k):
+    """The total degree of 2-D table k's fast patches (:func:`qpviz.tables.fast.family_degree`)."""
+    return int(meta[fast_block(k) + B_DEGREE])
+
+
+@njit(**NUMBA_OPTIONS)
 def fast_table_locate(meta, k, fa, fb):
     """(patch offset, x, y) of 2-D table k (:func:`qpviz.tables.fast.locate_patch`; offset -1:
     the point's cell reads the stored tree)."""
     cells = int(meta[fast_block(k) + B_CELLS_OFFSET])
-    return fast.locate_patch(meta, cells, int(meta[H_CELLS_A]), int(meta[H_CELLS_B]), fa, fb)
+    return fast.locate_patch(meta, cells, int(meta[H_CELLS_A]), int(meta[H_CELLS_B]), fa, fb,
+                             fast.patch_size(table_degree(meta, k)))
 
 
 @njit(**NUMBA_OPTIONS)
 def fast_table_value(coef, meta, k, fa, fb):
     """h of 2-D table k from its fast patches; NaN in a cell that reads the stored tree."""
     cells = int(meta[fast_block(k) + B_CELLS_OFFSET])
-    return fast.cell_value(coef, meta, cells, int(meta[H_CELLS_A]), int(meta[H_CELLS_B]), fa, fb)
+    return fast.cell_value(coef, meta, cells, int(meta[H_CELLS_A]), int(meta[H_CELLS_B]), fa, fb, table_degree(meta, k))
 
 
 @njit(**NUMBA_OPTIONS)

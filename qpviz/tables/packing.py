@@ -19,6 +19,7 @@ from qpviz.tables.families import FOLD_BINARY, FOLD_REAL, FOLD_SCALE_FREE, TABLE
 from qpviz.tables.layout import (
     B_CELLS_OFFSET,
     B_COEF_OFFSET,
+    B_DEGREE,
     B_NODE_OFFSET,
     B_T_CENTRE,
     B_WIDTH,
@@ -109,7 +110,8 @@ def runtime(coef: np.ndarray, meta: np.ndarray, grid=fast.GRID, tol=fast.FAST_TO
     if stored.layout == LAYOUT_LINE:
         header = TableHeader(LAYOUT_FAST, stored.fold, 1, stored.t_lo, stored.t_hi, g_lo=stored.g_lo,
                              g_hi=stored.g_hi, n_cells=stored.n_cells)
-        stats = {"patches": stored.n_cells, "max_error": 0.0, "stored_cells": 0, "cells": stored.n_cells}
+        stats = {"patches": stored.n_cells, "max_error": 0.0, "stored_cells": 0, "cells": stored.n_cells,
+                 "degree": fast.DEGREE}
         return np.ascontiguousarray(fast.line_to_power(coef).ravel()), header.array(), stats
     if stored.layout != LAYOUT_TREES:
         raise ValueError(f"unknown table layout {stored.layout}")
@@ -119,10 +121,17 @@ def runtime(coef: np.ndarray, meta: np.ndarray, grid=fast.GRID, tol=fast.FAST_TO
                          b_hi=stored.b_hi, cells_a=ca, cells_b=cb)
     cell_parts, patch_parts = [], []
     patch_offset, worst, slow = 0, 0.0, 0
-    for k in range(n_tables):
-        block = stored_block(k)
-        tree = (meta, int(meta[block + SB_NODE_OFFSET]), coef, int(meta[block + SB_COEF_OFFSET]))
-        codes, patches, err, n_slow = fast.derive_table(tree, (0.0, 1.0, stored.b_lo, stored.b_hi), grid, tol)
+    box = (0.0, 1.0, stored.b_lo, stored.b_hi)
+    trees = [(meta, int(meta[stored_block(k) + SB_NODE_OFFSET]), coef, int(meta[stored_block(k) + SB_COEF_OFFSET]))
+             for k in range(n_tables)]
+    degree = fast.family_degree(n_tables)
+    derived = [fast.derive_table(tree, box, grid, tol, degree) for tree in trees]
+    if degree != fast.DEGREE and any(n_slow for *_, n_slow in derived):
+        # degree 5 left cells to the stored tree (slow lookups there): degree 7 if it leaves fewer
+        full = [fast.derive_table(tree, box, grid, tol, fast.DEGREE) for tree in trees]
+        if sum(d[3] for d in full) < sum(d[3] for d in derived):
+            degree, derived = fast.DEGREE, full
+    for k, (codes, patches, err, n_slow) in enumerate(derived):
         cell_parts.append(np.where(codes < 0, codes, codes + patch_offset * fast.CODE_SHIFT))
         patch_parts.append(patches)
         patch_offset += patches.size
@@ -137,7 +146,8 @@ def runtime(coef: np.ndarray, meta: np.ndarray, grid=fast.GRID, tol=fast.FAST_TO
         blocks[k, B_CELLS_OFFSET] = cells_offset + ca * cb * k
         blocks[k, B_NODE_OFFSET] = meta_shift + old[SB_NODE_OFFSET]
         blocks[k, B_COEF_OFFSET] = patch_offset + old[SB_COEF_OFFSET]
+        blocks[k, B_DEGREE] = degree
     fast_meta = np.concatenate([header.array(), blocks.ravel()] + cell_parts + [meta])
-    stats = {"patches": patch_offset // fast.PATCH_SIZE, "max_error": worst, "stored_cells": slow,
-             "cells": ca * cb * n_tables}
+    stats = {"patches": patch_offset // fast.patch_size(degree), "max_error": worst, "stored_cells": slow,
+             "cells": ca * cb * n_tables, "degree": degree}
     return np.concatenate(patch_parts + [coef]), fast_meta, stats

@@ -29,7 +29,7 @@ def test_fields_lie_inside_their_header_or_block_and_do_not_overlap():
     for fields in (tree, line):
         assert len(set(fields.values())) == len(fields) and not shared & set(fields.values())
     assert len(set(_fields("SB_", layout.STORED_BLOCK).values())) == 4
-    assert len(set(_fields("B_", layout.FAST_BLOCK).values())) == 5
+    assert len(set(_fields("B_", layout.FAST_BLOCK).values())) == 6
 
 
 @pytest.mark.parametrize("name", ["probit.npz", "step_eps0.1.npz", "poisson_square.npz"])
