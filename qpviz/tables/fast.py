@@ -17,7 +17,7 @@ by a faster form:
   and stored in power form ``P[l, k]``, l + k <= d (value = sum y^l x^k P[l, k]: independent
   products, no recurrence chain; the power basis loses at most ~1e-14 at degree 7 on [-1, 1]).
   d is :data:`DEGREE` (7: 36 coefficients) or, for a family of one table,
-  :data:`SMALL_DEGREE` (5: 21 coefficients; :func:`family_degree`): 3-5x the patches, still a
+  :data:`SMALL_DEGREE` (5: 21 coefficients; :func:`family_degree`): 4-5x the patches, still a
   few hundred kB in the cache, and ~60% of the multiply-adds per lookup. A one-table family whose
   degree-5 patches leave cells to the stored tree takes degree 7 if that leaves fewer
   (:func:`qpviz.tables.packing.runtime`).
@@ -91,6 +91,8 @@ def family_degree(n_tables: int) -> int:
     """The fast patches' first-choice degree for a family of ``n_tables`` 2-D tables (see
     :data:`SMALL_DEGREE`)."""
     return SMALL_DEGREE if n_tables == 1 else DEGREE
+
+
 #: The evaluators may fuse a * b + c into one FMA instruction (fewer roundings, fewer
 #: instructions); nothing else of fastmath (no reassociation: the sums keep their tree order).
 EVAL_OPTIONS = dict(NUMBA_OPTIONS, fastmath={"contract"})
